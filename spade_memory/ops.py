@@ -1,0 +1,149 @@
+"""Every operation of the base memory agent as a frozen, tagged pydantic model.
+
+The same op objects are built by the client, travel as JSON over XMPP, are
+parsed by one discriminated union on the agent, and reach the store (as in
+langgraph's ``BaseStore``: ``GetOp``, ``PutOp``, ``SearchOp``). Ops never carry
+the owner's identity as a trusted value: the owner is the sender's bare JID.
+An ``owner`` (or spade_llm's ``agent_id``) field is accepted only so that a
+body claiming someone else can be refused explicitly.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+
+from .errors import BadRequest
+from .records import Category
+
+MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
+Limit = Annotated[int, Field(ge=1)]
+
+
+class Op(BaseModel):
+    """Base of every request body: frozen, strict types, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    owner: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("owner", "agent_id"),
+        description="Optional. If given it must equal the sender's bare JID, "
+        "otherwise the request is refused with not-authorized.",
+    )
+
+
+class StoreMemory(Op):
+    op: Literal["store_memory"] = "store_memory"
+    category: Category
+    content: str = Field(min_length=1)
+    context: str | None = None
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+class GetMemory(Op):
+    op: Literal["get_memory"] = "get_memory"
+    id: MemoryId
+
+
+class SearchMemories(Op):
+    """Ranked full-text search (BM25) over content and context."""
+
+    op: Literal["search_memories"] = "search_memories"
+    query: str
+    limit: Limit = 10
+    category: Category | None = None
+
+
+class ListMemories(Op):
+    """Memories of one category, most recently accessed first."""
+
+    op: Literal["list_memories"] = "list_memories"
+    category: Category
+    limit: Limit = 50
+
+
+class RecentMemories(Op):
+    """Memories of any category, most recently accessed first."""
+
+    op: Literal["recent_memories"] = "recent_memories"
+    limit: Limit = 10
+
+
+class UpdateMemory(Op):
+    """Change any of content, category, context and confidence."""
+
+    op: Literal["update_memory"] = "update_memory"
+    id: MemoryId
+    content: str | None = Field(default=None, min_length=1)
+    category: Category | None = None
+    context: str | None = None
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> UpdateMemory:
+        if self.changes() == {}:
+            raise ValueError("give at least one of content, category, context, confidence")
+        return self
+
+    def changes(self) -> dict[str, object]:
+        """The fields this update sets."""
+        fields = ("content", "category", "context", "confidence")
+        return {name: getattr(self, name) for name in fields if getattr(self, name) is not None}
+
+
+class DeleteMemory(Op):
+    op: Literal["delete_memory"] = "delete_memory"
+    id: MemoryId
+
+
+class MemoryStatsOp(Op):
+    op: Literal["memory_stats"] = "memory_stats"
+
+
+BaseMemoryOp = Annotated[
+    StoreMemory
+    | GetMemory
+    | SearchMemories
+    | ListMemories
+    | RecentMemories
+    | UpdateMemory
+    | DeleteMemory
+    | MemoryStatsOp,
+    Field(discriminator="op"),
+]
+"""Any request the base memory agent serves, tagged by ``op``."""
+
+WRITE_OPS: tuple[type[Op], ...] = (StoreMemory, UpdateMemory, DeleteMemory)
+"""Ops whose effect must happen once per request id, however often it is sent."""
+
+base_memory_ops: TypeAdapter[BaseMemoryOp] = TypeAdapter(BaseMemoryOp)
+
+
+def parse_op(adapter: TypeAdapter[Op], body: str) -> Op:
+    """Parse a JSON request body, turning any problem into a readable BadRequest."""
+    try:
+        return adapter.validate_json(body)
+    except ValidationError as exc:
+        raise BadRequest(describe(exc)) from None
+
+
+def describe(exc: ValidationError, most: int = 3) -> str:
+    """A short human text for a validation error, without echoing huge inputs."""
+    parts = []
+    for error in exc.errors(include_url=False, include_input=False)[:most]:
+        where = ".".join(str(p) for p in error["loc"]) or "body"
+        parts.append(f"{where}: {error['msg']}")
+    more = exc.error_count() - most
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "; ".join(parts)

@@ -1,0 +1,83 @@
+"""One long-lived aiosqlite connection with the settings every store wants.
+
+WAL lets readers run beside the writer; ``busy_timeout`` waits instead of
+failing with "database is locked" when another process holds the lock;
+``synchronous`` is NORMAL by default, which in WAL mode keeps every committed
+transaction across a crash of the process (``kill -9``) and FULL adds
+durability across power loss at the cost of an fsync per commit. The schema
+version lives in ``PRAGMA user_version`` and advances through a list of
+migrations, each run in its own transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Literal
+
+import aiosqlite
+
+Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
+Synchronous = Literal["NORMAL", "FULL"]
+
+
+async def connect(path: str | Path, synchronous: Synchronous = "NORMAL") -> aiosqlite.Connection:
+    """Open a connection in autocommit mode; transactions are explicit."""
+    if str(path) != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    db = await aiosqlite.connect(str(path), isolation_level=None)
+    await db.execute("PRAGMA journal_mode=WAL")
+    await db.execute(f"PRAGMA synchronous={synchronous}")
+    await db.execute("PRAGMA busy_timeout=5000")
+    await db.execute("PRAGMA foreign_keys=ON")
+    return db
+
+
+async def migrate(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> int:
+    """Apply the migrations the database has not seen yet; return the new version."""
+    async with db.execute("PRAGMA user_version") as cursor:
+        row = await cursor.fetchone()
+    version = int(row[0]) if row else 0
+    for number, migration in enumerate(migrations[version:], start=version + 1):
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            await migration(db)
+            await db.execute(f"PRAGMA user_version={number}")
+            await db.execute("COMMIT")
+        except BaseException:
+            await db.execute("ROLLBACK")
+            raise
+    return len(migrations)
+
+
+class Transactions:
+    """Serialises transactions of coroutines sharing one connection.
+
+    aiosqlite runs statements one at a time, but two coroutines could still
+    interleave their statements inside each other's BEGIN ... COMMIT; the lock
+    keeps each transaction whole.
+    """
+
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self.db = db
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A write transaction: committed on success, rolled back on any error."""
+        async with self._lock:
+            await self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                await self.db.execute("ROLLBACK")
+                raise
+            await self.db.execute("COMMIT")
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A consistent read: never sees another coroutine's uncommitted writes."""
+        async with self._lock:
+            yield self.db

@@ -1,0 +1,208 @@
+"""Conformance of the long-term store on real SQLite files."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from spade_memory.errors import ItemNotFound
+from spade_memory.ops import (
+    DeleteMemory,
+    GetMemory,
+    ListMemories,
+    MemoryStatsOp,
+    RecentMemories,
+    SearchMemories,
+    StoreMemory,
+    UpdateMemory,
+)
+from spade_memory.records import Memory, MemoryList, Stored
+from spade_memory.stores.longterm import LongTermStore
+
+ALICE = "alice@localhost"
+BOB = "bob@localhost"
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[LongTermStore]:
+    opened = await LongTermStore.open(tmp_path / "memory.db")
+    yield opened
+    await opened.close()
+
+
+async def put(store: LongTermStore, owner: str, content: str, **fields: object) -> str:
+    result = await store.apply(owner, StoreMemory(content=content, **{"category": "fact", **fields}))
+    assert isinstance(result, Stored)
+    return result.id
+
+
+async def search(store: LongTermStore, owner: str, query: str, **fields: object) -> list[Memory]:
+    result = await store.apply(owner, SearchMemories(query=query, **fields))
+    assert isinstance(result, MemoryList)
+    return result.memories
+
+
+async def contents(store: LongTermStore, owner: str) -> list[str]:
+    result = await store.apply(owner, RecentMemories(limit=1000))
+    assert isinstance(result, MemoryList)
+    return sorted(m.content for m in result.memories)
+
+
+async def test_store_then_get_returns_every_field(store: LongTermStore) -> None:
+    memory_id = await put(store, ALICE, "Paris is the capital", context="geo", confidence=0.75)
+    memory = await store.apply(ALICE, GetMemory(id=memory_id))
+    assert isinstance(memory, Memory)
+    assert (memory.owner, memory.category, memory.content) == (ALICE, "fact", "Paris is the capital")
+    assert (memory.context, memory.confidence, memory.access_count) == ("geo", 0.75, 1)
+    assert memory.created_at <= memory.last_accessed
+
+
+async def test_search_ranks_by_shared_rare_words(store: LongTermStore) -> None:
+    await put(store, ALICE, "the weather is nice today")
+    best = await put(store, ALICE, "API endpoint requires authentication header")
+    await put(store, ALICE, "the API is versioned")
+    found = await search(store, ALICE, "API authentication")
+    assert found[0].id == best
+    assert len(found) == 2
+
+
+async def test_search_filters_category_and_limit(store: LongTermStore) -> None:
+    for n in range(5):
+        await put(store, ALICE, f"coffee note {n}")
+    await put(store, ALICE, "coffee with oat milk", category="preference")
+    prefs = await search(store, ALICE, "coffee", category="preference")
+    assert [m.content for m in prefs] == ["coffee with oat milk"]
+    assert len(await search(store, ALICE, "coffee", limit=3)) == 3
+
+
+@pytest.mark.parametrize(
+    "query", ['"unbalanced', "AND OR NOT", "*", "'; DROP TABLE memories; --", "NEAR(a b", "", "\x00"]
+)
+async def test_fts_syntax_in_queries_is_plain_text(store: LongTermStore, query: str) -> None:
+    await put(store, ALICE, "unbalanced budget and not much else")
+    found = await search(store, ALICE, query)
+    assert isinstance(found, list)
+    assert await contents(store, ALICE) == ["unbalanced budget and not much else"]
+
+
+async def test_owners_never_see_each_other(store: LongTermStore) -> None:
+    bob_id = await put(store, BOB, "bob secret plan")
+    assert await search(store, ALICE, "secret plan") == []
+    for op in (
+        GetMemory(id=bob_id),
+        UpdateMemory(id=bob_id, content="hijacked"),
+        DeleteMemory(id=bob_id),
+    ):
+        with pytest.raises(ItemNotFound):
+            await store.apply(ALICE, op)
+    assert await contents(store, BOB) == ["bob secret plan"]
+
+
+async def test_list_by_category_and_recent_order(store: LongTermStore) -> None:
+    first = await put(store, ALICE, "first", category="pattern")
+    second = await put(store, ALICE, "second", category="pattern")
+    await put(store, ALICE, "third", category="capability")
+    listed = await store.apply(ALICE, ListMemories(category="pattern"))
+    assert isinstance(listed, MemoryList)
+    assert {m.id for m in listed.memories} == {first, second}
+    await store.apply(ALICE, GetMemory(id=first))  # touching makes it the most recent
+    recent = await store.apply(ALICE, RecentMemories(limit=2))
+    assert isinstance(recent, MemoryList)
+    assert recent.memories[0].id == first
+    assert len(recent.memories) == 2
+
+
+async def test_update_changes_fields_and_index(store: LongTermStore) -> None:
+    memory_id = await put(store, ALICE, "likes tea")
+    updated = await store.apply(
+        ALICE,
+        UpdateMemory(id=memory_id, content="likes espresso", category="preference",
+                     context="kitchen", confidence=0.4),
+    )
+    assert isinstance(updated, Memory)
+    assert (updated.content, updated.category, updated.context, updated.confidence) == (
+        "likes espresso", "preference", "kitchen", 0.4)
+    assert await search(store, ALICE, "tea") == []
+    assert [m.id for m in await search(store, ALICE, "espresso")] == [memory_id]
+    assert [m.id for m in await search(store, ALICE, "kitchen")] == [memory_id]
+
+
+async def test_delete_removes_from_search(store: LongTermStore) -> None:
+    memory_id = await put(store, ALICE, "temporary thought")
+    await store.apply(ALICE, DeleteMemory(id=memory_id))
+    assert await search(store, ALICE, "temporary") == []
+    with pytest.raises(ItemNotFound):
+        await store.apply(ALICE, GetMemory(id=memory_id))
+
+
+async def test_stats(store: LongTermStore) -> None:
+    empty = await store.apply(ALICE, MemoryStatsOp())
+    assert empty.model_dump()["total_memories"] == 0
+    await put(store, ALICE, "a", confidence=0.5)
+    await put(store, ALICE, "b", category="pattern", confidence=1.0)
+    await put(store, BOB, "not counted")
+    stats = (await store.apply(ALICE, MemoryStatsOp())).model_dump()
+    assert stats["total_memories"] == 2
+    assert stats["category_counts"] == {"fact": 1, "pattern": 1}
+    assert stats["avg_confidence"] == pytest.approx(0.75)
+    assert stats["oldest_memory"] <= stats["newest_memory"]
+
+
+async def test_repeated_request_id_applies_once_even_after_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    store = await LongTermStore.open(path)
+    op = StoreMemory(category="fact", content="only once")
+    first = await store.apply(ALICE, op, request_id="req-1")
+    again = await store.apply(ALICE, op, request_id="req-1")
+    await store.close()
+    reopened = await LongTermStore.open(path)
+    later = await reopened.apply(ALICE, op, request_id="req-1")
+    assert first == again == later
+    assert await contents(reopened, ALICE) == ["only once"]
+    # the same request id from another owner is another request
+    await reopened.apply(BOB, op, request_id="req-1")
+    assert await contents(reopened, BOB) == ["only once"]
+    await reopened.close()
+
+
+async def test_memories_persist_across_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    store = await LongTermStore.open(path)
+    ids = [await put(store, ALICE, f"durable {n}") for n in range(20)]
+    await store.close()
+    reopened = await LongTermStore.open(path)
+    found = await search(reopened, ALICE, "durable", limit=50)
+    assert sorted(m.id for m in found) == sorted(ids)
+    await reopened.close()
+
+
+async def test_opens_a_spade_llm_database_and_keeps_every_row(tmp_path: Path) -> None:
+    from spade_llm.memory.agent_base_memory import AgentBaseMemory
+
+    legacy = AgentBaseMemory("legacy@localhost", memory_path=str(tmp_path))
+    ids = [
+        await legacy.store_memory("fact", "API endpoint requires authentication header"),
+        await legacy.store_memory("preference", "prefers short answers", context="chat", confidence=0.8),
+        await legacy.store_memory("capability", "can read PDF files"),
+    ]
+    await legacy.search_memories("PDF")  # bumps an access count
+    await legacy.cleanup()
+    path = tmp_path / "legacy_localhost_base_memory.db"
+    before = sqlite3.connect(path).execute("SELECT * FROM agent_memories ORDER BY id").fetchall()
+
+    store = await LongTermStore.open(path)
+    recent = await store.apply("legacy@localhost", RecentMemories(limit=10))
+    assert isinstance(recent, MemoryList)
+    by_id = {m.id: m for m in recent.memories}
+    assert sorted(by_id) == sorted(ids)
+    assert by_id[ids[1]].context == "chat" and by_id[ids[1]].confidence == 0.8
+    assert by_id[ids[2]].access_count == 2  # one from spade_llm, one from this read
+    found = await search(store, "legacy@localhost", "authentication")
+    assert [m.id for m in found] == [ids[0]]
+    await store.close()
+
+    after = sqlite3.connect(path).execute("SELECT * FROM agent_memories ORDER BY id").fetchall()
+    assert after == before
