@@ -34,7 +34,9 @@ async def store(tmp_path: Path) -> AsyncIterator[LongTermStore]:
 
 
 async def put(store: LongTermStore, owner: str, content: str, **fields: object) -> str:
-    result = await store.apply(owner, StoreMemory(content=content, **{"category": "fact", **fields}))
+    result = await store.apply(
+        owner, StoreMemory(content=content, **{"category": "fact", **fields})
+    )
     assert isinstance(result, Stored)
     return result.id
 
@@ -55,7 +57,11 @@ async def test_store_then_get_returns_every_field(store: LongTermStore) -> None:
     memory_id = await put(store, ALICE, "Paris is the capital", context="geo", confidence=0.75)
     memory = await store.apply(ALICE, GetMemory(id=memory_id))
     assert isinstance(memory, Memory)
-    assert (memory.owner, memory.category, memory.content) == (ALICE, "fact", "Paris is the capital")
+    assert (memory.owner, memory.category, memory.content) == (
+        ALICE,
+        "fact",
+        "Paris is the capital",
+    )
     assert (memory.context, memory.confidence, memory.access_count) == ("geo", 0.75, 1)
     assert memory.created_at <= memory.last_accessed
 
@@ -79,7 +85,8 @@ async def test_search_filters_category_and_limit(store: LongTermStore) -> None:
 
 
 @pytest.mark.parametrize(
-    "query", ['"unbalanced', "AND OR NOT", "*", "'; DROP TABLE memories; --", "NEAR(a b", "", "\x00"]
+    "query",
+    ['"unbalanced', "AND OR NOT", "*", "'; DROP TABLE memories; --", "NEAR(a b", "", "\x00"],
 )
 async def test_fts_syntax_in_queries_is_plain_text(store: LongTermStore, query: str) -> None:
     await put(store, ALICE, "unbalanced budget and not much else")
@@ -119,12 +126,21 @@ async def test_update_changes_fields_and_index(store: LongTermStore) -> None:
     memory_id = await put(store, ALICE, "likes tea")
     updated = await store.apply(
         ALICE,
-        UpdateMemory(id=memory_id, content="likes espresso", category="preference",
-                     context="kitchen", confidence=0.4),
+        UpdateMemory(
+            id=memory_id,
+            content="likes espresso",
+            category="preference",
+            context="kitchen",
+            confidence=0.4,
+        ),
     )
     assert isinstance(updated, Memory)
     assert (updated.content, updated.category, updated.context, updated.confidence) == (
-        "likes espresso", "preference", "kitchen", 0.4)
+        "likes espresso",
+        "preference",
+        "kitchen",
+        0.4,
+    )
     assert await search(store, ALICE, "tea") == []
     assert [m.id for m in await search(store, ALICE, "espresso")] == [memory_id]
     assert [m.id for m in await search(store, ALICE, "kitchen")] == [memory_id]
@@ -185,7 +201,9 @@ async def test_opens_a_spade_llm_database_and_keeps_every_row(tmp_path: Path) ->
     legacy = AgentBaseMemory("legacy@localhost", memory_path=str(tmp_path))
     ids = [
         await legacy.store_memory("fact", "API endpoint requires authentication header"),
-        await legacy.store_memory("preference", "prefers short answers", context="chat", confidence=0.8),
+        await legacy.store_memory(
+            "preference", "prefers short answers", context="chat", confidence=0.8
+        ),
         await legacy.store_memory("capability", "can read PDF files"),
     ]
     await legacy.search_memories("PDF")  # bumps an access count

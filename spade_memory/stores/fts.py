@@ -16,11 +16,13 @@ MAX_TERMS = 64
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 STOP_WORDS = frozenset(
-    """a about after all also am an and any are as at be been before being but by
-    can could did do does doing for from had has have having he her hers him his how
-    i if in into is it its me my no nor not of on or our ours she so than that the
-    their them then there these they this those to too us was we were what when where
-    which who whom why will with would you your yours""".split()
+    (
+        "a about after all also am an and any are as at be been before being but by can "
+        "could did do does doing for from had has have having he her hers him his how i "
+        "if in into is it its me my no nor not of on or our ours she so than that the "
+        "their them then there these they this those to too us was we were what when "
+        "where which who whom why will with would you your yours "
+    ).split()
 )
 
 

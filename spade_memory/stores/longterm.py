@@ -142,16 +142,12 @@ class LongTermStore:
         return rows[0].memory()
 
     async def _delete(self, db: aiosqlite.Connection, owner: str, op: DeleteMemory) -> Deleted:
-        cursor = await db.execute(
-            "DELETE FROM memories WHERE id = ? AND owner = ?", (op.id, owner)
-        )
+        cursor = await db.execute("DELETE FROM memories WHERE id = ? AND owner = ?", (op.id, owner))
         if cursor.rowcount == 0:
             raise ItemNotFound(f"no memory {op.id!r}")
         return Deleted(id=op.id)
 
-    async def _search(
-        self, db: aiosqlite.Connection, owner: str, op: SearchMemories
-    ) -> MemoryList:
+    async def _search(self, db: aiosqlite.Connection, owner: str, op: SearchMemories) -> MemoryList:
         expression = match_expression(op.query)
         if expression is None:
             return MemoryList()
@@ -179,6 +175,7 @@ class LongTermStore:
                 if not found:
                     raise ItemNotFound(f"no memory {op.id!r}")
                 return (await self._touch(found))[0]
+            params: tuple[Any, ...]
             if isinstance(op, ListMemories):
                 where, params = "WHERE m.owner = ? AND m.category = ?", (owner, op.category)
             else:
@@ -237,7 +234,6 @@ class _Row:
         memory_id, owner, category, content, context, confidence, created, accessed, count = (
             self.values[:9]
         )
-        touched = accessed_at is not None
         return Memory(
             id=memory_id,
             owner=owner,
@@ -246,8 +242,8 @@ class _Row:
             context=context,
             confidence=confidence,
             created_at=_datetime(created),
-            last_accessed=_datetime(accessed_at if touched else accessed),
-            access_count=count + 1 if touched else count,
+            last_accessed=_datetime(accessed if accessed_at is None else accessed_at),
+            access_count=count if accessed_at is None else count + 1,
         )
 
 

@@ -78,7 +78,7 @@ async def import_spade_llm_rows(db: aiosqlite.Connection) -> int:
         "SELECT id, agent_id, category, content, context, confidence,"
         " created_at, last_accessed, access_count FROM agent_memories"
     ) as cursor:
-        rows = await cursor.fetchall()
+        rows = list(await cursor.fetchall())
     await db.executemany(
         "INSERT OR IGNORE INTO memories (id, owner, category, content, context,"
         " confidence, created_at, last_accessed, access_count)"

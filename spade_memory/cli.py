@@ -1,0 +1,148 @@
+"""The ``spade-memory`` command: ``run`` the memory agents, print the protocol ``schema``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from . import protocol
+from .limits import Limits
+from .runtime import PASSWORD_ENV, MemoryRuntime, RunConfig
+
+DATA_ENV = "SPADE_MEMORY_DATA"
+
+
+def default_data_dir() -> Path:
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV])
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "spade-memory"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spade-memory", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run the memory agents (and an embedded XMPP server)")
+    run.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help=f"where memories live (default: ${DATA_ENV} or ~/.local/share/spade-memory)",
+    )
+    run.add_argument(
+        "--domain",
+        default="localhost",
+        help="XMPP domain of the agents, and the host they connect to",
+    )
+    run.add_argument("--port", type=int, default=5222, help="XMPP client port")
+    run.add_argument(
+        "--s2s-port", type=int, default=5269, help="server-to-server port of the embedded server"
+    )
+    run.add_argument(
+        "--external-server",
+        action="store_true",
+        help=f"connect to an XMPP server already running at DOMAIN:PORT instead of"
+        f" starting the embedded one (password from ${PASSWORD_ENV})",
+    )
+    run.add_argument(
+        "--base-jid",
+        default=None,
+        help="JID of the base memory agent (default: base-memory@DOMAIN)",
+    )
+    run.add_argument("--max-content-chars", type=int, default=Limits.max_content_chars)
+    run.add_argument("--max-results", type=int, default=Limits.max_results)
+    run.add_argument(
+        "--durable",
+        action="store_true",
+        help="fsync every commit (survives power loss, not only crashes)",
+    )
+
+    commands.add_parser("schema", help="print the JSON Schema of every request and reply")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "schema":
+        print(json.dumps(protocol.json_schemas(), indent=2))
+        return 0
+    config = RunConfig(
+        data_dir=args.data_dir or default_data_dir(),
+        domain=args.domain,
+        port=args.port,
+        s2s_port=args.s2s_port,
+        embedded_server=not args.external_server,
+        base_jid=args.base_jid,
+        limits=Limits(max_content_chars=args.max_content_chars, max_results=args.max_results),
+        synchronous="FULL" if args.durable else "NORMAL",
+    )
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    _use_uvloop()
+    try:
+        asyncio.run(_run(config, Console()))
+    except RuntimeError as error:
+        print(f"spade-memory: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _run(config: RunConfig, console: Console) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    runtime = MemoryRuntime(config)
+    await runtime.start()
+    try:
+        _print_banner(config, console)
+        await stop.wait()
+        console.print("stopping ...")
+    finally:
+        await runtime.stop()
+    console.print("stopped.")
+
+
+def _print_banner(config: RunConfig, console: Console) -> None:
+    table = Table(show_header=False, box=None)
+    server = "embedded (SPADE's pyjabber)" if config.embedded_server else "external"
+    table.add_row("XMPP server", f"{server} at {config.domain}:{config.port}")
+    table.add_row("base memory agent", config.base_memory_jid)
+    table.add_row("ontology", protocol.ONTOLOGY)
+    table.add_row("data directory", str(config.data_dir))
+    table.add_row("long-term memories", str(config.base_memory_db))
+    console.print(table)
+    if config.embedded_server:
+        console.print(
+            "[bold yellow]warning:[/] the embedded XMPP server does not authenticate senders:"
+            " any client can send as any JID, so memories are not private from other local"
+            " clients. Use Prosody or another production server (--external-server) when"
+            " identity matters."
+        )
+    console.print(
+        f"spade-memory is ready; send requests to {config.base_memory_jid}. Stop with Ctrl-C."
+    )
+
+
+def _use_uvloop() -> None:
+    try:
+        import uvloop
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""MemoryClient: typed async calls to the memory agents, over XMPP.
+
+Each call sends one op with a fresh request id in ``thread`` and waits on a
+future keyed by that id; one reply-router behaviour resolves the futures, so
+many calls can be in flight from one agent and late duplicate replies are
+dropped. A call that gets no reply in time is sent once more with the same
+request id (the agent applies a repeated write once), then raises
+``MemoryTimeout``; a client built with ``degraded=True`` returns an empty
+result marked ``degraded`` instead, so a memory outage never blocks an agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any, TypeVar
+
+from spade.agent import Agent
+from spade.behaviour import CyclicBehaviour
+from spade.message import Message
+
+from . import protocol
+from .errors import ItemNotFound, MemoryTimeout, error_for
+from .ops import (
+    DeleteMemory,
+    GetMemory,
+    ListMemories,
+    MemoryStatsOp,
+    Op,
+    RecentMemories,
+    SearchMemories,
+    StoreMemory,
+    UpdateMemory,
+)
+from .records import Category, Deleted, Failure, Memory, MemoryList, MemoryStats, Record, Stored
+
+R = TypeVar("R", bound=Record)
+
+
+class Memories(list[Memory]):
+    """A list of memories that says whether it is a degraded (empty) answer."""
+
+    def __init__(self, memories: list[Memory] | None = None, *, degraded: bool = False) -> None:
+        super().__init__(memories or [])
+        self.degraded = degraded
+
+
+class ReplyRouter(CyclicBehaviour):  # type: ignore[misc]
+    """Hands each memory reply to the call waiting for its request id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: dict[str, asyncio.Future[Message]] = {}
+
+    async def run(self) -> None:
+        reply = await self.receive(timeout=1.0)
+        if reply is None or reply.thread is None:
+            return
+        waiting = self.pending.get(reply.thread)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(reply)
+
+
+class MemoryClient:
+    """Talks to a base memory agent on behalf of ``agent``."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        base_memory_jid: str | None = None,
+        *,
+        timeout: float = 5.0,
+        degraded: bool = False,
+    ) -> None:
+        self.agent = agent
+        self.base_memory_jid = base_memory_jid or f"{protocol.BASE_MEMORY_NODE}@{agent.jid.domain}"
+        self.timeout = timeout
+        self.degraded = degraded
+        self._router = ReplyRouter()
+        agent.add_behaviour(self._router, protocol.reply_template())
+
+    async def request(self, to: str, op: Op, result_type: type[R]) -> R | None:
+        """Send ``op`` to ``to``; its result, None if degraded and unanswered."""
+        reply = await self._round_trip(protocol.request_message(to, op, uuid.uuid4().hex))
+        if reply is None:
+            if self.degraded:
+                return None
+            raise MemoryTimeout(f"no reply from {to} within {self.timeout}s (sent twice)")
+        if reply.get_metadata("performative") == "inform":
+            return result_type.model_validate_json(reply.body)
+        failure = Failure.model_validate_json(reply.body)
+        raise error_for(failure.condition, failure.text)
+
+    async def _round_trip(self, request: Message) -> Message | None:
+        request_id = str(request.thread)
+        answer: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._router.pending[request_id] = answer
+        try:
+            for _attempt in range(2):
+                await self._router.send(request)
+                try:
+                    return await asyncio.wait_for(asyncio.shield(answer), self.timeout)
+                except asyncio.TimeoutError:
+                    continue
+            return None
+        finally:
+            self._router.pending.pop(request_id, None)
+
+    async def _memories(self, op: Op) -> Memories:
+        result = await self.request(self.base_memory_jid, op, MemoryList)
+        return Memories(degraded=True) if result is None else Memories(result.memories)
+
+    # The calls below mirror spade_llm's AgentBaseMemory.
+
+    async def store_memory(
+        self,
+        category: Category,
+        content: str,
+        context: str | None = None,
+        confidence: float = 1.0,
+    ) -> str | None:
+        """Store a memory; its id (None when degraded and unanswered)."""
+        op = StoreMemory(category=category, content=content, context=context, confidence=confidence)
+        result = await self.request(self.base_memory_jid, op, Stored)
+        return None if result is None else result.id
+
+    async def search_memories(
+        self, query: str, limit: int = 10, category: Category | None = None
+    ) -> Memories:
+        """Memories ranked by relevance to ``query`` (BM25)."""
+        return await self._memories(SearchMemories(query=query, limit=limit, category=category))
+
+    async def get_memories_by_category(self, category: Category, limit: int = 50) -> Memories:
+        return await self._memories(ListMemories(category=category, limit=limit))
+
+    async def get_recent_memories(self, limit: int = 10) -> Memories:
+        return await self._memories(RecentMemories(limit=limit))
+
+    async def get_memory(self, memory_id: str) -> Memory | None:
+        return await self.request(self.base_memory_jid, GetMemory(id=memory_id), Memory)
+
+    async def update_memory(self, memory_id: str, **changes: Any) -> Memory | None:
+        """Change any of ``content``, ``category``, ``context``, ``confidence``."""
+        op = UpdateMemory(id=memory_id, **changes)
+        return await self.request(self.base_memory_jid, op, Memory)
+
+    async def delete_memory(self, memory_id: str) -> bool:
+        """True if deleted; False if there was no such memory (or degraded)."""
+        try:
+            result = await self.request(self.base_memory_jid, DeleteMemory(id=memory_id), Deleted)
+        except ItemNotFound:
+            return False
+        return result is not None
+
+    async def get_memory_stats(self) -> MemoryStats | None:
+        return await self.request(self.base_memory_jid, MemoryStatsOp(), MemoryStats)

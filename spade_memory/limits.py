@@ -1,0 +1,17 @@
+"""Configurable limits a memory agent enforces; exceeding one is ``resource-constraint``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what one request may ask of a memory agent."""
+
+    max_content_chars: int = 16_384
+    """Longest content, context or query, in characters."""
+    max_results: int = 1_000
+    """Largest ``limit`` a request may ask for."""
+    max_body_bytes: int = 262_144
+    """Largest request body, in bytes of UTF-8, checked before parsing."""

@@ -1,0 +1,111 @@
+"""Start and stop the memory agents (and, by default, the embedded XMPP server)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from spade.agent import Agent
+
+from . import protocol
+from .agents.base_memory import BaseMemoryAgent
+from .limits import Limits
+from .stores.connection import Synchronous
+from .stores.longterm import LongTermStore
+from .xmpp_server import EmbeddedXMPPServer
+
+PASSWORD_ENV = "SPADE_MEMORY_PASSWORD"
+
+
+@dataclass
+class RunConfig:
+    """Where data lives and how the memory agents reach their XMPP server."""
+
+    data_dir: Path
+    domain: str = "localhost"
+    port: int = 5222
+    s2s_port: int = 5269
+    embedded_server: bool = True
+    base_jid: str | None = None
+    password: str | None = None
+    connect_timeout: float = 15.0
+    limits: Limits = field(default_factory=Limits)
+    synchronous: Synchronous = "NORMAL"
+
+    @property
+    def base_memory_jid(self) -> str:
+        return self.base_jid or f"{protocol.BASE_MEMORY_NODE}@{self.domain}"
+
+    @property
+    def base_memory_db(self) -> Path:
+        return self.data_dir / "base-memory.db"
+
+
+def agent_password(config: RunConfig) -> str:
+    """The agents' password: given, from the environment, or (embedded only) kept on disk."""
+    password = config.password or os.environ.get(PASSWORD_ENV)
+    if password:
+        return password
+    if not config.embedded_server:
+        raise SystemExit(f"set {PASSWORD_ENV} to the memory agents' XMPP password")
+    path = config.data_dir / "agent-password"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(24))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+async def start_agent(agent: Agent, config: RunConfig) -> None:
+    """Start an agent, failing clearly instead of hanging when no server answers."""
+    try:
+        await asyncio.wait_for(agent.start(auto_register=True), config.connect_timeout)
+    except asyncio.TimeoutError:
+        raise RuntimeError(
+            f"{agent.jid} could not connect to an XMPP server at {config.domain}:{config.port}"
+            f" within {config.connect_timeout:.0f}s"
+        ) from None
+
+
+class MemoryRuntime:
+    """Everything `spade-memory run` starts, in start order, stopped in reverse."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.server: EmbeddedXMPPServer | None = None
+        self.store: LongTermStore | None = None
+        self.agents: list[Agent] = []
+
+    async def start(self) -> None:
+        config = self.config
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        password = agent_password(config)
+        try:
+            if config.embedded_server:
+                self.server = EmbeddedXMPPServer(
+                    config.data_dir, config.domain, config.port, config.s2s_port
+                )
+                await self.server.start()
+            self.store = await LongTermStore.open(config.base_memory_db, config.synchronous)
+            agent = BaseMemoryAgent(
+                config.base_memory_jid, password, self.store, config.limits, port=config.port
+            )
+            self.agents.append(agent)
+            await start_agent(agent, config)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        for agent in reversed(self.agents):
+            if agent.is_alive():
+                await agent.stop()
+        self.agents.clear()
+        if self.store is not None:
+            await self.store.close()
+            self.store = None
+        if self.server is not None:
+            await self.server.stop()
+            self.server = None

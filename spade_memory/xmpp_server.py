@@ -1,0 +1,103 @@
+"""SPADE's embedded XMPP server (pyjabber), run inside our event loop.
+
+Differences from ``spade run``, each for a measured reason (see the README):
+the domain is ``localhost`` (``0.0.0.0`` would become the XMPP domain and
+lose every message to ``@localhost``); accounts live in a file database in
+the data directory (the in-memory one can lose its tables); certificates go
+to the data directory, not into site-packages; no admin web page on the
+fixed port 9090 (its HTTP task is simply not started); it listens on the
+loopback address only (pyjabber also binds the machine's LAN address, and
+this server does not authenticate senders); and
+it does not install signal handlers, so Ctrl-C stops us cleanly.
+
+pyjabber keeps global state: one embedded server per process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+import pyjabber
+from loguru import logger as pyjabber_logger
+from pyjabber.queues.QueueManager import QueueName, get_queue
+from pyjabber.queues.workers.MessageQueueWorker import queue_worker
+from pyjabber.queues.workers.ServerConnectionWorker import server_connection_worker
+from pyjabber.server import Server
+from pyjabber.server_parameters import Parameters
+
+
+class EmbeddedXMPPServer:
+    """A pyjabber server for development: loopback only, file database."""
+
+    def __init__(
+        self, data_dir: Path, host: str = "localhost", port: int = 5222, s2s_port: int = 5269
+    ) -> None:
+        self.host, self.port = host, port
+        pyjabber_logger.remove()  # pyjabber logs every stanza at DEBUG otherwise
+        pyjabber_logger.add(sys.stderr, level="WARNING")
+        cert_dir = _cert_dir_with_ca(data_dir / "xmpp-certs")
+        self._server = Server(
+            Parameters(
+                host=host,
+                client_port=port,
+                server_port=s2s_port,
+                database_path=str(data_dir / "xmpp-server.db"),
+                cert_path=str(cert_dir),
+            )
+        )
+        self._server._public_ip = None  # bind the host's address only, not the LAN's
+        self._s2s_port = s2s_port
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self, timeout: float = 15.0) -> None:
+        """Start listening; raise if the port cannot be bound."""
+        for port in (self.port, self._s2s_port):
+            _ensure_free(self.host, port)
+        for name in (QueueName.CONNECTIONS, QueueName.MESSAGES, QueueName.SERVERS):
+            get_queue(name)
+        self._tasks = [
+            asyncio.create_task(queue_worker()),
+            asyncio.create_task(server_connection_worker()),
+            asyncio.create_task(self._server.run_server()),
+        ]
+        ready = asyncio.create_task(self._server.ready.wait())
+        done, _ = await asyncio.wait(
+            [ready, self._tasks[2]], timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if ready not in done:
+            ready.cancel()
+            await self.stop()
+            raise RuntimeError(f"the embedded XMPP server could not listen on port {self.port}")
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, SystemExit):
+                await task
+        self._tasks = []
+
+
+def _cert_dir_with_ca(cert_dir: Path) -> Path:
+    """pyjabber signs the host's certificate with the CA it ships; give it a copy."""
+    cert_dir.mkdir(parents=True, exist_ok=True)
+    shipped = Path(pyjabber.__file__).parent / "network" / "certs"
+    for name in ("ca_cert.pem", "ca_key.pem"):
+        if not (cert_dir / name).exists():
+            shutil.copyfile(shipped / name, cert_dir / name)
+    return cert_dir
+
+
+def _ensure_free(host: str, port: int) -> None:
+    """pyjabber exits the process when it cannot bind; fail with a clear error instead."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise RuntimeError(f"port {port} on {host} is not free: {error.strerror}") from None
