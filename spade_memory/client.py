@@ -81,7 +81,7 @@ class MemoryClient:
 
     async def request(self, to: str, op: Op, result_type: type[R]) -> R | None:
         """Send ``op`` to ``to``; its result, None if degraded and unanswered."""
-        reply = await self._round_trip(protocol.request_message(to, op, uuid.uuid4().hex))
+        reply = await self.round_trip(protocol.request_message(to, op, uuid.uuid4().hex))
         if reply is None:
             if self.degraded:
                 return None
@@ -91,7 +91,11 @@ class MemoryClient:
         failure = Failure.model_validate_json(reply.body)
         raise error_for(failure.condition, failure.text)
 
-    async def _round_trip(self, request: Message) -> Message | None:
+    async def round_trip(self, request: Message) -> Message | None:
+        """Send a prepared request (its ``thread`` is the request id) and await the reply.
+
+        Sent at most twice, with the same request id; None if no reply came.
+        """
         request_id = str(request.thread)
         answer: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._router.pending[request_id] = answer

@@ -8,7 +8,8 @@ to the data directory, not into site-packages; no admin web page on the
 fixed port 9090 (its HTTP task is simply not started); it listens on the
 loopback address only (pyjabber also binds the machine's LAN address, and
 this server does not authenticate senders); and
-it does not install signal handlers, so Ctrl-C stops us cleanly.
+it does not install signal handlers, so Ctrl-C stops us cleanly; and it
+hashes passwords in threads, not in forked processes.
 
 pyjabber keeps global state: one embedded server per process.
 """
@@ -20,10 +21,13 @@ import contextlib
 import shutil
 import socket
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import attrs
 import pyjabber
 from loguru import logger as pyjabber_logger
+from pyjabber import AppConfig
 from pyjabber.queues.QueueManager import QueueName, get_queue
 from pyjabber.queues.workers.MessageQueueWorker import queue_worker
 from pyjabber.queues.workers.ServerConnectionWorker import server_connection_worker
@@ -51,6 +55,7 @@ class EmbeddedXMPPServer:
             )
         )
         self._server._public_ip = None  # bind the host's address only, not the LAN's
+        _hash_passwords_in_threads()
         self._s2s_port = s2s_port
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -81,6 +86,20 @@ class EmbeddedXMPPServer:
             with contextlib.suppress(asyncio.CancelledError, SystemExit):
                 await task
         self._tasks = []
+
+
+def _hash_passwords_in_threads() -> None:
+    """Replace pyjabber's process pool for SCRAM hashing with threads.
+
+    Forked pool workers inherit the listening socket and outlive a killed
+    server, keeping its port busy; pbkdf2_hmac releases the GIL, so threads
+    hash just as fast.
+    """
+    config = AppConfig.app_config
+    config.process_pool_exe.shutdown(wait=False)
+    AppConfig.app_config = attrs.evolve(
+        config, process_pool_exe=ThreadPoolExecutor(thread_name_prefix="xmpp-scram")
+    )
 
 
 def _cert_dir_with_ca(cert_dir: Path) -> Path:
