@@ -17,8 +17,8 @@ from spade_memory import (
     MemoryClient,
     NotAuthorized,
     ResourceConstraint,
-    StoreMemory,
     Stored,
+    StoreMemory,
 )
 from spade_memory.protocol import ONTOLOGY, request_message
 
@@ -132,9 +132,7 @@ async def test_bad_input_gets_typed_failures_and_changes_nothing(alice: ClientAg
         assert json.loads(reply.body)["condition"] == expected.condition.value, label
         assert reply.get_metadata("ontology") == ONTOLOGY
     assert await snapshot(memory) == before
-    assert [m.content for m in await memory.search_memories("original")] == [
-        "the original memory"
-    ]
+    assert [m.content for m in await memory.search_memories("original")] == ["the original memory"]
 
 
 async def test_failures_reach_the_caller_as_typed_exceptions(alice: ClientAgent) -> None:
