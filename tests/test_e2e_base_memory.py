@@ -21,27 +21,28 @@ from spade_memory import (
     StoreMemory,
 )
 from spade_memory.protocol import ONTOLOGY, request_message
+from spade_memory.testing import MemoryServiceProcess
 
-from .harness import ClientAgent, MemoryServerProcess, start_client, unique_jid
+from .harness import ClientAgent, start_client, unique_jid
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryServerProcess]:
-    process = MemoryServerProcess(tmp_path_factory.mktemp("memory-service"))
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryServiceProcess]:
+    process = MemoryServiceProcess(tmp_path_factory.mktemp("memory-service"))
     process.start()
     yield process
     process.stop()
 
 
 @pytest.fixture
-async def alice(server: MemoryServerProcess) -> AsyncIterator[ClientAgent]:
+async def alice(server: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
     agent = await start_client(unique_jid("alice"), server.port)
     yield agent
     await agent.stop()
 
 
 @pytest.fixture
-async def bob(server: MemoryServerProcess) -> AsyncIterator[ClientAgent]:
+async def bob(server: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
     agent = await start_client(unique_jid("bob"), server.port)
     yield agent
     await agent.stop()
@@ -186,7 +187,7 @@ async def test_a_retried_request_id_does_not_store_twice(alice: ClientAgent) -> 
 
 
 async def test_acknowledged_memories_survive_a_killed_agent(tmp_path: Path) -> None:
-    process = MemoryServerProcess(tmp_path)
+    process = MemoryServiceProcess(tmp_path)
     process.start()
     jid = unique_jid("durable")
     try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,6 +22,7 @@ from spade_memory.ops import (
     UpdateMemory,
 )
 from spade_memory.records import Memory, MemoryList, Stored
+from spade_memory.stores.access import AccessLog
 from spade_memory.stores.longterm import LongTermStore
 
 ALICE = "alice@localhost"
@@ -224,3 +227,39 @@ async def test_opens_a_spade_llm_database_and_keeps_every_row(tmp_path: Path) ->
 
     after = sqlite3.connect(path).execute("SELECT * FROM agent_memories ORDER BY id").fetchall()
     assert after == before
+
+
+async def test_access_counts_add_up_across_batched_writes_and_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    store = await LongTermStore.open(path)
+    memory_id = await put(store, ALICE, "counted memory")
+    counts = [(await search(store, ALICE, "counted"))[0].access_count for _ in range(3)]
+    assert counts == [1, 2, 3]
+    got = await store.apply(ALICE, GetMemory(id=memory_id))
+    assert isinstance(got, Memory) and got.access_count == 4
+    await search(store, ALICE, "counted")  # noted, written at close
+    await store.close()
+    reopened = await LongTermStore.open(path)
+    again = await reopened.apply(ALICE, GetMemory(id=memory_id))
+    assert isinstance(again, Memory) and again.access_count == 6
+    await reopened.close()
+
+
+async def test_close_after_many_searches_leaves_no_flush_behind(tmp_path: Path) -> None:
+    loop = asyncio.get_running_loop()
+    errors: list[dict[str, object]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    try:
+        store = await LongTermStore.open(tmp_path / "memory.db")
+        for n in range(1100):
+            await put(store, ALICE, f"note number {n}")
+        await search(store, ALICE, "note", limit=10)  # arms the one-second flush timer
+        await search(store, ALICE, "note", limit=1000)  # 1000 pending: a flush starts early
+        await store.close()
+        await asyncio.sleep(AccessLog.FLUSH_AFTER_SECONDS + 0.2)  # a stray timer would fire now
+        del store
+        gc.collect()  # "Task exception was never retrieved" is reported on collection
+    finally:
+        loop.set_exception_handler(previous)
+    assert errors == []

@@ -9,6 +9,7 @@ instead of a second memory.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ from ..ops import (
     UpdateMemory,
 )
 from ..records import Deleted, Memory, MemoryList, MemoryStats, Result, Stored
+from .access import AccessLog
 from .connection import Synchronous, Transactions, connect, migrate
 from .fts import match_expression
 from .longterm_schema import MIGRATIONS
@@ -53,6 +55,9 @@ class LongTermStore:
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._tx = Transactions(db)
         self._writes = 0
+        self._accesses = AccessLog()
+        self._flush_timer: asyncio.TimerHandle | None = None
+        self._flush_task: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(cls, path: str | Path, synchronous: Synchronous = "NORMAL") -> LongTermStore:
@@ -68,19 +73,62 @@ class LongTermStore:
         return store
 
     async def close(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        if self._flush_task is not None:
+            await self._flush_task
+        await self.flush_accesses()
         await self._tx.db.close()
 
     async def apply(self, owner: str, op: BaseMemoryOp, request_id: str | None = None) -> Result:
         """Execute ``op`` on ``owner``'s memories and return its result."""
         if isinstance(op, WRITE_OPS):
             return await self._write(owner, op, request_id)
-        if isinstance(op, MemoryStatsOp):
-            async with self._tx.read() as db:
+        if not isinstance(op, SearchMemories) and self._accesses:
+            await self.flush_accesses()  # the reads below order by last access
+        async with self._tx.read() as db:
+            if isinstance(op, MemoryStatsOp):
                 return await self._stats(db, owner)
-        return await self._read_and_touch(owner, op)
+            found = await self._find(db, owner, op)
+        memories = self._count_access(found)
+        return memories[0] if isinstance(op, GetMemory) else MemoryList(memories=memories)
+
+    async def _find(self, db: aiosqlite.Connection, owner: str, op: BaseMemoryOp) -> list[_Row]:
+        if isinstance(op, SearchMemories):
+            return await self._search(db, owner, op)
+        if isinstance(op, GetMemory):
+            found = await _select(db, "WHERE m.id = ? AND m.owner = ?", (op.id, owner))
+            if not found:
+                raise ItemNotFound(f"no memory {op.id!r}")
+            return found
+        assert isinstance(op, ListMemories | RecentMemories)
+        return await self._list(db, owner, op)
+
+    async def flush_accesses(self) -> None:
+        """Write the access counts noted by reads (see ``AccessLog``)."""
+        async with self._tx.write() as db:
+            await self._accesses.flush(db)
+
+    def _count_access(self, found: Sequence[_Row]) -> list[Memory]:
+        now, pending = self._accesses.note([row.seq for row in found])
+        if len(self._accesses) >= 1000:
+            self._start_flush()
+        elif self._flush_timer is None and found:
+            loop = asyncio.get_running_loop()
+            self._flush_timer = loop.call_later(AccessLog.FLUSH_AFTER_SECONDS, self._start_flush)
+        return [row.memory(accessed_at=now, extra_accesses=pending[row.seq]) for row in found]
+
+    def _start_flush(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        if self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.create_task(self.flush_accesses())
 
     async def _write(self, owner: str, op: BaseMemoryOp, request_id: str | None) -> Result:
         async with self._tx.write() as db:
+            await self._accesses.flush(db)
             if request_id is not None:
                 earlier = await self._earlier_result(db, owner, request_id)
                 if earlier is not None:
@@ -147,56 +195,31 @@ class LongTermStore:
             raise ItemNotFound(f"no memory {op.id!r}")
         return Deleted(id=op.id)
 
-    async def _search(self, db: aiosqlite.Connection, owner: str, op: SearchMemories) -> MemoryList:
+    async def _search(self, db: aiosqlite.Connection, owner: str, op: SearchMemories) -> list[_Row]:
         expression = match_expression(op.query)
         if expression is None:
-            return MemoryList()
+            return []
         where = "memories_fts MATCH ? AND m.owner = ?"
         params: list[Any] = [expression, owner]
         if op.category is not None:
             where += " AND m.category = ?"
             params.append(op.category)
+        # ORDER BY rank alone keeps FTS5's fast path (rank is bm25 with column weights)
         sql = (
             f"SELECT {_COLUMNS} FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid"
-            f" WHERE {where}"
-            " ORDER BY bm25(memories_fts, 1.0, 0.5), m.confidence DESC, m.last_accessed DESC"
-            " LIMIT ?"
+            f" WHERE {where} ORDER BY rank LIMIT ?"
         )
-        memories = await _rows(db, sql, (*params, op.limit))
-        return MemoryList(memories=await self._touch(memories))
+        return await _rows(db, sql, (*params, op.limit))
 
-    async def _read_and_touch(self, owner: str, op: BaseMemoryOp) -> Memory | MemoryList:
-        """Reads that return memories also count an access, in one transaction."""
-        async with self._tx.write() as db:
-            if isinstance(op, SearchMemories):
-                return await self._search(db, owner, op)
-            if isinstance(op, GetMemory):
-                found = await _select(db, "WHERE m.id = ? AND m.owner = ?", (op.id, owner))
-                if not found:
-                    raise ItemNotFound(f"no memory {op.id!r}")
-                return (await self._touch(found))[0]
-            params: tuple[Any, ...]
-            if isinstance(op, ListMemories):
-                where, params = "WHERE m.owner = ? AND m.category = ?", (owner, op.category)
-            else:
-                assert isinstance(op, RecentMemories)
-                where, params = "WHERE m.owner = ?", (owner,)
-            order = " ORDER BY m.last_accessed DESC, m.seq DESC LIMIT ?"
-            memories = await _select(db, where + order, (*params, op.limit))
-            return MemoryList(memories=await self._touch(memories))
-
-    async def _touch(self, found: Sequence[_Row]) -> list[Memory]:
-        """Count an access of each memory returned, as spade_llm does."""
-        if not found:
-            return []
-        now = time.time()
-        marks = ",".join("?" * len(found))
-        await self._tx.db.execute(
-            "UPDATE memories SET access_count = access_count + 1, last_accessed = ?"
-            f" WHERE seq IN ({marks})",
-            (now, *(row.seq for row in found)),
-        )
-        return [row.memory(accessed_at=now) for row in found]
+    async def _list(
+        self, db: aiosqlite.Connection, owner: str, op: ListMemories | RecentMemories
+    ) -> list[_Row]:
+        where, params = "WHERE m.owner = ?", [owner]
+        if isinstance(op, ListMemories):
+            where += " AND m.category = ?"
+            params.append(op.category)
+        order = " ORDER BY m.last_accessed DESC, m.seq DESC LIMIT ?"
+        return await _select(db, where + order, (*params, op.limit))
 
     async def _stats(self, db: aiosqlite.Connection, owner: str) -> MemoryStats:
         async with db.execute(
@@ -230,7 +253,7 @@ class _Row:
         self.values = values
         self.seq = int(values[9])
 
-    def memory(self, accessed_at: float | None = None) -> Memory:
+    def memory(self, accessed_at: float | None = None, extra_accesses: int = 0) -> Memory:
         memory_id, owner, category, content, context, confidence, created, accessed, count = (
             self.values[:9]
         )
@@ -243,7 +266,7 @@ class _Row:
             confidence=confidence,
             created_at=_datetime(created),
             last_accessed=_datetime(accessed if accessed_at is None else accessed_at),
-            access_count=count if accessed_at is None else count + 1,
+            access_count=count + extra_accesses,
         )
 
 

@@ -36,6 +36,8 @@ _V1 = (
         content='memories', content_rowid='seq',
         tokenize='porter unicode61 remove_diacritics 2'
     )""",
+    # rank = bm25 with content weighing twice context; lets ORDER BY rank use FTS5's fast path
+    "INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)')",
     """CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
         INSERT INTO memories_fts(rowid, content, context)
         VALUES (new.seq, new.content, new.context);

@@ -1,0 +1,1 @@
+"""Benchmarks for spade_memory; run them all with ``python -m benchmarks``."""

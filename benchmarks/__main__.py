@@ -1,0 +1,54 @@
+"""Run every benchmark and print the figures: ``python -m benchmarks``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+
+from rich.console import Console
+from rich.table import Table
+
+from .store_search import bench_search
+from .wire import bench_wire
+
+
+async def main(args: argparse.Namespace) -> None:
+    console = Console()
+    if not args.skip_wire:
+        console.print(f"[bold]XMPP round trips[/] ({args.round_trips} of each, two-process wire)")
+        wire = await bench_wire(args.round_trips)
+        baseline = wire[0].p50
+        table = Table("request", "p50 ms", "p99 ms", "p50 vs bare")
+        for row in wire:
+            table.add_row(
+                row.name, f"{row.p50:.2f}", f"{row.p99:.2f}", f"{row.p50 / baseline:.2f}x"
+            )
+        console.print(table)
+    table = Table(
+        "memories", "query words", "spade_memory p50 ms", "p99 ms",
+        "spade_llm p50 ms", "p99 ms", "speed-up (p50)", "hits/query ours | spade_llm",
+        title="In-store search, same data, same queries",
+    )  # fmt: skip
+    for size in args.sizes:
+        with console.status(f"loading {size:,} memories into both stores ..."):
+            rows = await bench_search(size, args.queries)
+        for r in rows:
+            table.add_row(
+                f"{r.size:,}", str(r.words), f"{r.ours_p50:.2f}", f"{r.ours_p99:.2f}",
+                f"{r.theirs_p50:.2f}", f"{r.theirs_p99:.2f}", f"{r.speedup:.0f}x",
+                f"{r.ours_hits:.1f} | {r.theirs_hits:.1f}",
+            )  # fmt: skip
+    console.print(table)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--round-trips", type=int, default=2000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10_000, 100_000]
+    )
+    parser.add_argument("--skip-wire", action="store_true")
+    asyncio.run(main(parser.parse_args()))

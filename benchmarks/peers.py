@@ -1,0 +1,70 @@
+"""Child processes of the wire benchmark: a bare XMPP server, and an echo agent.
+
+python -m benchmarks.peers server DATA_DIR PORT S2S_PORT
+python -m benchmarks.peers echo JID PORT
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from spade.agent import Agent
+from spade.behaviour import CyclicBehaviour
+from spade.message import Message
+
+from spade_memory import protocol
+from spade_memory.xmpp_server import EmbeddedXMPPServer
+
+READY = "peer ready"
+
+
+class Echo(CyclicBehaviour):  # type: ignore[misc]
+    """Replies ``inform {}`` to each request: a round trip with no memory work."""
+
+    async def run(self) -> None:
+        request = await self.receive(timeout=1.0)
+        if request is not None:
+            reply = Message(
+                to=str(request.sender),
+                body="{}",
+                thread=request.thread,
+                metadata={"performative": "inform", "ontology": protocol.ONTOLOGY,
+                          "language": protocol.LANGUAGE},
+            )  # fmt: skip
+            await self.send(reply)
+
+
+class EchoAgent(Agent):  # type: ignore[misc]
+    async def setup(self) -> None:
+        self.presence.set_available()
+        self.add_behaviour(Echo(), protocol.request_template())
+
+
+async def _until_signalled() -> None:
+    stop = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+    print(READY, flush=True)
+    await stop.wait()
+
+
+async def server(data_dir: str, port: str, s2s_port: str) -> None:
+    xmpp = EmbeddedXMPPServer(Path(data_dir), port=int(port), s2s_port=int(s2s_port))
+    await xmpp.start()
+    await _until_signalled()
+    await xmpp.stop()
+
+
+async def echo(jid: str, port: str) -> None:
+    agent = EchoAgent(jid, "echo-secret", port=int(port))
+    await asyncio.wait_for(agent.start(auto_register=True), 20)
+    await _until_signalled()
+    await agent.stop()
+
+
+if __name__ == "__main__":
+    role, *args = sys.argv[1:]
+    asyncio.run({"server": server, "echo": echo}[role](*args))

@@ -1,0 +1,48 @@
+"""Access counting without a write on every read.
+
+spade_llm bumps ``access_count`` and ``last_accessed`` of every memory a read
+returns, one UPDATE and commit per memory. Here reads only note the access;
+the notes are written in one statement with the next write transaction,
+before any read that orders by ``last_accessed``, once a second, and at
+close. A crash may lose up to a second of access statistics, never a memory.
+"""
+
+from __future__ import annotations
+
+import time
+
+import aiosqlite
+
+
+class AccessLog:
+    """Pending access counts by memory ``seq``."""
+
+    FLUSH_AFTER_SECONDS = 1.0
+
+    def __init__(self) -> None:
+        self._pending: dict[int, tuple[int, float]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._pending)
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def note(self, seqs: list[int]) -> tuple[float, dict[int, int]]:
+        """Record one access of each memory; returns the time and pending counts."""
+        now = time.time()
+        for seq in seqs:
+            count, _ = self._pending.get(seq, (0, now))
+            self._pending[seq] = (count + 1, now)
+        return now, {seq: self._pending[seq][0] for seq in seqs}
+
+    async def flush(self, db: aiosqlite.Connection) -> None:
+        """Write the pending counts; call inside a write transaction."""
+        if not self._pending:
+            return
+        await db.executemany(
+            "UPDATE memories SET access_count = access_count + ?,"
+            " last_accessed = max(last_accessed, ?) WHERE seq = ?",
+            [(count, when, seq) for seq, (count, when) in self._pending.items()],
+        )
+        self._pending.clear()

@@ -1,0 +1,110 @@
+"""Helpers for integration tests and benchmarks: real child processes on free ports.
+
+``MemoryServiceProcess`` runs ``spade-memory run`` (embedded XMPP server and
+memory agents) as its own OS process, so agents in the calling process reach
+it over the wire, never through SPADE's in-process shortcut.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+READY_LINE = "spade-memory is ready"
+
+
+def free_port() -> int:
+    """A TCP port on the loopback address that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class ChildProcess:
+    """A command whose output is read all along; ``start`` waits for a ready line."""
+
+    def __init__(self, command: Sequence[str], ready_line: str, env: dict[str, str] | None = None):
+        self.command = list(command)
+        self.ready_line = ready_line
+        self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200", **(env or {})}
+        self.output: list[str] = []
+        self.process: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
+
+    def start(self, timeout: float = 30.0) -> None:
+        self.process = subprocess.Popen(
+            self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=self.env,
+        )  # fmt: skip
+        lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, args=(lines,), daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            if self.ready_line in line:
+                return
+        self.kill()
+        raise RuntimeError(f"{self.command[:4]} did not start:\n" + "".join(self.output))
+
+    def _read(self, lines: queue.Queue[str | None]) -> None:
+        """Read output all along, or a chatty child would block on a full pipe."""
+        assert self.process is not None and self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+            lines.put(line)
+        lines.put(None)
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGINT (Ctrl-C), as a user would; SIGKILL if it does not stop in time."""
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self._reap()
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to flush or close anything."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+        self._reap()
+
+    def _reap(self) -> None:
+        if self.process is None:
+            return
+        self.process.wait()
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+            self._reader = None
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self.process = None
+
+
+class MemoryServiceProcess(ChildProcess):
+    """``spade-memory run`` on free ports with its own data directory."""
+
+    def __init__(self, data_dir: Path, *extra_args: str, env: dict[str, str] | None = None):
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.s2s_port = free_port()
+        command = [
+            sys.executable, "-m", "spade_memory", "run", "--data-dir", str(data_dir),
+            "--port", str(self.port), "--s2s-port", str(self.s2s_port), *extra_args,
+        ]  # fmt: skip
+        super().__init__(command, READY_LINE, env)
