@@ -19,9 +19,12 @@ from slixmpp import JID
 from spade.message import Message
 from spade.template import Template
 
+from . import xml_escape
 from .errors import Condition, MemoryServiceError
 from .ops import BaseMemoryOp
 from .records import Deleted, Failure, Memory, MemoryList, MemoryStats, Record, Stored
+
+xml_escape.install()
 
 ONTOLOGY = "spade-memory"
 LANGUAGE = "json"

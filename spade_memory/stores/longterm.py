@@ -153,12 +153,11 @@ class LongTermStore:
     async def _earlier_result(
         self, db: aiosqlite.Connection, owner: str, request_id: str
     ) -> Result | None:
-        async with db.execute(
+        rows = await db.execute_fetchall(
             "SELECT result FROM applied_requests WHERE owner = ? AND request_id = ?",
             (owner, request_id),
-        ) as cursor:
-            row = await cursor.fetchone()
-        return None if row is None else _results.validate_json(row[0])
+        )
+        return next((_results.validate_json(row[0]) for row in rows), None)
 
     async def _forget_old_requests(self) -> None:
         async with self._tx.write() as db:
@@ -222,18 +221,16 @@ class LongTermStore:
         return await _select(db, where + order, (*params, op.limit))
 
     async def _stats(self, db: aiosqlite.Connection, owner: str) -> MemoryStats:
-        async with db.execute(
+        (row,) = await db.execute_fetchall(
             "SELECT COUNT(*), AVG(confidence), MIN(created_at), MAX(created_at)"
             " FROM memories WHERE owner = ?",
             (owner,),
-        ) as cursor:
-            row = await cursor.fetchone()
-        assert row is not None
-        async with db.execute(
+        )
+        by_category = await db.execute_fetchall(
             "SELECT category, COUNT(*) FROM memories WHERE owner = ? GROUP BY category",
             (owner,),
-        ) as cursor:
-            counts = {str(category): int(n) for category, n in await cursor.fetchall()}
+        )
+        counts = {str(category): int(n) for category, n in by_category}
         total, average, oldest, newest = row
         return MemoryStats(
             total_memories=int(total),
@@ -271,8 +268,8 @@ class _Row:
 
 
 async def _rows(db: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> list[_Row]:
-    async with db.execute(sql, tuple(params)) as cursor:
-        return [_Row(tuple(values)) for values in await cursor.fetchall()]
+    # one round trip to aiosqlite's thread, not three (execute, fetch, close)
+    return [_Row(tuple(values)) for values in await db.execute_fetchall(sql, tuple(params))]
 
 
 async def _select(db: aiosqlite.Connection, clause: str, params: Sequence[Any]) -> list[_Row]:
