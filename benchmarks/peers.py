@@ -16,6 +16,7 @@ from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from spade_memory import protocol
+from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.xmpp_server import EmbeddedXMPPServer
 
 READY = "peer ready"
@@ -60,9 +61,9 @@ async def server(data_dir: str, port: str, s2s_port: str) -> None:
 
 async def echo(jid: str, port: str) -> None:
     agent = EchoAgent(jid, "echo-secret", port=int(port))
-    await asyncio.wait_for(agent.start(auto_register=True), 20)
+    await start_agent(agent)
     await _until_signalled()
-    await agent.stop()
+    await stop_agent(agent)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from pathlib import Path
 from spade.agent import Agent
 
 from spade_memory import MemoryMixin, protocol
+from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.ops import MemoryStatsOp
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
 
@@ -69,7 +70,7 @@ async def bench_wire(round_trips: int = 2000, blocks: int = 10) -> list[WireResu
 
 async def _measure(port: int, round_trips: int, blocks: int) -> list[WireResult]:
     agent = Requester(f"bench-{uuid.uuid4().hex[:6]}@localhost", "bench", port=port)
-    await agent.start(auto_register=True)
+    await start_agent(agent)
     memory = agent.memory
     corpus = Corpus(seed=5)
     texts = iter(corpus.memories(round_trips + 2000))
@@ -105,5 +106,5 @@ async def _measure(port: int, round_trips: int, blocks: int) -> list[WireResult]
                 start = time.perf_counter()
                 await run()
                 samples[name].append(time.perf_counter() - start)
-    await agent.stop()
+    await stop_agent(agent)
     return [WireResult(name, *summary_ms(s), len(s)) for name, s in samples.items()]

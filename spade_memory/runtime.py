@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from spade.agent import Agent
 
 from . import protocol
 from .agents.base_memory import BaseMemoryAgent
+from .lifecycle import start_agent, stop_agent
 from .limits import Limits
 from .stores.connection import Synchronous
 from .stores.longterm import LongTermStore
@@ -58,17 +58,6 @@ def agent_password(config: RunConfig) -> str:
     return path.read_text().strip()
 
 
-async def start_agent(agent: Agent, config: RunConfig) -> None:
-    """Start an agent, failing clearly instead of hanging when no server answers."""
-    try:
-        await asyncio.wait_for(agent.start(auto_register=True), config.connect_timeout)
-    except asyncio.TimeoutError:
-        raise RuntimeError(
-            f"{agent.jid} could not connect to an XMPP server at {config.domain}:{config.port}"
-            f" within {config.connect_timeout:.0f}s"
-        ) from None
-
-
 class MemoryRuntime:
     """Everything `spade-memory run` starts, in start order, stopped in reverse."""
 
@@ -93,15 +82,14 @@ class MemoryRuntime:
                 config.base_memory_jid, password, self.store, config.limits, port=config.port
             )
             self.agents.append(agent)
-            await start_agent(agent, config)
+            await start_agent(agent, attempt_timeout=config.connect_timeout / 3)
         except BaseException:
             await self.stop()
             raise
 
     async def stop(self) -> None:
         for agent in reversed(self.agents):
-            if agent.is_alive():
-                await agent.stop()
+            await stop_agent(agent)
         self.agents.clear()
         if self.store is not None:
             await self.store.close()

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 from spade.agent import Agent
 
 from spade_memory import MemoryMixin
+from spade_memory.lifecycle import start_agent
 
 
 class ClientAgent(MemoryMixin, Agent):  # type: ignore[misc]
@@ -20,5 +20,5 @@ def unique_jid(name: str) -> str:
 
 async def start_client(jid: str, port: int, **memory_options: object) -> ClientAgent:
     agent = ClientAgent(jid, "client-secret", port=port, **memory_options)
-    await asyncio.wait_for(agent.start(auto_register=True), 20)
+    await start_agent(agent)
     return agent

@@ -20,6 +20,7 @@ from spade_memory import (
     Stored,
     StoreMemory,
 )
+from spade_memory.lifecycle import stop_agent
 from spade_memory.protocol import ONTOLOGY, request_message
 from spade_memory.testing import MemoryServiceProcess
 
@@ -38,14 +39,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryServicePr
 async def alice(server: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
     agent = await start_client(unique_jid("alice"), server.port)
     yield agent
-    await agent.stop()
+    await stop_agent(agent)
 
 
 @pytest.fixture
 async def bob(server: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
     agent = await start_client(unique_jid("bob"), server.port)
     yield agent
-    await agent.stop()
+    await stop_agent(agent)
 
 
 async def send_raw(client: MemoryClient, body: str, **metadata: str) -> Message:
@@ -193,7 +194,7 @@ async def test_acknowledged_memories_survive_a_killed_agent(tmp_path: Path) -> N
     try:
         agent = await start_client(jid, process.port)
         ids = [await agent.memory.store_memory("fact", f"durable fact {n}") for n in range(50)]
-        await agent.stop()
+        await stop_agent(agent)
         process.kill()  # SIGKILL: no clean shutdown
 
         process.start()
@@ -201,6 +202,6 @@ async def test_acknowledged_memories_survive_a_killed_agent(tmp_path: Path) -> N
         after = await agent.memory.get_recent_memories(limit=100)
         assert sorted(m.id for m in after) == sorted(i for i in ids if i)
         assert len(after) == 50
-        await agent.stop()
+        await stop_agent(agent)
     finally:
         process.stop()
