@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+import uuid
+from datetime import datetime, timezone
 from pathlib import Path
 
 from spade.agent import Agent
@@ -17,20 +19,45 @@ from spade.message import Message
 
 from spade_memory import protocol
 from spade_memory.lifecycle import start_agent, stop_agent
+from spade_memory.records import Memory, MemoryList
 from spade_memory.xmpp_server import EmbeddedXMPPServer
+
+from .corpus import Corpus
 
 READY = "peer ready"
 
 
+def ten_memories() -> str:
+    """A reply shaped and sized like ``search_memories`` with ten results."""
+    now = datetime.now(timezone.utc)
+    memories = [
+        Memory(
+            id=str(uuid.uuid4()),
+            owner="bench-0a1b2c@localhost",
+            category="fact",
+            content=text,
+            confidence=1.0,
+            created_at=now,
+            last_accessed=now,
+            access_count=1,
+        )
+        for text in Corpus(seed=9).memories(10)
+    ]
+    return MemoryList(memories=memories).model_dump_json()
+
+
 class Echo(CyclicBehaviour):  # type: ignore[misc]
-    """Replies ``inform {}`` to each request: a round trip with no memory work."""
+    """Replies to each request with no memory work: ``{}``, or ten memories when asked."""
+
+    TEN_MEMORIES = ten_memories()
 
     async def run(self) -> None:
         request = await self.receive(timeout=1.0)
         if request is not None:
+            large = request.get_metadata("reply") == "ten-memories"
             reply = Message(
                 to=str(request.sender),
-                body="{}",
+                body=self.TEN_MEMORIES if large else "{}",
                 thread=request.thread,
                 metadata={"performative": "inform", "ontology": protocol.ONTOLOGY,
                           "language": protocol.LANGUAGE},

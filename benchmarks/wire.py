@@ -76,12 +76,14 @@ async def _measure(port: int, round_trips: int, blocks: int) -> list[WireResult]
     texts = iter(corpus.memories(round_trips + 2000))
     queries = iter(corpus.queries(round_trips + 200, 2))
 
-    async def bare() -> None:
-        request_id = uuid.uuid4().hex
-        reply = await memory.round_trip(
-            protocol.request_message(ECHO_JID, MemoryStatsOp(), request_id)
-        )
-        assert reply is not None, "echo agent did not answer"
+    async def bare(reply: str | None = None) -> None:
+        request = protocol.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
+        if reply is not None:
+            request.set_metadata("reply", reply)
+        assert await memory.round_trip(request) is not None, "echo agent did not answer"
+
+    async def bare_large() -> None:
+        await bare("ten-memories")
 
     async def store() -> None:
         await memory.store_memory("fact", next(texts))
@@ -92,7 +94,8 @@ async def _measure(port: int, round_trips: int, blocks: int) -> list[WireResult]
     kinds: dict[str, Callable[[], Awaitable[None]]] = {
         "bare SPADE request/reply": bare,
         "store_memory": store,
-        "search_memories": search,
+        "search_memories (10 results)": search,
+        "control: bare, reply of 10 memories": bare_large,
     }
     for _ in range(1000):  # a store to search in, and warm-up
         await store()
