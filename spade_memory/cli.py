@@ -7,7 +7,6 @@ import asyncio
 import json
 import logging
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ from rich.table import Table
 
 from . import protocol
 from .limits import Limits
-from .runtime import PASSWORD_ENV, MemoryRuntime, RunConfig
+from .runtime import PASSWORD_ENV, RunConfig, serve
 
 DATA_ENV = "SPADE_MEMORY_DATA"
 
@@ -63,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-content-chars", type=int, default=Limits.max_content_chars)
     run.add_argument("--max-results", type=int, default=Limits.max_results)
     run.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=15.0,
+        help="seconds to wait for the XMPP server before giving up",
+    )
+    run.add_argument(
         "--durable",
         action="store_true",
         help="fsync every commit (survives power loss, not only crashes)",
@@ -86,33 +91,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         base_jid=args.base_jid,
         limits=Limits(max_content_chars=args.max_content_chars, max_results=args.max_results),
         synchronous="FULL" if args.durable else "NORMAL",
+        connect_timeout=args.connect_timeout,
     )
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
     _use_uvloop()
     try:
-        asyncio.run(_run(config, Console()))
+        console = Console()
+        asyncio.run(serve(config, lambda ready: _print_banner(ready, console)))
+        console.print("stopped.")
     except RuntimeError as error:
         print(f"spade-memory: {error}", file=sys.stderr)
         return 1
     return 0
-
-
-async def _run(config: RunConfig, console: Console) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    runtime = MemoryRuntime(config)
-    await runtime.start()
-    try:
-        _print_banner(config, console)
-        await stop.wait()
-        console.print("stopping ...")
-    finally:
-        await runtime.stop()
-    console.print("stopped.")
 
 
 def _print_banner(config: RunConfig, console: Console) -> None:

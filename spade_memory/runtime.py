@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
+import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,7 +53,7 @@ def agent_password(config: RunConfig) -> str:
     if password:
         return password
     if not config.embedded_server:
-        raise SystemExit(f"set {PASSWORD_ENV} to the memory agents' XMPP password")
+        raise RuntimeError(f"set {PASSWORD_ENV} to the memory agents' XMPP password")
     path = config.data_dir / "agent-password"
     if not path.exists():
         path.write_text(secrets.token_urlsafe(24))
@@ -97,3 +100,19 @@ class MemoryRuntime:
         if self.server is not None:
             await self.server.stop()
             self.server = None
+
+
+async def serve(config: RunConfig, on_ready: Callable[[RunConfig], None] | None = None) -> None:
+    """Run the memory agents until SIGINT or SIGTERM, then stop them cleanly."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    runtime = MemoryRuntime(config)
+    await runtime.start()
+    try:
+        if on_ready is not None:
+            on_ready(config)
+        await stop.wait()
+    finally:
+        await runtime.stop()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ from spade_memory import (
     ItemNotFound,
     Memory,
     MemoryClient,
+    MemoryTimeout,
     NotAuthorized,
     ResourceConstraint,
     Stored,
@@ -205,3 +208,34 @@ async def test_acknowledged_memories_survive_a_killed_agent(tmp_path: Path) -> N
         await stop_agent(agent)
     finally:
         process.stop()
+
+
+async def test_many_requests_in_flight_from_one_agent(alice: ClientAgent) -> None:
+    contents = [f"parallel thought {n}" for n in range(40)]
+    ids = await asyncio.gather(*(alice.memory.store_memory("fact", c) for c in contents))
+    assert len(set(ids)) == 40
+    found = await asyncio.gather(
+        *(alice.memory.search_memories(f'"{c}"', limit=1) for c in contents)
+    )
+    assert [hits[0].content for hits in found] == contents
+
+
+async def test_unanswered_calls_time_out_after_one_retry_or_degrade(
+    server: MemoryServiceProcess,
+) -> None:
+    agent = await start_client(
+        unique_jid("lonely"), server.port, memory_jid="nobody@localhost", memory_timeout=0.4
+    )
+    try:
+        started = time.monotonic()
+        with pytest.raises(MemoryTimeout):
+            await agent.memory.search_memories("anything")
+        assert 0.8 <= time.monotonic() - started < 5  # two waits of 0.4 s: sent twice
+
+        degraded = MemoryClient(agent, "nobody@localhost", timeout=0.2, degraded=True)
+        found = await degraded.search_memories("anything")
+        assert found == [] and found.degraded is True
+        assert await degraded.store_memory("fact", "lost in the void") is None
+        assert await degraded.get_memory_stats() is None
+    finally:
+        await stop_agent(agent)

@@ -1,0 +1,71 @@
+"""The `spade-memory` command as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from spade_memory.testing import free_port
+
+
+def spade_memory(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "spade_memory", *args],
+        capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def test_schema_describes_every_request_and_reply() -> None:
+    result = spade_memory("schema")
+    assert result.returncode == 0, result.stderr
+    schema = json.loads(result.stdout)
+    base = schema["services"]["base-memory"]
+    ops = set(base["request"]["discriminator"]["mapping"])
+    assert ops == set(base["replies"]) == {
+        "store_memory", "get_memory", "search_memories", "list_memories",
+        "recent_memories", "update_memory", "delete_memory", "memory_stats",
+    }  # fmt: skip
+    assert schema["envelope"]["metadata"]["ontology"] == "spade-memory"
+    assert "not-authorized" in schema["envelope"]["conditions"]
+    assert set(schema["failure"]["required"]) == {"condition", "text"}
+
+
+def test_run_reports_a_busy_port_clearly(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = spade_memory(
+            "run", "--data-dir", str(tmp_path), "--port", str(port), "--s2s-port", str(free_port())
+        )
+    assert result.returncode == 1
+    assert f"port {port}" in result.stderr and "not free" in result.stderr
+
+
+def test_external_server_needs_a_password_from_the_environment(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "SPADE_MEMORY_PASSWORD"}
+    result = subprocess.run(
+        [sys.executable, "-m", "spade_memory", "run", "--external-server",
+         "--data-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "SPADE_MEMORY_PASSWORD" in result.stderr
+
+
+def test_no_server_listening_fails_in_bounded_time(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = spade_memory(
+        "run", "--external-server", "--data-dir", str(tmp_path), "--port", str(free_port()),
+        "--connect-timeout", "3", env={"SPADE_MEMORY_PASSWORD": "secret"},
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "could not connect" in result.stderr
+    assert time.monotonic() - started < 30
