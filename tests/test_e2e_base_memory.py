@@ -214,9 +214,7 @@ async def test_many_requests_in_flight_from_one_agent(alice: ClientAgent) -> Non
     contents = [f"parallel thought {n}" for n in range(40)]
     ids = await asyncio.gather(*(alice.memory.store_memory("fact", c) for c in contents))
     assert len(set(ids)) == 40
-    found = await asyncio.gather(
-        *(alice.memory.search_memories(f'"{c}"', limit=1) for c in contents)
-    )
+    found = await asyncio.gather(*(alice.memory.search_memories(c, limit=1) for c in contents))
     assert [hits[0].content for hits in found] == contents
 
 
