@@ -9,6 +9,8 @@ import os
 from rich.console import Console
 from rich.table import Table
 
+from spade_memory.runtime import use_uvloop
+
 from .store_search import bench_search
 from .wire import bench_wire
 
@@ -51,4 +53,5 @@ if __name__ == "__main__":
         "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10_000, 100_000]
     )
     parser.add_argument("--skip-wire", action="store_true")
+    use_uvloop()  # as `spade-memory run` does
     asyncio.run(main(parser.parse_args()))

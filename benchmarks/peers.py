@@ -20,6 +20,7 @@ from spade.message import Message
 from spade_memory import protocol
 from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.records import Memory, MemoryList
+from spade_memory.runtime import use_uvloop
 from spade_memory.xmpp_server import EmbeddedXMPPServer
 
 from .corpus import Corpus
@@ -95,4 +96,5 @@ async def echo(jid: str, port: str) -> None:
 
 if __name__ == "__main__":
     role, *args = sys.argv[1:]
+    use_uvloop()  # as `spade-memory run` does: every process of the benchmark on one loop kind
     asyncio.run({"server": server, "echo": echo}[role](*args))

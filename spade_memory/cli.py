@@ -16,7 +16,7 @@ from rich.table import Table
 
 from . import protocol
 from .limits import Limits
-from .runtime import PASSWORD_ENV, RunConfig, serve
+from .runtime import PASSWORD_ENV, RunConfig, serve, use_uvloop
 
 DATA_ENV = "SPADE_MEMORY_DATA"
 
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
-    _use_uvloop()
+    use_uvloop()
     try:
         console = Console()
         asyncio.run(serve(config, lambda ready: _print_banner(ready, console)))
@@ -126,14 +126,6 @@ def _print_banner(config: RunConfig, console: Console) -> None:
     console.print(
         f"spade-memory is ready; send requests to {config.base_memory_jid}. Stop with Ctrl-C."
     )
-
-
-def _use_uvloop() -> None:
-    try:
-        import uvloop
-    except ImportError:
-        return
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
 if __name__ == "__main__":

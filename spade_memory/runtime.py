@@ -116,3 +116,12 @@ async def serve(config: RunConfig, on_ready: Callable[[RunConfig], None] | None 
         await stop.wait()
     finally:
         await runtime.stop()
+
+
+def use_uvloop() -> None:
+    """Run the next event loops on uvloop (a SPADE dependency on Linux/macOS) if present."""
+    try:
+        import uvloop
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())

@@ -263,3 +263,17 @@ async def test_close_after_many_searches_leaves_no_flush_behind(tmp_path: Path) 
     finally:
         loop.set_exception_handler(previous)
     assert errors == []
+
+
+async def test_repeated_update_and_delete_request_ids_apply_once(store: LongTermStore) -> None:
+    memory_id = await put(store, ALICE, "count: 1")
+    first = await store.apply(ALICE, UpdateMemory(id=memory_id, content="count: 2"), "u-1")
+    await store.apply(ALICE, UpdateMemory(id=memory_id, content="count: 3"))
+    again = await store.apply(ALICE, UpdateMemory(id=memory_id, content="count: 2"), "u-1")
+    assert again == first  # the first answer, and the later change is not undone
+    assert await contents(store, ALICE) == ["count: 3"]
+
+    deleted = await store.apply(ALICE, DeleteMemory(id=memory_id), "d-1")
+    assert await store.apply(ALICE, DeleteMemory(id=memory_id), "d-1") == deleted
+    with pytest.raises(ItemNotFound):
+        await store.apply(ALICE, DeleteMemory(id=memory_id), "d-2")

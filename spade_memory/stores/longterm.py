@@ -129,35 +129,27 @@ class LongTermStore:
     async def _write(self, owner: str, op: BaseMemoryOp, request_id: str | None) -> Result:
         async with self._tx.write() as db:
             await self._accesses.flush(db)
-            if request_id is not None:
-                earlier = await self._earlier_result(db, owner, request_id)
-                if earlier is not None:
-                    return earlier
             if isinstance(op, StoreMemory):
-                result: Result = await self._store(db, owner, op)
-            elif isinstance(op, UpdateMemory):
-                result = await self._update(db, owner, op)
+                # its result is known before the insert: claim the request id with it
+                stored = Stored(id=str(uuid.uuid4()))
+                if request_id is not None and not await _claim(db, owner, request_id, stored):
+                    return await _earlier_result(db, owner, request_id)
+                await self._store(db, owner, op, stored.id)
+                result: Result = stored
             else:
-                assert isinstance(op, DeleteMemory)
-                result = await self._delete(db, owner, op)
-            if request_id is not None:
-                await db.execute(
-                    "INSERT INTO applied_requests VALUES (?, ?, ?, ?)",
-                    (owner, request_id, result.model_dump_json(), time.time()),
-                )
+                if request_id is not None and await _claimed(db, owner, request_id):
+                    return await _earlier_result(db, owner, request_id)
+                if isinstance(op, UpdateMemory):
+                    result = await self._update(db, owner, op)
+                else:
+                    assert isinstance(op, DeleteMemory)
+                    result = await self._delete(db, owner, op)
+                if request_id is not None:
+                    await _claim(db, owner, request_id, result)
         self._writes += 1
         if self._writes % 1000 == 0:
             await self._forget_old_requests()
         return result
-
-    async def _earlier_result(
-        self, db: aiosqlite.Connection, owner: str, request_id: str
-    ) -> Result | None:
-        rows = await db.execute_fetchall(
-            "SELECT result FROM applied_requests WHERE owner = ? AND request_id = ?",
-            (owner, request_id),
-        )
-        return next((_results.validate_json(row[0]) for row in rows), None)
 
     async def _forget_old_requests(self) -> None:
         async with self._tx.write() as db:
@@ -166,15 +158,15 @@ class LongTermStore:
                 (time.time() - REQUEST_MEMORY_SECONDS,),
             )
 
-    async def _store(self, db: aiosqlite.Connection, owner: str, op: StoreMemory) -> Stored:
-        memory_id = str(uuid.uuid4())
+    async def _store(
+        self, db: aiosqlite.Connection, owner: str, op: StoreMemory, memory_id: str
+    ) -> None:
         now = time.time()
         await db.execute(
             "INSERT INTO memories (id, owner, category, content, context, confidence,"
             " created_at, last_accessed, access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
             (memory_id, owner, op.category, op.content, op.context, op.confidence, now, now),
         )
-        return Stored(id=memory_id)
 
     async def _update(self, db: aiosqlite.Connection, owner: str, op: UpdateMemory) -> Memory:
         changes = op.changes()
@@ -239,6 +231,30 @@ class LongTermStore:
             oldest_memory=None if oldest is None else _datetime(oldest),
             newest_memory=None if newest is None else _datetime(newest),
         )
+
+
+async def _claim(db: aiosqlite.Connection, owner: str, request_id: str, result: Result) -> bool:
+    """Record ``request_id``'s result; False if the id was already applied."""
+    cursor = await db.execute(
+        "INSERT INTO applied_requests VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (owner, request_id, result.model_dump_json(), time.time()),
+    )
+    return bool(cursor.rowcount)
+
+
+async def _claimed(db: aiosqlite.Connection, owner: str, request_id: str) -> bool:
+    rows = await db.execute_fetchall(
+        "SELECT 1 FROM applied_requests WHERE owner = ? AND request_id = ?", (owner, request_id)
+    )
+    return bool(list(rows))
+
+
+async def _earlier_result(db: aiosqlite.Connection, owner: str, request_id: str) -> Result:
+    (row,) = await db.execute_fetchall(
+        "SELECT result FROM applied_requests WHERE owner = ? AND request_id = ?",
+        (owner, request_id),
+    )
+    return _results.validate_json(row[0])
 
 
 class _Row:
