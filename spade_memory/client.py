@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
 from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from . import protocol
-from .errors import ItemNotFound, MemoryTimeout, error_for
+from .errors import InternalServerError, ItemNotFound, MemoryTimeout, error_for
 from .ops import (
     DeleteMemory,
     GetMemory,
@@ -31,6 +33,7 @@ from .ops import (
     SearchMemories,
     StoreMemory,
     UpdateMemory,
+    describe,
 )
 from .records import Category, Deleted, Failure, Memory, MemoryList, MemoryStats, Record, Stored
 
@@ -45,20 +48,33 @@ class Memories(list[Memory]):
         self.degraded = degraded
 
 
+@dataclass
+class _Pending:
+    replier: str
+    """Bare JID the reply must come from."""
+    answer: asyncio.Future[Message]
+
+
 class ReplyRouter(CyclicBehaviour):  # type: ignore[misc]
-    """Hands each memory reply to the call waiting for its request id."""
+    """Hands each memory reply to the call waiting for its request id.
+
+    A reply is taken only from the agent the request went to; late
+    duplicates and replies nobody waits for are dropped.
+    """
 
     def __init__(self) -> None:
         super().__init__()
-        self.pending: dict[str, asyncio.Future[Message]] = {}
+        self.pending: dict[str, _Pending] = {}
 
     async def run(self) -> None:
         reply = await self.receive(timeout=1.0)
         if reply is None or reply.thread is None:
             return
         waiting = self.pending.get(reply.thread)
-        if waiting is not None and not waiting.done():
-            waiting.set_result(reply)
+        if waiting is None or waiting.answer.done():
+            return
+        if protocol.bare(reply.sender) == waiting.replier:
+            waiting.answer.set_result(reply)
 
 
 class MemoryClient:
@@ -86,9 +102,12 @@ class MemoryClient:
             if self.degraded:
                 return None
             raise MemoryTimeout(f"no reply from {to} within {self.timeout}s (sent twice)")
-        if reply.get_metadata("performative") == "inform":
-            return result_type.model_validate_json(reply.body)
-        failure = Failure.model_validate_json(reply.body)
+        try:
+            if reply.get_metadata("performative") == "inform":
+                return result_type.model_validate_json(reply.body)
+            failure = Failure.model_validate_json(reply.body)
+        except ValidationError as error:
+            raise InternalServerError(f"malformed reply from {to}: {describe(error)}") from None
         raise error_for(failure.condition, failure.text)
 
     async def round_trip(self, request: Message) -> Message | None:
@@ -98,7 +117,7 @@ class MemoryClient:
         """
         request_id = str(request.thread)
         answer: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        self._router.pending[request_id] = answer
+        self._router.pending[request_id] = _Pending(protocol.bare(request.to), answer)
         try:
             for _attempt in range(2):
                 await self._router.send(request)

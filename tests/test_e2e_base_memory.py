@@ -6,7 +6,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -30,24 +30,16 @@ from spade_memory.testing import MemoryServiceProcess
 from .harness import ClientAgent, start_client, unique_jid
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryServiceProcess]:
-    process = MemoryServiceProcess(tmp_path_factory.mktemp("memory-service"))
-    process.start()
-    yield process
-    process.stop()
-
-
 @pytest.fixture
-async def alice(server: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
-    agent = await start_client(unique_jid("alice"), server.port)
+async def alice(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
+    agent = await start_client(unique_jid("alice"), memory_service.port)
     yield agent
     await stop_agent(agent)
 
 
 @pytest.fixture
-async def bob(server: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
-    agent = await start_client(unique_jid("bob"), server.port)
+async def bob(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
+    agent = await start_client(unique_jid("bob"), memory_service.port)
     yield agent
     await stop_agent(agent)
 
@@ -219,10 +211,10 @@ async def test_many_requests_in_flight_from_one_agent(alice: ClientAgent) -> Non
 
 
 async def test_unanswered_calls_time_out_after_one_retry_or_degrade(
-    server: MemoryServiceProcess,
+    memory_service: MemoryServiceProcess,
 ) -> None:
     agent = await start_client(
-        unique_jid("lonely"), server.port, memory_jid="nobody@localhost", memory_timeout=0.4
+        unique_jid("lonely"), memory_service.port, memory_jid="nobody@localhost", memory_timeout=0.4
     )
     try:
         started = time.monotonic()

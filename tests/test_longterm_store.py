@@ -277,3 +277,12 @@ async def test_repeated_update_and_delete_request_ids_apply_once(store: LongTerm
     assert await store.apply(ALICE, DeleteMemory(id=memory_id), "d-1") == deleted
     with pytest.raises(ItemNotFound):
         await store.apply(ALICE, DeleteMemory(id=memory_id), "d-2")
+
+
+async def test_a_failed_write_loses_no_access_counts(store: LongTermStore) -> None:
+    memory_id = await put(store, ALICE, "looked at once")
+    await search(store, ALICE, "looked")  # one access, noted for a later write
+    with pytest.raises(ItemNotFound):
+        await store.apply(ALICE, UpdateMemory(id="missing", content="x"))
+    got = await store.apply(ALICE, GetMemory(id=memory_id))
+    assert isinstance(got, Memory) and got.access_count == 2

@@ -2,9 +2,10 @@
 
 spade_llm bumps ``access_count`` and ``last_accessed`` of every memory a read
 returns, one UPDATE and commit per memory. Here reads only note the access;
-the notes are written in one statement with the next write transaction,
-before any read that orders by ``last_accessed``, once a second, and at
-close. A crash may lose up to a second of access statistics, never a memory.
+the notes are written in one transaction of their own (never inside another
+write, whose rollback would take them along) before any read that orders by
+``last_accessed``, once a second, when a thousand are pending, and at close.
+A crash may lose up to a second of access statistics, never a memory.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class AccessLog:
         return now, {seq: self._pending[seq][0] for seq in seqs}
 
     async def flush(self, db: aiosqlite.Connection) -> None:
-        """Write the pending counts; call inside a write transaction."""
+        """Write the pending counts; call in a write transaction of their own."""
         if not self._pending:
             return
         await db.executemany(

@@ -128,7 +128,6 @@ class LongTermStore:
 
     async def _write(self, owner: str, op: BaseMemoryOp, request_id: str | None) -> Result:
         async with self._tx.write() as db:
-            await self._accesses.flush(db)
             if isinstance(op, StoreMemory):
                 # its result is known before the insert: claim the request id with it
                 stored = Stored(id=str(uuid.uuid4()))

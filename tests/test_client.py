@@ -1,0 +1,69 @@
+"""MemoryClient against peers that misbehave (real agents on the embedded XMPP server)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from spade.agent import Agent
+from spade.behaviour import CyclicBehaviour, OneShotBehaviour
+from spade.message import Message
+
+from spade_memory import InternalServerError, Stored, StoreMemory, protocol
+from spade_memory.lifecycle import start_agent, stop_agent
+from spade_memory.testing import MemoryServiceProcess
+
+from .harness import ClientAgent, start_client, unique_jid
+
+
+class SendOnce(OneShotBehaviour):  # type: ignore[misc]
+    def __init__(self, message: Message) -> None:
+        super().__init__()
+        self.message = message
+
+    async def run(self) -> None:
+        await self.send(self.message)
+
+
+class AnswerGarbage(CyclicBehaviour):  # type: ignore[misc]
+    async def run(self) -> None:
+        request = await self.receive(timeout=1.0)
+        if request is not None:
+            reply = protocol.inform(request, Stored(id="x"))
+            reply.body = "{not json"
+            await self.send(reply)
+
+
+@pytest.fixture
+async def peer(memory_service: MemoryServiceProcess) -> AsyncIterator[Agent]:
+    agent = Agent(unique_jid("peer"), "peer-secret", port=memory_service.port)
+    await start_agent(agent)
+    yield agent
+    await stop_agent(agent)
+
+
+@pytest.fixture
+async def alice(memory_service: MemoryServiceProcess, peer: Agent) -> AsyncIterator[ClientAgent]:
+    agent = await start_client(
+        unique_jid("alice"), memory_service.port, memory_jid=str(peer.jid), memory_timeout=0.5
+    )
+    yield agent
+    await stop_agent(agent)
+
+
+async def test_a_reply_from_another_sender_is_ignored(alice: ClientAgent, peer: Agent) -> None:
+    target = unique_jid("absent")  # nobody answers for it
+    request = protocol.request_message(target, StoreMemory(category="fact", content="x"), "t-1")
+    waiting = asyncio.create_task(alice.memory.round_trip(request))
+    await asyncio.sleep(0.1)
+    spoof = protocol.inform(request, Stored(id="forged"))
+    spoof.to, spoof.sender = alice.jid, peer.jid  # right thread, wrong replier
+    peer.add_behaviour(SendOnce(spoof))
+    assert await waiting is None
+
+
+async def test_a_malformed_reply_is_a_typed_error(alice: ClientAgent, peer: Agent) -> None:
+    peer.add_behaviour(AnswerGarbage(), protocol.request_template())
+    with pytest.raises(InternalServerError, match="malformed reply"):
+        await alice.memory.store_memory("fact", "anything")
