@@ -34,6 +34,7 @@ from ..ops import (
     UpdateMemory,
 )
 from ..records import Deleted, Memory, MemoryList, MemoryStats, Result, Stored
+from . import requests
 from .access import AccessLog
 from .connection import Synchronous, Transactions, connect, migrate
 from .fts import match_expression
@@ -44,9 +45,6 @@ _COLUMNS = (
     " m.created_at, m.last_accessed, m.access_count, m.seq"
 )
 _results: TypeAdapter[Result] = TypeAdapter(Result)
-
-REQUEST_MEMORY_SECONDS = 24 * 3600
-"""How long a write's request id is remembered for de-duplicating retries."""
 
 
 class LongTermStore:
@@ -131,20 +129,24 @@ class LongTermStore:
             if isinstance(op, StoreMemory):
                 # its result is known before the insert: claim the request id with it
                 stored = Stored(id=str(uuid.uuid4()))
-                if request_id is not None and not await _claim(db, owner, request_id, stored):
-                    return await _earlier_result(db, owner, request_id)
+                if request_id is not None and not await requests.claim(
+                    db, owner, request_id, stored.model_dump_json()
+                ):
+                    earlier = await _earlier(db, owner, request_id)
+                    assert earlier is not None  # the claim just collided with it
+                    return earlier
                 await self._store(db, owner, op, stored.id)
                 result: Result = stored
             else:
-                if request_id is not None and await _claimed(db, owner, request_id):
-                    return await _earlier_result(db, owner, request_id)
+                if request_id is not None and (earlier := await _earlier(db, owner, request_id)):
+                    return earlier
                 if isinstance(op, UpdateMemory):
                     result = await self._update(db, owner, op)
                 else:
                     assert isinstance(op, DeleteMemory)
                     result = await self._delete(db, owner, op)
                 if request_id is not None:
-                    await _claim(db, owner, request_id, result)
+                    await requests.claim(db, owner, request_id, result.model_dump_json())
         self._writes += 1
         if self._writes % 1000 == 0:
             await self._forget_old_requests()
@@ -152,10 +154,7 @@ class LongTermStore:
 
     async def _forget_old_requests(self) -> None:
         async with self._tx.write() as db:
-            await db.execute(
-                "DELETE FROM applied_requests WHERE applied_at < ?",
-                (time.time() - REQUEST_MEMORY_SECONDS,),
-            )
+            await requests.forget_old(db)
 
     async def _store(
         self, db: aiosqlite.Connection, owner: str, op: StoreMemory, memory_id: str
@@ -232,28 +231,9 @@ class LongTermStore:
         )
 
 
-async def _claim(db: aiosqlite.Connection, owner: str, request_id: str, result: Result) -> bool:
-    """Record ``request_id``'s result; False if the id was already applied."""
-    cursor = await db.execute(
-        "INSERT INTO applied_requests VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        (owner, request_id, result.model_dump_json(), time.time()),
-    )
-    return bool(cursor.rowcount)
-
-
-async def _claimed(db: aiosqlite.Connection, owner: str, request_id: str) -> bool:
-    rows = await db.execute_fetchall(
-        "SELECT 1 FROM applied_requests WHERE owner = ? AND request_id = ?", (owner, request_id)
-    )
-    return bool(list(rows))
-
-
-async def _earlier_result(db: aiosqlite.Connection, owner: str, request_id: str) -> Result:
-    (row,) = await db.execute_fetchall(
-        "SELECT result FROM applied_requests WHERE owner = ? AND request_id = ?",
-        (owner, request_id),
-    )
-    return _results.validate_json(row[0])
+async def _earlier(db: aiosqlite.Connection, owner: str, request_id: str) -> Result | None:
+    recorded = await requests.earlier_result(db, owner, request_id)
+    return None if recorded is None else _results.validate_json(recorded)
 
 
 class _Row:

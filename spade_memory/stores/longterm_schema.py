@@ -14,6 +14,7 @@ from datetime import datetime
 
 import aiosqlite
 
+from . import requests
 from .connection import Migration
 
 _V1 = (
@@ -52,14 +53,7 @@ _V1 = (
         INSERT INTO memories_fts(rowid, content, context)
         VALUES (new.seq, new.content, new.context);
     END""",
-    """CREATE TABLE applied_requests (
-        owner TEXT NOT NULL,
-        request_id TEXT NOT NULL,
-        result TEXT NOT NULL,
-        applied_at REAL NOT NULL,
-        PRIMARY KEY (owner, request_id)
-    ) WITHOUT ROWID""",
-    "CREATE INDEX applied_requests_age ON applied_requests(applied_at)",
+    *requests.CREATE_TABLE,
 )
 
 

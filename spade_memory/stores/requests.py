@@ -1,0 +1,49 @@
+"""Applied request ids: a write is applied once per (owner, request id).
+
+The id and the write's result are stored in the write's own transaction, so
+a client's retry, even after a crash of the agent, gets the first answer back
+instead of a second effect. Ids are kept for ``KEEP_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import aiosqlite
+
+KEEP_SECONDS = 24 * 3600
+
+CREATE_TABLE = (
+    """CREATE TABLE applied_requests (
+        owner TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        result TEXT NOT NULL,
+        applied_at REAL NOT NULL,
+        PRIMARY KEY (owner, request_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX applied_requests_age ON applied_requests(applied_at)",
+)
+
+
+async def claim(db: aiosqlite.Connection, owner: str, request_id: str, result_json: str) -> bool:
+    """Record the request's result; False if this id was already applied."""
+    cursor = await db.execute(
+        "INSERT INTO applied_requests VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (owner, request_id, result_json, time.time()),
+    )
+    return bool(cursor.rowcount)
+
+
+async def earlier_result(db: aiosqlite.Connection, owner: str, request_id: str) -> str | None:
+    """The JSON result recorded for an applied request id, if any."""
+    rows = await db.execute_fetchall(
+        "SELECT result FROM applied_requests WHERE owner = ? AND request_id = ?",
+        (owner, request_id),
+    )
+    return next((str(row[0]) for row in rows), None)
+
+
+async def forget_old(db: aiosqlite.Connection) -> None:
+    await db.execute(
+        "DELETE FROM applied_requests WHERE applied_at < ?", (time.time() - KEEP_SECONDS,)
+    )
