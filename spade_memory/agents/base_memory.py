@@ -6,7 +6,6 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..errors import ResourceConstraint
 from ..limits import Limits
 from ..ops import BaseMemoryOp, base_memory_ops
 from ..records import Record
@@ -25,19 +24,7 @@ class BaseMemoryService:
         self.ops: TypeAdapter[BaseMemoryOp] = base_memory_ops
 
     async def handle(self, owner: str, op: BaseMemoryOp, request_id: str | None) -> Record:
-        check_limits(op, self.limits)
         return await self.store.apply(owner, op, request_id)
-
-
-def check_limits(op: Any, limits: Limits) -> None:
-    """Refuse texts and result counts above the configured limits."""
-    for field in ("content", "context", "query"):
-        text = getattr(op, field, None)
-        if isinstance(text, str) and len(text) > limits.max_content_chars:
-            raise ResourceConstraint(f"{field} is over {limits.max_content_chars} characters")
-    limit = getattr(op, "limit", None)
-    if isinstance(limit, int) and limit > limits.max_results:
-        raise ResourceConstraint(f"limit is over {limits.max_results}")
 
 
 class BaseMemoryAgent(MemoryAgent):

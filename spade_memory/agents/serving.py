@@ -74,6 +74,7 @@ class ServeRequests(CyclicBehaviour):  # type: ignore[misc]
         op = parse_op(self.service.ops, body)
         owner = protocol.bare(request.sender)
         authorize(owner, op)
+        check_limits(op, self.service.limits)
         return await self.service.handle(owner, op, request.thread)
 
 
@@ -81,6 +82,15 @@ def authorize(owner: str, op: Op) -> None:
     """The owner is the sender; a body claiming another identity is refused."""
     if op.owner is not None and protocol.bare(op.owner) != owner:
         raise NotAuthorized("a request may only act on the sender's own memories")
+
+
+def check_limits(op: Op, limits: Limits) -> None:
+    """Refuse any text field or result count above the configured limits."""
+    for field, value in op:
+        if isinstance(value, str) and len(value) > limits.max_content_chars:
+            raise ResourceConstraint(f"{field} is over {limits.max_content_chars} characters")
+        if field == "limit" and isinstance(value, int) and value > limits.max_results:
+            raise ResourceConstraint(f"limit is over {limits.max_results}")
 
 
 class MemoryAgent(Agent):  # type: ignore[misc]
