@@ -1,6 +1,7 @@
 """spade_memory: shared, persistent memory for SPADE agents, served by XMPP agents."""
 
 from .agents.base_memory import BaseMemoryAgent, BaseMemoryService
+from .agents.interaction_memory import InteractionMemoryAgent, InteractionMemoryService
 from .agents.serving import MemoryAgent, MemoryService
 from .client import Memories, MemoryClient
 from .errors import (
@@ -12,6 +13,17 @@ from .errors import (
     MemoryTimeout,
     NotAuthorized,
     ResourceConstraint,
+)
+from .interaction_ops import (
+    AddInformation,
+    ClearConversation,
+    ConversationInfo,
+    ExportConversation,
+    GetAllConversations,
+    GetContextSummary,
+    GetInformation,
+    InteractionOp,
+    InteractionsFile,
 )
 from .limits import Limits
 from .mixin import MemoryMixin
@@ -28,20 +40,33 @@ from .ops import (
 )
 from .protocol import ONTOLOGY
 from .records import CATEGORIES, Category, Deleted, Memory, MemoryList, MemoryStats, Stored
+from .stores.interaction import InteractionStore
 from .stores.longterm import LongTermStore
 
 __all__ = [
     "CATEGORIES",
     "ONTOLOGY",
+    "AddInformation",
     "BadRequest",
     "BaseMemoryAgent",
     "BaseMemoryOp",
     "BaseMemoryService",
     "Category",
+    "ClearConversation",
     "Condition",
+    "ConversationInfo",
     "DeleteMemory",
     "Deleted",
+    "ExportConversation",
+    "GetAllConversations",
+    "GetContextSummary",
+    "GetInformation",
     "GetMemory",
+    "InteractionMemoryAgent",
+    "InteractionMemoryService",
+    "InteractionOp",
+    "InteractionStore",
+    "InteractionsFile",
     "InternalServerError",
     "ItemNotFound",
     "Limits",

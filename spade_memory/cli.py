@@ -59,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="JID of the base memory agent (default: base-memory@DOMAIN)",
     )
+    run.add_argument(
+        "--interaction-jid",
+        default=None,
+        help="JID of the interaction memory agent (default: interaction-memory@DOMAIN)",
+    )
     run.add_argument("--max-content-chars", type=int, default=Limits.max_content_chars)
     run.add_argument("--max-results", type=int, default=Limits.max_results)
     run.add_argument(
@@ -89,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         s2s_port=args.s2s_port,
         embedded_server=not args.external_server,
         base_jid=args.base_jid,
+        interaction_jid=args.interaction_jid,
         limits=Limits(max_content_chars=args.max_content_chars, max_results=args.max_results),
         synchronous="FULL" if args.durable else "NORMAL",
         connect_timeout=args.connect_timeout,
@@ -112,9 +118,11 @@ def _print_banner(config: RunConfig, console: Console) -> None:
     server = "embedded (SPADE's pyjabber)" if config.embedded_server else "external"
     table.add_row("XMPP server", f"{server} at {config.domain}:{config.port}")
     table.add_row("base memory agent", config.base_memory_jid)
+    table.add_row("interaction memory agent", config.interaction_memory_jid)
     table.add_row("ontology", protocol.ONTOLOGY)
     table.add_row("data directory", str(config.data_dir))
     table.add_row("long-term memories", str(config.base_memory_db))
+    table.add_row("conversation notes", str(config.interaction_memory_db))
     console.print(table)
     if config.embedded_server:
         console.print(
@@ -124,7 +132,8 @@ def _print_banner(config: RunConfig, console: Console) -> None:
             " identity matters."
         )
     console.print(
-        f"spade-memory is ready; send requests to {config.base_memory_jid}. Stop with Ctrl-C."
+        f"spade-memory is ready; send requests to {config.base_memory_jid} and"
+        f" {config.interaction_memory_jid}. Stop with Ctrl-C."
     )
 
 

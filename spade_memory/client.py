@@ -23,6 +23,21 @@ from spade.message import Message
 
 from . import protocol
 from .errors import InternalServerError, ItemNotFound, MemoryTimeout, error_for
+from .interaction_ops import (
+    AddInformation,
+    ClearConversation,
+    Cleared,
+    Confirmation,
+    ContextSummary,
+    ConversationInfo,
+    Conversations,
+    ExportConversation,
+    GetAllConversations,
+    GetContextSummary,
+    GetInformation,
+    InteractionsFile,
+    Notes,
+)
 from .ops import (
     DeleteMemory,
     GetMemory,
@@ -78,18 +93,23 @@ class ReplyRouter(CyclicBehaviour):  # type: ignore[misc]
 
 
 class MemoryClient:
-    """Talks to a base memory agent on behalf of ``agent``."""
+    """Talks to the memory agents on behalf of ``agent``."""
 
     def __init__(
         self,
         agent: Agent,
         base_memory_jid: str | None = None,
         *,
+        interaction_memory_jid: str | None = None,
         timeout: float = 5.0,
         degraded: bool = False,
     ) -> None:
         self.agent = agent
-        self.base_memory_jid = base_memory_jid or f"{protocol.BASE_MEMORY_NODE}@{agent.jid.domain}"
+        domain = agent.jid.domain
+        self.base_memory_jid = base_memory_jid or f"{protocol.BASE_MEMORY_NODE}@{domain}"
+        self.interaction_memory_jid = (
+            interaction_memory_jid or f"{protocol.INTERACTION_MEMORY_NODE}@{domain}"
+        )
         self.timeout = timeout
         self.degraded = degraded
         self._router = ReplyRouter()
@@ -177,3 +197,40 @@ class MemoryClient:
 
     async def get_memory_stats(self) -> MemoryStats | None:
         return await self.request(self.base_memory_jid, MemoryStatsOp(), MemoryStats)
+
+    # The calls below mirror spade_llm's AgentInteractionMemory, over XMPP.
+
+    async def add_information(self, conversation_id: str, information: str) -> str | None:
+        """Note ``information`` in a conversation; spade_llm's confirmation sentence."""
+        op = AddInformation(conversation_id=conversation_id, information=information)
+        result = await self.request(self.interaction_memory_jid, op, Confirmation)
+        return None if result is None else result.text
+
+    async def get_information(self, conversation_id: str) -> list[str]:
+        """The conversation's notes, oldest first (empty when degraded)."""
+        op = GetInformation(conversation_id=conversation_id)
+        result = await self.request(self.interaction_memory_jid, op, Notes)
+        return [] if result is None else result.notes
+
+    async def get_context_summary(self, conversation_id: str) -> str | None:
+        """``Previous interactions:`` with one ``- `` line per note; None if none."""
+        op = GetContextSummary(conversation_id=conversation_id)
+        result = await self.request(self.interaction_memory_jid, op, ContextSummary)
+        return None if result is None else result.summary
+
+    async def clear_conversation(self, conversation_id: str) -> bool:
+        op = ClearConversation(conversation_id=conversation_id)
+        result = await self.request(self.interaction_memory_jid, op, Cleared)
+        return False if result is None else result.cleared
+
+    async def get_all_conversations(self) -> list[ConversationInfo]:
+        """The sender's conversations, most recently noted first."""
+        result = await self.request(
+            self.interaction_memory_jid, GetAllConversations(), Conversations
+        )
+        return [] if result is None else result.conversations
+
+    async def export_conversation(self, conversation_id: str) -> InteractionsFile | None:
+        """One conversation in spade_llm's interaction-file format."""
+        op = ExportConversation(conversation_id=conversation_id)
+        return await self.request(self.interaction_memory_jid, op, InteractionsFile)

@@ -21,6 +21,7 @@ class MemoryMixin:
         self,
         *args: Any,
         memory_jid: str | None = None,
+        interaction_memory_jid: str | None = None,
         memory_timeout: float = 5.0,
         memory_degraded: bool = False,
         **kwargs: Any,
@@ -28,6 +29,7 @@ class MemoryMixin:
         super().__init__(*args, **kwargs)
         self._memory_options: dict[str, Any] = {
             "base_memory_jid": memory_jid,
+            "interaction_memory_jid": interaction_memory_jid,
             "timeout": memory_timeout,
             "degraded": memory_degraded,
         }

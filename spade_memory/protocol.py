@@ -21,6 +21,7 @@ from spade.template import Template
 
 from . import xml_escape
 from .errors import Condition, MemoryServiceError
+from .interaction_ops import INTERACTION_RESULTS, interaction_ops
 from .ops import BaseMemoryOp
 from .records import Deleted, Failure, Memory, MemoryList, MemoryStats, Record, Stored
 
@@ -30,6 +31,8 @@ ONTOLOGY = "spade-memory"
 LANGUAGE = "json"
 BASE_MEMORY_NODE = "base-memory"
 """Default local part of the base memory agent's JID."""
+INTERACTION_MEMORY_NODE = "interaction-memory"
+"""Default local part of the interaction memory agent's JID."""
 
 BASE_MEMORY_RESULTS: dict[str, type[Record]] = {
     "store_memory": Stored,
@@ -107,12 +110,15 @@ def json_schemas() -> dict[str, Any]:
             "conditions": [condition.value for condition in Condition],
         },
         "services": {
-            BASE_MEMORY_NODE: {
-                "request": TypeAdapter(BaseMemoryOp).json_schema(),
-                "replies": {
-                    op: model.model_json_schema() for op, model in BASE_MEMORY_RESULTS.items()
-                },
-            }
+            BASE_MEMORY_NODE: _service_schema(TypeAdapter(BaseMemoryOp), BASE_MEMORY_RESULTS),
+            INTERACTION_MEMORY_NODE: _service_schema(interaction_ops, INTERACTION_RESULTS),
         },
         "failure": Failure.model_json_schema(),
+    }
+
+
+def _service_schema(ops: TypeAdapter[Any], results: dict[str, type[Record]]) -> dict[str, Any]:
+    return {
+        "request": ops.json_schema(),
+        "replies": {op: model.model_json_schema() for op, model in results.items()},
     }

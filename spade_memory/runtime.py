@@ -7,6 +7,7 @@ import os
 import secrets
 import signal
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,9 +15,11 @@ from spade.agent import Agent
 
 from . import protocol
 from .agents.base_memory import BaseMemoryAgent
+from .agents.interaction_memory import InteractionMemoryAgent
 from .lifecycle import start_agent, stop_agent
 from .limits import Limits
 from .stores.connection import Synchronous
+from .stores.interaction import InteractionStore
 from .stores.longterm import LongTermStore
 from .xmpp_server import EmbeddedXMPPServer
 
@@ -33,6 +36,7 @@ class RunConfig:
     s2s_port: int = 5269
     embedded_server: bool = True
     base_jid: str | None = None
+    interaction_jid: str | None = None
     password: str | None = None
     connect_timeout: float = 15.0
     limits: Limits = field(default_factory=Limits)
@@ -43,8 +47,16 @@ class RunConfig:
         return self.base_jid or f"{protocol.BASE_MEMORY_NODE}@{self.domain}"
 
     @property
+    def interaction_memory_jid(self) -> str:
+        return self.interaction_jid or f"{protocol.INTERACTION_MEMORY_NODE}@{self.domain}"
+
+    @property
     def base_memory_db(self) -> Path:
         return self.data_dir / "base-memory.db"
+
+    @property
+    def interaction_memory_db(self) -> Path:
+        return self.data_dir / "interaction-memory.db"
 
 
 def agent_password(config: RunConfig) -> str:
@@ -66,9 +78,8 @@ class MemoryRuntime:
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
-        self.server: EmbeddedXMPPServer | None = None
-        self.store: LongTermStore | None = None
         self.agents: list[Agent] = []
+        self._running = AsyncExitStack()
 
     async def start(self) -> None:
         config = self.config
@@ -76,30 +87,32 @@ class MemoryRuntime:
         password = agent_password(config)
         try:
             if config.embedded_server:
-                self.server = EmbeddedXMPPServer(
+                server = EmbeddedXMPPServer(
                     config.data_dir, config.domain, config.port, config.s2s_port
                 )
-                await self.server.start()
-            self.store = await LongTermStore.open(config.base_memory_db, config.synchronous)
-            agent = BaseMemoryAgent(
-                config.base_memory_jid, password, self.store, config.limits, port=config.port
-            )
-            self.agents.append(agent)
-            await start_agent(agent, attempt_timeout=config.connect_timeout / 3)
+                await server.start()
+                self._running.push_async_callback(server.stop)
+            long_term = await LongTermStore.open(config.base_memory_db, config.synchronous)
+            self._running.push_async_callback(long_term.close)
+            notes = await InteractionStore.open(config.interaction_memory_db, config.synchronous)
+            self._running.push_async_callback(notes.close)
+            limits, port = config.limits, config.port
+            for agent in (
+                BaseMemoryAgent(config.base_memory_jid, password, long_term, limits, port=port),
+                InteractionMemoryAgent(
+                    config.interaction_memory_jid, password, notes, limits, port=port
+                ),
+            ):
+                self._running.push_async_callback(stop_agent, agent)
+                self.agents.append(agent)
+                await start_agent(agent, attempt_timeout=config.connect_timeout / 3)
         except BaseException:
             await self.stop()
             raise
 
     async def stop(self) -> None:
-        for agent in reversed(self.agents):
-            await stop_agent(agent)
+        await self._running.aclose()
         self.agents.clear()
-        if self.store is not None:
-            await self.store.close()
-            self.store = None
-        if self.server is not None:
-            await self.server.stop()
-            self.server = None
 
 
 async def serve(config: RunConfig, on_ready: Callable[[RunConfig], None] | None = None) -> None:

@@ -1,0 +1,131 @@
+"""Operations of the interaction memory agent: per-conversation notes.
+
+They mirror spade_llm's ``AgentInteractionMemory`` (``add_information``,
+``get_information``, ``get_context_summary``, ``clear_conversation``) plus
+``get_all_conversations`` and an export in spade_llm's file format. Notes are
+always the sender's own: the owner is the sender's bare JID.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, TypeAdapter
+
+from .ops import Op
+from .records import Record
+
+ConversationId = Annotated[str, Field(min_length=1, max_length=512)]
+
+
+class AddInformation(Op):
+    op: Literal["add_information"] = "add_information"
+    conversation_id: ConversationId
+    information: str = Field(min_length=1)
+
+
+class GetInformation(Op):
+    op: Literal["get_information"] = "get_information"
+    conversation_id: ConversationId
+
+
+class GetContextSummary(Op):
+    op: Literal["get_context_summary"] = "get_context_summary"
+    conversation_id: ConversationId
+
+
+class ClearConversation(Op):
+    op: Literal["clear_conversation"] = "clear_conversation"
+    conversation_id: ConversationId
+
+
+class GetAllConversations(Op):
+    op: Literal["get_all_conversations"] = "get_all_conversations"
+
+
+class ExportConversation(Op):
+    """One conversation in spade_llm's ``{agent}_interactions.json`` format."""
+
+    op: Literal["export_conversation"] = "export_conversation"
+    conversation_id: ConversationId
+
+
+InteractionOp = Annotated[
+    AddInformation
+    | GetInformation
+    | GetContextSummary
+    | ClearConversation
+    | GetAllConversations
+    | ExportConversation,
+    Field(discriminator="op"),
+]
+"""Any request the interaction memory agent serves, tagged by ``op``."""
+
+interaction_ops: TypeAdapter[InteractionOp] = TypeAdapter(InteractionOp)
+
+
+class Confirmation(Record):
+    """Result of ``add_information``: spade_llm's confirmation sentence."""
+
+    text: str
+
+
+class Notes(Record):
+    """Result of ``get_information``: the notes, oldest first."""
+
+    conversation_id: str
+    notes: list[str]
+
+
+class ContextSummary(Record):
+    """Result of ``get_context_summary``: None when there are no notes."""
+
+    summary: str | None
+
+
+class Cleared(Record):
+    """Result of ``clear_conversation``: whether there was anything to clear."""
+
+    cleared: bool
+
+
+class ConversationInfo(Record):
+    conversation_id: str
+    notes: int
+    last_note_at: str
+
+
+class Conversations(Record):
+    """Result of ``get_all_conversations``, most recently noted first."""
+
+    conversations: list[ConversationInfo]
+
+
+class NoteEntry(Record):
+    content: str
+    timestamp: str
+
+
+class InteractionsFile(Record):
+    """spade_llm's interaction file: ``{"agent_id", "interactions": {id: [entries]}}``."""
+
+    agent_id: str
+    interactions: dict[str, list[NoteEntry]]
+
+
+INTERACTION_RESULTS: dict[str, type[Record]] = {
+    "add_information": Confirmation,
+    "get_information": Notes,
+    "get_context_summary": ContextSummary,
+    "clear_conversation": Cleared,
+    "get_all_conversations": Conversations,
+    "export_conversation": InteractionsFile,
+}
+"""The result model each interaction op answers with."""
+
+
+def context_summary(notes: list[str]) -> str | None:
+    """``Previous interactions:`` and one ``- `` line per note; None without notes."""
+    if not notes:
+        return None
+    return "\n".join(["Previous interactions:", *(f"- {note}" for note in notes)])

@@ -1,0 +1,137 @@
+"""Conversation notes on real SQLite files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from spade_memory.interaction_ops import (
+    AddInformation,
+    ClearConversation,
+    Cleared,
+    Confirmation,
+    ContextSummary,
+    Conversations,
+    ExportConversation,
+    GetAllConversations,
+    GetContextSummary,
+    GetInformation,
+    InteractionsFile,
+    Notes,
+)
+from spade_memory.stores.interaction import InteractionStore
+
+ALICE = "alice@localhost"
+BOB = "bob@localhost"
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[InteractionStore]:
+    opened = await InteractionStore.open(tmp_path / "notes.db")
+    yield opened
+    await opened.close()
+
+
+async def add(store: InteractionStore, owner: str, conversation: str, text: str) -> None:
+    result = await store.apply(
+        owner, AddInformation(conversation_id=conversation, information=text)
+    )
+    assert result == Confirmation(text=f"Remembered information about this interaction: {text}")
+
+
+async def notes(store: InteractionStore, owner: str, conversation: str) -> list[str]:
+    result = await store.apply(owner, GetInformation(conversation_id=conversation))
+    assert isinstance(result, Notes)
+    return result.notes
+
+
+async def test_notes_oldest_first_and_summary_text(store: InteractionStore) -> None:
+    await add(store, ALICE, "c1", "user is called Ana")
+    await add(store, ALICE, "c1", "Ana prefers short answers")
+    assert await notes(store, ALICE, "c1") == ["user is called Ana", "Ana prefers short answers"]
+    summary = await store.apply(ALICE, GetContextSummary(conversation_id="c1"))
+    assert summary == ContextSummary(
+        summary="Previous interactions:\n- user is called Ana\n- Ana prefers short answers"
+    )
+    empty = await store.apply(ALICE, GetContextSummary(conversation_id="nothing here"))
+    assert empty == ContextSummary(summary=None)
+
+
+async def test_conversations_and_owners_stay_apart(store: InteractionStore) -> None:
+    await add(store, ALICE, "c1", "alice in c1")
+    await add(store, ALICE, "c2", "alice in c2")
+    await add(store, BOB, "c1", "bob in c1")
+    assert await notes(store, ALICE, "c1") == ["alice in c1"]
+    assert await notes(store, ALICE, "c2") == ["alice in c2"]
+    assert await notes(store, BOB, "c1") == ["bob in c1"]
+    listed = await store.apply(ALICE, GetAllConversations())
+    assert isinstance(listed, Conversations)
+    assert [(c.conversation_id, c.notes) for c in listed.conversations] == [("c2", 1), ("c1", 1)]
+
+
+async def test_clear_only_the_senders_conversation(store: InteractionStore) -> None:
+    await add(store, ALICE, "c1", "alice note")
+    await add(store, BOB, "c1", "bob note")
+    assert await store.apply(ALICE, ClearConversation(conversation_id="c1")) == Cleared(
+        cleared=True
+    )
+    assert await store.apply(ALICE, ClearConversation(conversation_id="c1")) == Cleared(
+        cleared=False
+    )
+    assert await notes(store, ALICE, "c1") == []
+    assert await notes(store, BOB, "c1") == ["bob note"]
+
+
+async def test_two_hundred_concurrent_appends_are_all_kept(store: InteractionStore) -> None:
+    texts = [f"note {n}" for n in range(200)]
+    await asyncio.gather(*(add(store, ALICE, "busy", text) for text in texts))
+    assert sorted(await notes(store, ALICE, "busy")) == sorted(texts)
+
+
+async def test_a_repeated_request_id_appends_once(store: InteractionStore) -> None:
+    op = AddInformation(conversation_id="c1", information="once")
+    first = await store.apply(ALICE, op, "req-1")
+    assert await store.apply(ALICE, op, "req-1") == first
+    assert await notes(store, ALICE, "c1") == ["once"]
+    clear = ClearConversation(conversation_id="c1")
+    assert await store.apply(ALICE, clear, "req-2") == Cleared(cleared=True)
+    await add(store, ALICE, "c1", "after the clear")
+    assert await store.apply(ALICE, clear, "req-2") == Cleared(cleared=True)  # not re-applied
+    assert await notes(store, ALICE, "c1") == ["after the clear"]
+
+
+async def test_spade_llm_files_import_and_export_unchanged(
+    store: InteractionStore, tmp_path: Path
+) -> None:
+    from spade_llm.memory.interaction_memory import AgentInteractionMemory
+
+    legacy = AgentInteractionMemory("legacy@localhost", memory_path=str(tmp_path))
+    legacy.add_information("legacy@localhost_user@localhost", "user likes tea")
+    legacy.add_information("legacy@localhost_user@localhost", "user is in Madrid")
+    legacy.add_information("other", "something else")
+    path = tmp_path / "legacy_localhost_interactions.json"
+    original = json.loads(path.read_text())
+
+    assert await store.import_spade_llm(path) == 3
+    exported = await store.apply(
+        "legacy@localhost", ExportConversation(conversation_id="legacy@localhost_user@localhost")
+    )
+    assert isinstance(exported, InteractionsFile)
+    conversation = "legacy@localhost_user@localhost"
+    assert exported.model_dump()["interactions"] == {
+        conversation: original["interactions"][conversation]
+    }
+    assert await notes(store, "legacy@localhost", "other") == ["something else"]
+
+
+async def test_notes_persist_across_reopen(tmp_path: Path) -> None:
+    store = await InteractionStore.open(tmp_path / "notes.db")
+    await add(store, ALICE, "c1", "durable note")
+    await store.close()
+    reopened = await InteractionStore.open(tmp_path / "notes.db")
+    assert await notes(reopened, ALICE, "c1") == ["durable note"]
+    await reopened.close()
