@@ -182,13 +182,16 @@ async def test_a_retried_request_id_does_not_store_twice(alice: ClientAgent) -> 
     assert [m.content for m in await memory.search_memories("stored once")] == ["stored once"]
 
 
-async def test_acknowledged_memories_survive_a_killed_agent(tmp_path: Path) -> None:
+async def test_acknowledged_memories_and_notes_survive_a_killed_agent(tmp_path: Path) -> None:
     process = MemoryServiceProcess(tmp_path)
     process.start()
     jid = unique_jid("durable")
     try:
         agent = await start_client(jid, process.port)
         ids = [await agent.memory.store_memory("fact", f"durable fact {n}") for n in range(50)]
+        notes = [f"durable note {n}" for n in range(20)]
+        for note in notes:
+            await agent.memory.add_information("kept", note)
         await stop_agent(agent)
         process.kill()  # SIGKILL: no clean shutdown
 
@@ -197,6 +200,7 @@ async def test_acknowledged_memories_survive_a_killed_agent(tmp_path: Path) -> N
         after = await agent.memory.get_recent_memories(limit=100)
         assert sorted(m.id for m in after) == sorted(i for i in ids if i)
         assert len(after) == 50
+        assert await agent.memory.get_information("kept") == notes
         await stop_agent(agent)
     finally:
         process.stop()
