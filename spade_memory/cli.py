@@ -1,4 +1,5 @@
-"""The ``spade-memory`` command: ``run`` the memory agents, print the protocol ``schema``."""
+"""The ``spade-memory`` command: ``run`` the memory agents, print the protocol ``schema``,
+``import-interactions`` from spade_llm."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from rich.table import Table
 from . import protocol
 from .limits import Limits
 from .runtime import PASSWORD_ENV, RunConfig, serve, use_uvloop
+from .stores.interaction import InteractionStore
 
 DATA_ENV = "SPADE_MEMORY_DATA"
 
@@ -79,6 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     commands.add_parser("schema", help="print the JSON Schema of every request and reply")
+
+    notes = commands.add_parser(
+        "import-interactions", help="import a spade_llm {agent}_interactions.json file"
+    )
+    notes.add_argument("file", type=Path)
+    notes.add_argument("--data-dir", type=Path, default=None)
+    notes.add_argument("--owner", default=None, help="owner JID (default: the file's agent_id)")
     return parser
 
 
@@ -86,6 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "schema":
         print(json.dumps(protocol.json_schemas(), indent=2))
+        return 0
+    if args.command == "import-interactions":
+        data_dir = args.data_dir or default_data_dir()
+        count = asyncio.run(_import_interactions(data_dir, args.file, args.owner))
+        print(f"imported {count} notes into {data_dir / 'interaction-memory.db'}")
         return 0
     config = RunConfig(
         data_dir=args.data_dir or default_data_dir(),
@@ -111,6 +125,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"spade-memory: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+async def _import_interactions(data_dir: Path, file: Path, owner: str | None) -> int:
+    store = await InteractionStore.open(RunConfig(data_dir=data_dir).interaction_memory_db)
+    try:
+        return await store.import_spade_llm(file, owner)
+    finally:
+        await store.close()
 
 
 def _print_banner(config: RunConfig, console: Console) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -10,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from spade_memory.interaction_ops import ExportConversation
+from spade_memory.stores.interaction import InteractionStore
 from spade_memory.testing import free_port
 
 
@@ -69,3 +72,30 @@ def test_no_server_listening_fails_in_bounded_time(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "could not connect" in result.stderr
     assert time.monotonic() - started < 30
+
+
+def test_import_interactions_from_a_spade_llm_file(tmp_path: Path) -> None:
+    legacy = {
+        "agent_id": "legacy@localhost/phone",
+        "interactions": {
+            "c1": [
+                {"content": "likes tea", "timestamp": "2025-01-02T03:04:05.123456"},
+                {"content": "lives in Madrid", "timestamp": "2025-01-02T03:05:00"},
+            ]
+        },
+    }
+    path = tmp_path / "legacy_localhost_interactions.json"
+    path.write_text(json.dumps(legacy))
+    result = spade_memory("import-interactions", str(path), "--data-dir", str(tmp_path / "data"))
+    assert result.returncode == 0, result.stderr
+    assert "imported 2 notes" in result.stdout
+
+    async def exported() -> dict[str, object]:
+        store = await InteractionStore.open(tmp_path / "data" / "interaction-memory.db")
+        try:
+            found = await store.apply("legacy@localhost", ExportConversation(conversation_id="c1"))
+        finally:
+            await store.close()
+        return found.model_dump()
+
+    assert asyncio.run(exported())["interactions"] == legacy["interactions"]
