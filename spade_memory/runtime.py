@@ -24,6 +24,7 @@ from .stores.longterm import LongTermStore
 from .xmpp_server import EmbeddedXMPPServer
 
 PASSWORD_ENV = "SPADE_MEMORY_PASSWORD"
+SERVICES = (protocol.BASE_MEMORY_NODE, protocol.INTERACTION_MEMORY_NODE)
 
 
 @dataclass
@@ -39,6 +40,8 @@ class RunConfig:
     interaction_jid: str | None = None
     password: str | None = None
     connect_timeout: float = 15.0
+    services: tuple[str, ...] = SERVICES
+    """Which memory agents to run (all by default)."""
     limits: Limits = field(default_factory=Limits)
     synchronous: Synchronous = "NORMAL"
 
@@ -92,23 +95,29 @@ class MemoryRuntime:
                 )
                 await server.start()
                 self._running.push_async_callback(server.stop)
-            long_term = await LongTermStore.open(config.base_memory_db, config.synchronous)
-            self._running.push_async_callback(long_term.close)
-            notes = await InteractionStore.open(config.interaction_memory_db, config.synchronous)
-            self._running.push_async_callback(notes.close)
-            limits, port = config.limits, config.port
-            for agent in (
-                BaseMemoryAgent(config.base_memory_jid, password, long_term, limits, port=port),
-                InteractionMemoryAgent(
-                    config.interaction_memory_jid, password, notes, limits, port=port
-                ),
-            ):
+            for service in config.services:
+                agent = await self._open(service, password)
                 self._running.push_async_callback(stop_agent, agent)
                 self.agents.append(agent)
                 await start_agent(agent, attempt_timeout=config.connect_timeout / 3)
         except BaseException:
             await self.stop()
             raise
+
+    async def _open(self, service: str, password: str) -> Agent:
+        """Open the service's store (closed at stop) and build its agent."""
+        config = self.config
+        limits, port = config.limits, config.port
+        if service == protocol.BASE_MEMORY_NODE:
+            long_term = await LongTermStore.open(config.base_memory_db, config.synchronous)
+            self._running.push_async_callback(long_term.close)
+            return BaseMemoryAgent(config.base_memory_jid, password, long_term, limits, port=port)
+        if service == protocol.INTERACTION_MEMORY_NODE:
+            notes = await InteractionStore.open(config.interaction_memory_db, config.synchronous)
+            self._running.push_async_callback(notes.close)
+            jid = config.interaction_memory_jid
+            return InteractionMemoryAgent(jid, password, notes, limits, port=port)
+        raise ValueError(f"unknown memory service {service!r}; known: {', '.join(SERVICES)}")
 
     async def stop(self) -> None:
         await self._running.aclose()

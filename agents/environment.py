@@ -1,0 +1,35 @@
+"""Configuration of a deployed memory agent, from environment variables.
+
+SPADE_MEMORY_DOMAIN           XMPP domain, also the host agents connect to (localhost)
+SPADE_MEMORY_PORT             XMPP client port (5222)
+SPADE_MEMORY_PASSWORD         the agent's XMPP password (required)
+SPADE_MEMORY_DATA             data directory (/data)
+SPADE_MEMORY_BASE_JID         base memory agent's JID (base-memory@DOMAIN)
+SPADE_MEMORY_INTERACTION_JID  interaction memory agent's JID (interaction-memory@DOMAIN)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+
+from spade_memory.runtime import RunConfig, serve
+
+
+def config_for(service: str) -> RunConfig:
+    return RunConfig(
+        data_dir=Path(os.environ.get("SPADE_MEMORY_DATA", "/data")),
+        domain=os.environ.get("SPADE_MEMORY_DOMAIN", "localhost"),
+        port=int(os.environ.get("SPADE_MEMORY_PORT", "5222")),
+        base_jid=os.environ.get("SPADE_MEMORY_BASE_JID"),
+        interaction_jid=os.environ.get("SPADE_MEMORY_INTERACTION_JID"),
+        embedded_server=False,
+        services=(service,),
+    )
+
+
+def run_service(service: str) -> None:
+    logging.basicConfig(level=logging.INFO)
+    asyncio.run(serve(config_for(service), lambda config: print(f"{service} ready")))

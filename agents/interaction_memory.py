@@ -1,0 +1,13 @@
+"""Deployment: the interaction memory agent as its own process (one container).
+
+Wiring only; configured from the environment (see agents/environment.py).
+"""
+
+from __future__ import annotations
+
+from environment import run_service
+
+from spade_memory.protocol import INTERACTION_MEMORY_NODE
+
+if __name__ == "__main__":
+    run_service(INTERACTION_MEMORY_NODE)
