@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from spade_memory.lifecycle import stop_agent
 from spade_memory.testing import MemoryServiceProcess
+
+from .harness import ClientAgent, start_client, unique_jid
 
 # spade_llm imports litellm, which otherwise fetches a price list from the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -20,3 +23,19 @@ def memory_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryS
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture
+async def alice(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
+    """A fresh client agent (new JID: no memories yet) connected to the service."""
+    agent = await start_client(unique_jid("alice"), memory_service.port)
+    yield agent
+    await stop_agent(agent)
+
+
+@pytest.fixture
+async def bob(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
+    """A second, unrelated client agent."""
+    agent = await start_client(unique_jid("bob"), memory_service.port)
+    yield agent
+    await stop_agent(agent)

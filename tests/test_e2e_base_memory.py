@@ -6,7 +6,6 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -28,20 +27,6 @@ from spade_memory.protocol import ONTOLOGY, request_message
 from spade_memory.testing import MemoryServiceProcess
 
 from .harness import ClientAgent, start_client, unique_jid
-
-
-@pytest.fixture
-async def alice(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
-    agent = await start_client(unique_jid("alice"), memory_service.port)
-    yield agent
-    await stop_agent(agent)
-
-
-@pytest.fixture
-async def bob(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
-    agent = await start_client(unique_jid("bob"), memory_service.port)
-    yield agent
-    await stop_agent(agent)
 
 
 async def send_raw(client: MemoryClient, body: str, **metadata: str) -> Message:

@@ -5,31 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
 
-import pytest
 from spade.message import Message
 
 from spade_memory import BadRequest, NotAuthorized, ResourceConstraint
-from spade_memory.lifecycle import stop_agent
 from spade_memory.protocol import ONTOLOGY
-from spade_memory.testing import MemoryServiceProcess
 
-from .harness import ClientAgent, start_client, unique_jid
-
-
-@pytest.fixture
-async def alice(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
-    agent = await start_client(unique_jid("alice"), memory_service.port)
-    yield agent
-    await stop_agent(agent)
-
-
-@pytest.fixture
-async def bob(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
-    agent = await start_client(unique_jid("bob"), memory_service.port)
-    yield agent
-    await stop_agent(agent)
+from .harness import ClientAgent
 
 
 async def test_notes_summary_and_clear(alice: ClientAgent) -> None:
