@@ -100,6 +100,7 @@ BAD_REQUESTS = [
     ("another owner", '{"op": "recent_memories", "owner": "victim@localhost"}', NotAuthorized),
     ("another agent_id", '{"op": "store_memory", "category": "fact", "content": "x",'
      ' "agent_id": "victim@localhost"}', NotAuthorized),
+    ("malformed owner", '{"op": "memory_stats", "owner": "@@@"}', NotAuthorized),
 ]  # fmt: skip
 
 

@@ -15,6 +15,7 @@ import logging
 from typing import Any, Protocol
 
 from pydantic import TypeAdapter
+from slixmpp.jid import InvalidJID
 from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
 from spade.message import Message
@@ -80,7 +81,13 @@ class ServeRequests(CyclicBehaviour):  # type: ignore[misc]
 
 def authorize(owner: str, op: Op) -> None:
     """The owner is the sender; a body claiming another identity is refused."""
-    if op.owner is not None and protocol.bare(op.owner) != owner:
+    if op.owner is None:
+        return
+    try:
+        claimed = protocol.bare(op.owner)
+    except InvalidJID:
+        claimed = None
+    if claimed != owner:
         raise NotAuthorized("a request may only act on the sender's own memories")
 
 
