@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -97,9 +98,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(protocol.json_schemas(), indent=2))
         return 0
     if args.command == "import-interactions":
-        data_dir = args.data_dir or default_data_dir()
-        count = asyncio.run(_import_interactions(data_dir, args.file, args.owner))
-        print(f"imported {count} notes into {data_dir / 'interaction-memory.db'}")
+        database = RunConfig(data_dir=args.data_dir or default_data_dir()).interaction_memory_db
+        try:
+            count = asyncio.run(_import_interactions(database, args.file, args.owner))
+        except (OSError, ValidationError) as error:
+            print(f"spade-memory: cannot import {args.file}: {error}", file=sys.stderr)
+            return 1
+        print(f"imported {count} notes into {database}")
         return 0
     config = RunConfig(
         data_dir=args.data_dir or default_data_dir(),
@@ -127,8 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-async def _import_interactions(data_dir: Path, file: Path, owner: str | None) -> int:
-    store = await InteractionStore.open(RunConfig(data_dir=data_dir).interaction_memory_db)
+async def _import_interactions(database: Path, file: Path, owner: str | None) -> int:
+    store = await InteractionStore.open(database)
     try:
         return await store.import_spade_llm(file, owner)
     finally:

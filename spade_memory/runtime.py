@@ -71,8 +71,9 @@ def agent_password(config: RunConfig) -> str:
         raise RuntimeError(f"set {PASSWORD_ENV} to the memory agents' XMPP password")
     path = config.data_dir / "agent-password"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(24))
-        path.chmod(0o600)
+        # created readable by its owner only, from the first byte on
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+            file.write(secrets.token_urlsafe(24))
     return path.read_text().strip()
 
 

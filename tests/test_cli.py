@@ -99,3 +99,11 @@ def test_import_interactions_from_a_spade_llm_file(tmp_path: Path) -> None:
         return found.model_dump()
 
     assert asyncio.run(exported())["interactions"] == legacy["interactions"]
+
+
+def test_import_interactions_rejects_a_malformed_file(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"agent_id": "x@localhost", "interactions": {"c1": [{"content": 5}]}}')
+    result = spade_memory("import-interactions", str(path), "--data-dir", str(tmp_path))
+    assert result.returncode == 1
+    assert "cannot import" in result.stderr and "Traceback" not in result.stderr
