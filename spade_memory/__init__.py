@@ -40,8 +40,11 @@ from .ops import (
 )
 from .protocol import ONTOLOGY
 from .records import CATEGORIES, Category, Deleted, Memory, MemoryList, MemoryStats, Stored
+from .session_memory import SessionMemory
 from .stores.interaction import InteractionStore
 from .stores.longterm import LongTermStore
+from .working_memory import Clarification, EntityRef, Finding, Focus, WorkingMemory
+from .working_memory_ops import WorkingMemoryState
 
 __all__ = [
     "CATEGORIES",
@@ -52,12 +55,16 @@ __all__ = [
     "BaseMemoryOp",
     "BaseMemoryService",
     "Category",
+    "Clarification",
     "ClearConversation",
     "Condition",
     "ConversationInfo",
     "DeleteMemory",
     "Deleted",
+    "EntityRef",
     "ExportConversation",
+    "Finding",
+    "Focus",
     "GetAllConversations",
     "GetContextSummary",
     "GetInformation",
@@ -87,7 +94,10 @@ __all__ = [
     "RecentMemories",
     "ResourceConstraint",
     "SearchMemories",
+    "SessionMemory",
     "StoreMemory",
     "Stored",
     "UpdateMemory",
+    "WorkingMemory",
+    "WorkingMemoryState",
 ]

@@ -51,6 +51,7 @@ from .ops import (
     describe,
 )
 from .records import Category, Deleted, Failure, Memory, MemoryList, MemoryStats, Record, Stored
+from .session_memory import SessionMemory
 
 R = TypeVar("R", bound=Record)
 
@@ -197,6 +198,10 @@ class MemoryClient:
 
     async def get_memory_stats(self) -> MemoryStats | None:
         return await self.request(self.base_memory_jid, MemoryStatsOp(), MemoryStats)
+
+    def session(self, session_id: str) -> SessionMemory:
+        """The working memory of one of the sender's sessions."""
+        return SessionMemory(self, session_id)
 
     # The calls below mirror spade_llm's AgentInteractionMemory, over XMPP.
 

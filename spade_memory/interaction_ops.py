@@ -1,4 +1,5 @@
-"""Operations of the interaction memory agent: per-conversation notes.
+"""Operations of the interaction memory agent: per-conversation notes (and, from
+``working_memory_ops``, per-session working memory).
 
 They mirror spade_llm's ``AgentInteractionMemory`` (``add_information``,
 ``get_information``, ``get_context_summary``, ``clear_conversation``) plus
@@ -14,6 +15,20 @@ from pydantic import Field, TypeAdapter
 
 from .ops import Op
 from .records import Record
+from .working_memory_ops import (
+    WORKING_MEMORY_RESULTS,
+    AddEntity,
+    AddFinding,
+    ClearClarification,
+    ClearFocus,
+    CreateWorkingMemory,
+    GetWorkingMemory,
+    MergeWorkingMemory,
+    RecentEntities,
+    SetClarification,
+    SetFocus,
+    UpdateContext,
+)
 
 ConversationId = Annotated[str, Field(min_length=1, max_length=512)]
 
@@ -50,16 +65,31 @@ class ExportConversation(Op):
     conversation_id: ConversationId
 
 
-InteractionOp = Annotated[
+NoteOp = (
     AddInformation
     | GetInformation
     | GetContextSummary
     | ClearConversation
     | GetAllConversations
-    | ExportConversation,
+    | ExportConversation
+)
+
+InteractionOp = Annotated[
+    NoteOp
+    | CreateWorkingMemory
+    | GetWorkingMemory
+    | RecentEntities
+    | SetFocus
+    | ClearFocus
+    | AddEntity
+    | AddFinding
+    | SetClarification
+    | ClearClarification
+    | UpdateContext
+    | MergeWorkingMemory,
     Field(discriminator="op"),
 ]
-"""Any request the interaction memory agent serves, tagged by ``op``."""
+"""Any request the interaction memory agent serves (notes and working memory), by ``op``."""
 
 interaction_ops: TypeAdapter[InteractionOp] = TypeAdapter(InteractionOp)
 
@@ -120,6 +150,7 @@ INTERACTION_RESULTS: dict[str, type[Record]] = {
     "clear_conversation": Cleared,
     "get_all_conversations": Conversations,
     "export_conversation": InteractionsFile,
+    **WORKING_MEMORY_RESULTS,
 }
 """The result model each interaction op answers with."""
 

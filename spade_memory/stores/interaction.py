@@ -1,4 +1,4 @@
-"""Conversation notes on SQLite: one row per note.
+"""Conversation notes on SQLite, one row per note (and working memories, see ``working``).
 
 spade_llm keeps every note of an agent in one JSON file and rewrites all of
 it on each append. Here an append is one INSERT, so its cost does not grow
@@ -34,7 +34,8 @@ from ..interaction_ops import (
 )
 from ..protocol import bare
 from ..records import Record
-from . import requests
+from ..working_memory_ops import WORKING_MEMORY_OPS
+from . import requests, working
 from .connection import Migration, Synchronous, Transactions, connect, migrate
 
 _V1 = (
@@ -55,7 +56,11 @@ async def _create_v1(db: aiosqlite.Connection) -> None:
         await db.execute(statement)
 
 
-MIGRATIONS: list[Migration] = [_create_v1]
+async def _create_v2(db: aiosqlite.Connection) -> None:
+    await db.execute(working.CREATE_TABLE)
+
+
+MIGRATIONS: list[Migration] = [_create_v1, _create_v2]
 
 
 class InteractionStore:
@@ -63,6 +68,7 @@ class InteractionStore:
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._tx = Transactions(db)
+        self._working = working.WorkingMemories(self._tx)
 
     @classmethod
     async def open(cls, path: str | Path, synchronous: Synchronous = "NORMAL") -> InteractionStore:
@@ -80,7 +86,9 @@ class InteractionStore:
         await self._tx.db.close()
 
     async def apply(self, owner: str, op: InteractionOp, request_id: str | None = None) -> Record:
-        """Execute ``op`` on ``owner``'s notes and return its result."""
+        """Execute ``op`` on ``owner``'s notes or working memories; its result."""
+        if isinstance(op, WORKING_MEMORY_OPS):
+            return await self._working.apply(owner, op, request_id)
         if isinstance(op, AddInformation):
             return await self._add(owner, op, request_id)
         if isinstance(op, ClearConversation):
