@@ -70,6 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-content-chars", type=int, default=Limits.max_content_chars)
     run.add_argument("--max-results", type=int, default=Limits.max_results)
     run.add_argument(
+        "--context-dir",
+        type=Path,
+        default=None,
+        help="human-readable context directory, e.g. inside your git repository"
+        " (default: DATA_DIR/context)",
+    )
+    run.add_argument(
         "--connect-timeout",
         type=float,
         default=15.0,
@@ -114,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         embedded_server=not args.external_server,
         base_jid=args.base_jid,
         interaction_jid=args.interaction_jid,
+        context_directory=args.context_dir,
         limits=Limits(max_content_chars=args.max_content_chars, max_results=args.max_results),
         synchronous="FULL" if args.durable else "NORMAL",
         connect_timeout=args.connect_timeout,
@@ -150,6 +158,7 @@ def _print_banner(config: RunConfig, console: Console) -> None:
     table.add_row("data directory", str(config.data_dir))
     table.add_row("long-term memories", str(config.base_memory_db))
     table.add_row("conversation notes", str(config.interaction_memory_db))
+    table.add_row("context directory", str(config.context_dir))
     console.print(table)
     if config.embedded_server:
         console.print(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -22,6 +23,17 @@ from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from . import protocol
+from .context_dir import ContextType
+from .context_ops import (
+    ContextEntries,
+    ContextEntry,
+    EndConversation,
+    GetPreferences,
+    Preferences,
+    SaveKnowledge,
+    SavePreferences,
+    SearchContext,
+)
 from .errors import InternalServerError, ItemNotFound, MemoryTimeout, error_for
 from .interaction_ops import (
     AddInformation,
@@ -223,8 +235,9 @@ class MemoryClient:
         result = await self.request(self.interaction_memory_jid, op, ContextSummary)
         return None if result is None else result.summary
 
-    async def clear_conversation(self, conversation_id: str) -> bool:
-        op = ClearConversation(conversation_id=conversation_id)
+    async def clear_conversation(self, conversation_id: str, archive: bool = False) -> bool:
+        """True if there were notes; ``archive`` writes their summary file first."""
+        op = ClearConversation(conversation_id=conversation_id, archive=archive)
         result = await self.request(self.interaction_memory_jid, op, Cleared)
         return False if result is None else result.cleared
 
@@ -239,3 +252,41 @@ class MemoryClient:
         """One conversation in spade_llm's interaction-file format."""
         op = ExportConversation(conversation_id=conversation_id)
         return await self.request(self.interaction_memory_jid, op, InteractionsFile)
+
+    # The context directory (human-readable files that outlive sessions).
+
+    async def end_conversation(
+        self, conversation_id: str, summary: str | None = None, tags: Sequence[str] = (),
+        clear: bool = False,
+    ) -> ContextEntry | None:  # fmt: skip
+        """Write the conversation's summary file (its notes unless ``summary`` is given)."""
+        op = EndConversation(
+            conversation_id=conversation_id, summary=summary, tags=list(tags), clear=clear
+        )
+        return await self.request(self.interaction_memory_jid, op, ContextEntry)
+
+    async def save_preferences(self, user: str, preferences: dict[str, Any]) -> dict[str, Any]:
+        """Merge into ``user``'s preferences; all of them after the merge."""
+        op = SavePreferences(user=user, preferences=preferences)
+        result = await self.request(self.interaction_memory_jid, op, Preferences)
+        return {} if result is None else result.preferences
+
+    async def get_preferences(self, user: str) -> dict[str, Any]:
+        result = await self.request(
+            self.interaction_memory_jid, GetPreferences(user=user), Preferences
+        )
+        return {} if result is None else result.preferences
+
+    async def save_knowledge(
+        self, name: str, content: str, tags: Sequence[str] = ()
+    ) -> ContextEntry | None:
+        op = SaveKnowledge(name=name, content=content, tags=list(tags))
+        return await self.request(self.interaction_memory_jid, op, ContextEntry)
+
+    async def search_context(
+        self, query: str, type: ContextType | None = None, limit: int = 5
+    ) -> list[ContextEntry]:
+        """The best-matching files of the sender's context directory."""
+        op = SearchContext(query=query, type=type, limit=limit)
+        result = await self.request(self.interaction_memory_jid, op, ContextEntries)
+        return [] if result is None else result.entries

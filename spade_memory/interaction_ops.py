@@ -13,6 +13,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
+from .context_ops import (
+    CONTEXT_RESULTS,
+    EndConversation,
+    GetPreferences,
+    SaveKnowledge,
+    SavePreferences,
+    SearchContext,
+)
 from .ops import Op
 from .records import Record
 from .working_memory_ops import (
@@ -52,6 +60,8 @@ class GetContextSummary(Op):
 class ClearConversation(Op):
     op: Literal["clear_conversation"] = "clear_conversation"
     conversation_id: ConversationId
+    archive: bool = False
+    """Write the conversation's summary to the context directory first."""
 
 
 class GetAllConversations(Op):
@@ -86,7 +96,12 @@ InteractionOp = Annotated[
     | SetClarification
     | ClearClarification
     | UpdateContext
-    | MergeWorkingMemory,
+    | MergeWorkingMemory
+    | EndConversation
+    | SavePreferences
+    | GetPreferences
+    | SaveKnowledge
+    | SearchContext,
     Field(discriminator="op"),
 ]
 """Any request the interaction memory agent serves (notes and working memory), by ``op``."""
@@ -151,6 +166,7 @@ INTERACTION_RESULTS: dict[str, type[Record]] = {
     "get_all_conversations": Conversations,
     "export_conversation": InteractionsFile,
     **WORKING_MEMORY_RESULTS,
+    **CONTEXT_RESULTS,
 }
 """The result model each interaction op answers with."""
 

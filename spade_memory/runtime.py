@@ -16,6 +16,7 @@ from spade.agent import Agent
 from . import protocol
 from .agents.base_memory import BaseMemoryAgent
 from .agents.interaction_memory import InteractionMemoryAgent
+from .context_dir import ContextDirectory
 from .lifecycle import start_agent, stop_agent
 from .limits import Limits
 from .stores.connection import Synchronous
@@ -38,6 +39,8 @@ class RunConfig:
     embedded_server: bool = True
     base_jid: str | None = None
     interaction_jid: str | None = None
+    context_directory: Path | None = None
+    """Where the human-readable context lives (default: DATA_DIR/context)."""
     password: str | None = None
     connect_timeout: float = 15.0
     services: tuple[str, ...] = SERVICES
@@ -60,6 +63,10 @@ class RunConfig:
     @property
     def interaction_memory_db(self) -> Path:
         return self.data_dir / "interaction-memory.db"
+
+    @property
+    def context_dir(self) -> Path:
+        return self.context_directory or self.data_dir / "context"
 
 
 def agent_password(config: RunConfig) -> str:
@@ -116,8 +123,8 @@ class MemoryRuntime:
         if service == protocol.INTERACTION_MEMORY_NODE:
             notes = await InteractionStore.open(config.interaction_memory_db, config.synchronous)
             self._running.push_async_callback(notes.close)
-            jid = config.interaction_memory_jid
-            return InteractionMemoryAgent(jid, password, notes, limits, port=port)
+            jid, context = config.interaction_memory_jid, ContextDirectory(config.context_dir)
+            return InteractionMemoryAgent(jid, password, notes, context, limits, port=port)
         raise ValueError(f"unknown memory service {service!r}; known: {', '.join(SERVICES)}")
 
     async def stop(self) -> None:

@@ -26,9 +26,9 @@ from ..interaction_ops import (
     GetAllConversations,
     GetContextSummary,
     GetInformation,
-    InteractionOp,
     InteractionsFile,
     NoteEntry,
+    NoteOp,
     Notes,
     context_summary,
 )
@@ -37,6 +37,9 @@ from ..records import Record
 from ..working_memory_ops import WORKING_MEMORY_OPS
 from . import requests, working
 from .connection import Migration, Synchronous, Transactions, connect, migrate
+
+StoredOp = NoteOp | working.WorkingMemoryOp
+"""The ops this store executes (context-directory ops are the service's)."""
 
 _V1 = (
     """CREATE TABLE notes (
@@ -85,7 +88,7 @@ class InteractionStore:
     async def close(self) -> None:
         await self._tx.db.close()
 
-    async def apply(self, owner: str, op: InteractionOp, request_id: str | None = None) -> Record:
+    async def apply(self, owner: str, op: StoredOp, request_id: str | None = None) -> Record:
         """Execute ``op`` on ``owner``'s notes or working memories; its result."""
         if isinstance(op, WORKING_MEMORY_OPS):
             return await self._working.apply(owner, op, request_id)
