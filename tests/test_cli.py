@@ -35,6 +35,12 @@ def test_schema_describes_every_request_and_reply() -> None:
         "store_memory", "get_memory", "search_memories", "list_memories",
         "recent_memories", "update_memory", "delete_memory", "memory_stats",
     }  # fmt: skip
+    interaction = schema["services"]["interaction-memory"]
+    interaction_ops = set(interaction["request"]["discriminator"]["mapping"])
+    assert interaction_ops == set(interaction["replies"])
+    assert {"add_information", "set_focus", "merge_working_memory", "search_context"} <= (
+        interaction_ops
+    )
     assert schema["envelope"]["metadata"]["ontology"] == "spade-memory"
     assert "not-authorized" in schema["envelope"]["conditions"]
     assert set(schema["failure"]["required"]) == {"condition", "text"}
