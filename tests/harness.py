@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from spade.agent import Agent
+from spade.message import Message
 
-from spade_memory import MemoryMixin
+from spade_memory import MemoryClient, MemoryMixin
 from spade_memory.lifecycle import start_agent
+from spade_memory.protocol import LANGUAGE, ONTOLOGY
 
 
 class ClientAgent(MemoryMixin, Agent):  # type: ignore[misc]
@@ -22,3 +25,21 @@ async def start_client(jid: str, port: int, **memory_options: object) -> ClientA
     agent = ClientAgent(jid, "client-secret", port=port, **memory_options)
     await start_agent(agent)
     return agent
+
+
+async def send_raw(client: MemoryClient, to: str, body: str) -> Message:
+    """A request with a hand-made body, as a buggy or hostile peer would send it."""
+    request = Message(
+        to=to,
+        body=body,
+        thread=uuid.uuid4().hex,
+        metadata={"performative": "request", "ontology": ONTOLOGY, "language": LANGUAGE},
+    )
+    reply = await client.round_trip(request)
+    assert reply is not None, "the memory agent did not answer"
+    return reply
+
+
+async def condition_of(client: MemoryClient, to: str, body: str) -> str:
+    """The condition of the failure a hand-made request gets back."""
+    return str(json.loads((await send_raw(client, to, body)).body)["condition"])

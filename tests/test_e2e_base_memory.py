@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from spade.message import Message
 
 from spade_memory import (
     BadRequest,
@@ -26,20 +24,7 @@ from spade_memory.lifecycle import stop_agent
 from spade_memory.protocol import ONTOLOGY, request_message
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import ClientAgent, start_client, unique_jid
-
-
-async def send_raw(client: MemoryClient, body: str, **metadata: str) -> Message:
-    """A request with a hand-made body, as a buggy or hostile peer would send it."""
-    request = Message(
-        to=client.base_memory_jid,
-        body=body,
-        thread=uuid.uuid4().hex,
-        metadata={"performative": "request", "ontology": ONTOLOGY, "language": "json", **metadata},
-    )
-    reply = await client.round_trip(request)
-    assert reply is not None, "the memory agent did not answer"
-    return reply
+from .harness import ClientAgent, send_raw, start_client, unique_jid
 
 
 async def snapshot(client: MemoryClient) -> list[Memory]:
@@ -109,7 +94,7 @@ async def test_bad_input_gets_typed_failures_and_changes_nothing(alice: ClientAg
     await memory.store_memory("fact", "the original memory")
     before = await snapshot(memory)
     for label, body, expected in BAD_REQUESTS:
-        reply = await send_raw(memory, body)
+        reply = await send_raw(memory, memory.base_memory_jid, body)
         expected_performative = "refuse" if expected is NotAuthorized else "failure"
         assert reply.get_metadata("performative") == expected_performative, label
         assert json.loads(reply.body)["condition"] == expected.condition.value, label

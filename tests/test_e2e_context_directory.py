@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import uuid
 from pathlib import Path
 
 import pytest
-from spade.message import Message
 
 from spade_memory import ItemNotFound
 from spade_memory.lifecycle import stop_agent
-from spade_memory.protocol import ONTOLOGY
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import ClientAgent, start_client, unique_jid
+from .harness import ClientAgent, condition_of, start_client, unique_jid
 
 
 async def test_an_ended_conversation_is_found_after_a_restart(tmp_path: Path) -> None:
@@ -81,10 +77,5 @@ async def test_bad_context_input(alice: ClientAgent) -> None:
         '{"op": "save_preferences", "user": "ana", "preferences": ["not", "a", "map"]}',
         '{"op": "end_conversation", "conversation_id": "c", "tags": "billing"}',
     ):
-        request = Message(
-            to=memory.interaction_memory_jid, body=body, thread=uuid.uuid4().hex,
-            metadata={"performative": "request", "ontology": ONTOLOGY, "language": "json"},
-        )  # fmt: skip
-        reply = await memory.round_trip(request)
-        assert reply is not None
-        assert json.loads(reply.body)["condition"] == "bad-request", body
+        condition = await condition_of(memory, memory.interaction_memory_jid, body)
+        assert condition == "bad-request", body

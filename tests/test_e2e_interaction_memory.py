@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
-
-from spade.message import Message
 
 from spade_memory import BadRequest, NotAuthorized, ResourceConstraint
-from spade_memory.protocol import ONTOLOGY
 
-from .harness import ClientAgent
+from .harness import ClientAgent, condition_of
 
 
 async def test_notes_summary_and_clear(alice: ClientAgent) -> None:
@@ -72,13 +68,6 @@ async def test_bad_input_gets_typed_failures_and_changes_nothing(alice: ClientAg
          ' "owner": "victim@localhost"}', NotAuthorized),
     ]  # fmt: skip
     for body, expected in bad:
-        request = Message(
-            to=memory.interaction_memory_jid,
-            body=body,
-            thread=uuid.uuid4().hex,
-            metadata={"performative": "request", "ontology": ONTOLOGY, "language": "json"},
-        )
-        reply = await memory.round_trip(request)
-        assert reply is not None
-        assert json.loads(reply.body)["condition"] == expected.condition.value, body
+        condition = await condition_of(memory, memory.interaction_memory_jid, body)
+        assert condition == expected.condition.value, body
     assert await memory.get_information("kept") == ["the original note"]

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import uuid
 
 import pytest
-from spade.message import Message
 
 from spade_memory import (
     Clarification,
@@ -17,9 +14,8 @@ from spade_memory import (
     ItemNotFound,
     WorkingMemory,
 )
-from spade_memory.protocol import ONTOLOGY
 
-from .harness import ClientAgent
+from .harness import ClientAgent, condition_of
 
 
 async def test_focus_entity_finding_history_and_lossless_state(alice: ClientAgent) -> None:
@@ -93,13 +89,8 @@ async def test_bad_working_memory_input_is_a_typed_failure(alice: ClientAgent) -
         '{"op": "recent_entities", "session_id": "kept", "limit": "ten"}',
     ]
     for body in bodies:
-        request = Message(
-            to=memory.interaction_memory_jid, body=body, thread=uuid.uuid4().hex,
-            metadata={"performative": "request", "ontology": ONTOLOGY, "language": "json"},
-        )  # fmt: skip
-        reply = await memory.round_trip(request)
-        assert reply is not None
-        assert json.loads(reply.body)["condition"] == "bad-request", body
+        condition = await condition_of(memory, memory.interaction_memory_jid, body)
+        assert condition == "bad-request", body
     state = await memory.session("kept").get()
     assert state is not None and state.working_memory.current_focus is not None
     assert state.working_memory.focus_history == []
