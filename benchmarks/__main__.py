@@ -11,6 +11,7 @@ from rich.table import Table
 
 from spade_memory.runtime import use_uvloop
 
+from .notes_append import bench_append
 from .store_search import bench_search
 from .wire import bench_wire
 
@@ -42,6 +43,13 @@ async def main(args: argparse.Namespace) -> None:
                 f"{r.ours_hits:.1f} | {r.theirs_hits:.1f}",
             )  # fmt: skip
     console.print(table)
+    notes = Table(
+        "notes in the conversation", "spade_memory append p50 ms", "spade_llm append p50 ms",
+        title="One conversation note (add_information), in-store",
+    )  # fmt: skip
+    for row in await bench_append(args.note_sizes):
+        notes.add_row(f"{row.notes:,}", f"{row.ours_p50:.3f}", f"{row.theirs_p50:.3f}")
+    console.print(notes)
 
 
 if __name__ == "__main__":
@@ -53,5 +61,8 @@ if __name__ == "__main__":
         "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10_000, 100_000]
     )
     parser.add_argument("--skip-wire", action="store_true")
+    parser.add_argument(
+        "--note-sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 10_000, 30_000]
+    )
     use_uvloop()  # as `spade-memory run` does
     asyncio.run(main(parser.parse_args()))
