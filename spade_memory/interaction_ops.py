@@ -13,30 +13,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
-from .context_ops import (
-    CONTEXT_RESULTS,
-    EndConversation,
-    GetPreferences,
-    SaveKnowledge,
-    SavePreferences,
-    SearchContext,
-)
+from .context_ops import CONTEXT_RESULTS, ContextOp
 from .ops import Op
 from .records import Record
-from .working_memory_ops import (
-    WORKING_MEMORY_RESULTS,
-    AddEntity,
-    AddFinding,
-    ClearClarification,
-    ClearFocus,
-    CreateWorkingMemory,
-    GetWorkingMemory,
-    MergeWorkingMemory,
-    RecentEntities,
-    SetClarification,
-    SetFocus,
-    UpdateContext,
-)
+from .working_memory_ops import WORKING_MEMORY_RESULTS, WorkingMemoryOp
 
 ConversationId = Annotated[str, Field(min_length=1, max_length=512)]
 
@@ -84,26 +64,7 @@ NoteOp = (
     | ExportConversation
 )
 
-InteractionOp = Annotated[
-    NoteOp
-    | CreateWorkingMemory
-    | GetWorkingMemory
-    | RecentEntities
-    | SetFocus
-    | ClearFocus
-    | AddEntity
-    | AddFinding
-    | SetClarification
-    | ClearClarification
-    | UpdateContext
-    | MergeWorkingMemory
-    | EndConversation
-    | SavePreferences
-    | GetPreferences
-    | SaveKnowledge
-    | SearchContext,
-    Field(discriminator="op"),
-]
+InteractionOp = Annotated[NoteOp | WorkingMemoryOp | ContextOp, Field(discriminator="op")]
 """Any request the interaction memory agent serves (notes and working memory), by ``op``."""
 
 interaction_ops: TypeAdapter[InteractionOp] = TypeAdapter(InteractionOp)

@@ -97,6 +97,7 @@ WorkingMemoryChange = (
     | UpdateContext
     | MergeWorkingMemory
 )
+WorkingMemoryOp = CreateWorkingMemory | GetWorkingMemory | RecentEntities | WorkingMemoryChange
 WORKING_MEMORY_OPS = (
     CreateWorkingMemory,
     GetWorkingMemory,

@@ -34,11 +34,11 @@ from ..interaction_ops import (
 )
 from ..protocol import bare
 from ..records import Record
-from ..working_memory_ops import WORKING_MEMORY_OPS
+from ..working_memory_ops import WORKING_MEMORY_OPS, WorkingMemoryOp
 from . import requests, working
 from .connection import Migration, Synchronous, Transactions, connect, migrate
 
-StoredOp = NoteOp | working.WorkingMemoryOp
+StoredOp = NoteOp | WorkingMemoryOp
 """The ops this store executes (context-directory ops are the service's)."""
 
 _V1 = (

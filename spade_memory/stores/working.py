@@ -27,7 +27,7 @@ from ..working_memory_ops import (
     SetClarification,
     SetFocus,
     UpdateContext,
-    WorkingMemoryChange,
+    WorkingMemoryOp,
     WorkingMemoryState,
 )
 from . import requests
@@ -39,8 +39,6 @@ CREATE_TABLE = """CREATE TABLE working_memories (
     document TEXT NOT NULL,
     PRIMARY KEY (owner, session_id)
 ) WITHOUT ROWID"""
-
-WorkingMemoryOp = CreateWorkingMemory | GetWorkingMemory | RecentEntities | WorkingMemoryChange
 
 
 class WorkingMemories:
