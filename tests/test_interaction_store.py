@@ -135,3 +135,17 @@ async def test_notes_persist_across_reopen(tmp_path: Path) -> None:
     reopened = await InteractionStore.open(tmp_path / "notes.db")
     assert await notes(reopened, ALICE, "c1") == ["durable note"]
     await reopened.close()
+
+
+async def test_old_request_ids_are_forgotten_while_running(
+    store: InteractionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spade_memory.stores import requests
+
+    monkeypatch.setattr(requests, "KEEP_SECONDS", -1)  # every recorded id is already old
+    monkeypatch.setattr(requests.RequestLog, "FORGET_EVERY", 2)
+    op = AddInformation(conversation_id="c1", information="note")
+    await store.apply(ALICE, op, "r-1")
+    await store.apply(ALICE, AddInformation(conversation_id="c1", information="other"), "r-2")
+    await store.apply(ALICE, op, "r-1")  # forgotten, so applied again
+    assert await notes(store, ALICE, "c1") == ["note", "other", "note"]

@@ -71,19 +71,21 @@ class InteractionStore:
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._tx = Transactions(db)
-        self._working = working.WorkingMemories(self._tx)
+        self._requests = requests.RequestLog()
+        self._working = working.WorkingMemories(self._tx, self._requests)
 
     @classmethod
     async def open(cls, path: str | Path, synchronous: Synchronous = "NORMAL") -> InteractionStore:
         db = await connect(path, synchronous)
         try:
             await migrate(db, MIGRATIONS)
-            async with Transactions(db).write() as tx:
-                await requests.forget_old(tx)
         except BaseException:
             await db.close()
             raise
-        return cls(db)
+        store = cls(db)
+        async with store._tx.write() as tx:
+            await requests.forget_old(tx)
+        return store
 
     async def close(self) -> None:
         await self._tx.db.close()
@@ -114,7 +116,7 @@ class InteractionStore:
             text=f"Remembered information about this interaction: {op.information}"
         )
         async with self._tx.write() as db:
-            if request_id is not None and not await requests.claim(
+            if request_id is not None and not await self._requests.claim(
                 db, owner, request_id, confirmation.model_dump_json()
             ):
                 return confirmation  # applied before; the confirmation is the same
@@ -137,7 +139,7 @@ class InteractionStore:
             )
             result = Cleared(cleared=cursor.rowcount > 0)
             if request_id is not None:
-                await requests.claim(db, owner, request_id, result.model_dump_json())
+                await self._requests.claim(db, owner, request_id, result.model_dump_json())
         return result
 
     async def import_spade_llm(self, path: str | Path, owner: str | None = None) -> int:

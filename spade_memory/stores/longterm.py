@@ -52,7 +52,7 @@ class LongTermStore:
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self._tx = Transactions(db)
-        self._writes = 0
+        self._requests = requests.RequestLog()
         self._accesses = AccessLog()
         self._flush_timer: asyncio.TimerHandle | None = None
         self._flush_task: asyncio.Task[None] | None = None
@@ -67,7 +67,8 @@ class LongTermStore:
             await db.close()
             raise
         store = cls(db)
-        await store._forget_old_requests()
+        async with store._tx.write() as tx:
+            await requests.forget_old(tx)
         return store
 
     async def close(self) -> None:
@@ -129,7 +130,7 @@ class LongTermStore:
             if isinstance(op, StoreMemory):
                 # its result is known before the insert: claim the request id with it
                 stored = Stored(id=str(uuid.uuid4()))
-                if request_id is not None and not await requests.claim(
+                if request_id is not None and not await self._requests.claim(
                     db, owner, request_id, stored.model_dump_json()
                 ):
                     earlier = await _earlier(db, owner, request_id)
@@ -146,15 +147,8 @@ class LongTermStore:
                     assert isinstance(op, DeleteMemory)
                     result = await self._delete(db, owner, op)
                 if request_id is not None:
-                    await requests.claim(db, owner, request_id, result.model_dump_json())
-        self._writes += 1
-        if self._writes % 1000 == 0:
-            await self._forget_old_requests()
+                    await self._requests.claim(db, owner, request_id, result.model_dump_json())
         return result
-
-    async def _forget_old_requests(self) -> None:
-        async with self._tx.write() as db:
-            await requests.forget_old(db)
 
     async def _store(
         self, db: aiosqlite.Connection, owner: str, op: StoreMemory, memory_id: str

@@ -2,7 +2,8 @@
 
 The id and the write's result are stored in the write's own transaction, so
 a client's retry, even after a crash of the agent, gets the first answer back
-instead of a second effect. Ids are kept for ``KEEP_SECONDS``.
+instead of a second effect. Ids are kept for ``KEEP_SECONDS``: each store
+forgets older ones when it opens and every ``RequestLog.FORGET_EVERY`` claims.
 """
 
 from __future__ import annotations
@@ -25,13 +26,27 @@ CREATE_TABLE = (
 )
 
 
-async def claim(db: aiosqlite.Connection, owner: str, request_id: str, result_json: str) -> bool:
-    """Record the request's result; False if this id was already applied."""
-    cursor = await db.execute(
-        "INSERT INTO applied_requests VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        (owner, request_id, result_json, time.time()),
-    )
-    return bool(cursor.rowcount)
+class RequestLog:
+    """The applied request ids of one store; old ones are forgotten as claims come in."""
+
+    FORGET_EVERY = 1000
+    """Claims between two deletions of ids older than ``KEEP_SECONDS``."""
+
+    def __init__(self) -> None:
+        self._claims = 0
+
+    async def claim(
+        self, db: aiosqlite.Connection, owner: str, request_id: str, result_json: str
+    ) -> bool:
+        """Record the request's result; False if this id was already applied."""
+        cursor = await db.execute(
+            "INSERT INTO applied_requests VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (owner, request_id, result_json, time.time()),
+        )
+        self._claims += 1
+        if self._claims % self.FORGET_EVERY == 0:
+            await forget_old(db)
+        return bool(cursor.rowcount)
 
 
 async def earlier_result(db: aiosqlite.Connection, owner: str, request_id: str) -> str | None:
@@ -44,6 +59,7 @@ async def earlier_result(db: aiosqlite.Connection, owner: str, request_id: str) 
 
 
 async def forget_old(db: aiosqlite.Connection) -> None:
+    """Delete ids older than ``KEEP_SECONDS``; call in a write transaction."""
     await db.execute(
         "DELETE FROM applied_requests WHERE applied_at < ?", (time.time() - KEEP_SECONDS,)
     )

@@ -44,8 +44,9 @@ CREATE_TABLE = """CREATE TABLE working_memories (
 class WorkingMemories:
     """The working-memory half of the interaction store (same connection)."""
 
-    def __init__(self, tx: Transactions) -> None:
+    def __init__(self, tx: Transactions, request_log: requests.RequestLog) -> None:
         self._tx = tx
+        self._requests = request_log
 
     async def apply(self, owner: str, op: WorkingMemoryOp, request_id: str | None) -> Record:
         if isinstance(op, GetWorkingMemory | RecentEntities):
@@ -74,7 +75,7 @@ class WorkingMemories:
             )
             result = _state(memory)
             if request_id is not None:
-                await requests.claim(db, owner, request_id, result.model_dump_json())
+                await self._requests.claim(db, owner, request_id, result.model_dump_json())
         return result
 
 
