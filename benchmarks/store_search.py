@@ -12,6 +12,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from spade_memory.ops import SearchMemories
@@ -72,8 +73,6 @@ async def _theirs(path: Path, rows: list[tuple[object, ...]]) -> object:
 
 
 def _iso(epoch: object) -> str:
-    from datetime import datetime
-
     return datetime.fromtimestamp(float(str(epoch))).isoformat()
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from spade_memory.interaction_ops import ExportConversation
 from spade_memory.stores.interaction import InteractionStore
-from spade_memory.testing import free_port
+from spade_memory.testing import MemoryServiceProcess, free_port
 
 
 def spade_memory(
@@ -113,3 +113,11 @@ def test_import_interactions_rejects_a_malformed_file(tmp_path: Path) -> None:
     result = spade_memory("import-interactions", str(path), "--data-dir", str(tmp_path))
     assert result.returncode == 1
     assert "cannot import" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_run_warns_that_the_embedded_server_does_not_authenticate(
+    memory_service: MemoryServiceProcess,
+) -> None:
+    banner = " ".join("".join(memory_service.output).split())
+    assert "the embedded XMPP server does not authenticate senders" in banner
+    assert "--external-server" in banner

@@ -47,7 +47,8 @@ async def test_a_hostile_id_stays_inside_the_directory(
     context = (memory_service.data_dir / "context").resolve()
     written = [p for p in context.rglob("*") if p.is_file() and "passwd" in p.name]
     assert len(written) == 1 and context in written[0].parents
-    assert "/" not in Path(entry.path).name and ".." not in entry.path
+    folder, _, name = entry.path.partition("/")
+    assert folder == "conversations" and "/" not in name and not name.startswith(".")
     assert [e.title for e in await alice.memory.search_context("password file")] == [
         "../../etc/passwd"
     ]
