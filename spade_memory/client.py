@@ -149,6 +149,11 @@ class MemoryClient:
         Sent at most twice, with the same request id; None if no reply came.
         """
         request_id = str(request.thread)
+        if request.empty_sender() and self.agent.client is not None:
+            # From this connection's full JID, so the reply comes back to it: SPADE would
+            # send from the bare JID, and SPADE's embedded server then routes the reply
+            # to a previous, closed connection of the same agent (after a restart).
+            request.sender = str(self.agent.client.boundjid.full)
         answer: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._router.pending[request_id] = _Pending(protocol.bare(request.to), answer)
         try:

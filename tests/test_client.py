@@ -67,3 +67,19 @@ async def test_a_malformed_reply_is_a_typed_error(alice: ClientAgent, peer: Agen
     peer.add_behaviour(AnswerGarbage(), protocol.request_template())
     with pytest.raises(InternalServerError, match="malformed reply"):
         await alice.memory.store_memory("fact", "anything")
+
+
+async def test_an_agent_restarted_with_the_same_jid_gets_its_answers(
+    memory_service: MemoryServiceProcess,
+) -> None:
+    """Replies go to the asking connection: SPADE's embedded server routed replies to
+    a bare JID to the agent's previous, closed connection, so a restarted agent got none."""
+    jid = unique_jid("restarted")
+    for attempt in range(3):
+        agent = await start_client(jid, memory_service.port, memory_timeout=2.0)
+        try:
+            await agent.memory.store_memory("fact", f"attempt {attempt}")
+            stats = await agent.memory.get_memory_stats()
+            assert stats is not None and stats.total_memories == attempt + 1
+        finally:
+            await stop_agent(agent)
