@@ -24,7 +24,11 @@ ConversationId = Annotated[str, Field(min_length=1, max_length=512)]
 class AddInformation(Op):
     op: Literal["add_information"] = "add_information"
     conversation_id: ConversationId
-    information: str = Field(min_length=1)
+    information: str = Field(
+        min_length=1,
+        description="Specific useful information to remember about this agent interaction "
+        "(APIs, preferences, capabilities, etc.)",
+    )
 
 
 class GetInformation(Op):

@@ -44,10 +44,19 @@ class Op(BaseModel):
 
 class StoreMemory(Op):
     op: Literal["store_memory"] = "store_memory"
-    category: Category
-    content: str = Field(min_length=1)
-    context: str | None = None
-    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    category: Category = Field(
+        description="Type of memory: fact (concrete info), pattern (observed behavior), "
+        "preference (learned preference), capability (my ability/limitation)"
+    )
+    content: str = Field(
+        min_length=1, description="The information to remember. Be specific and concise."
+    )
+    context: str | None = Field(
+        default=None, description="Optional context about when/why this is important"
+    )
+    confidence: float = Field(
+        default=1.0, ge=0.0, le=1.0, description="Confidence level in this memory (0.0 to 1.0)"
+    )
 
 
 class GetMemory(Op):
@@ -59,17 +68,22 @@ class SearchMemories(Op):
     """Ranked full-text search (BM25) over content and context."""
 
     op: Literal["search_memories"] = "search_memories"
-    query: str
-    limit: Limit = 10
-    category: Category | None = None
+    query: str = Field(
+        description="Search query to find relevant memories. "
+        "Use keywords related to what you're looking for."
+    )
+    limit: Limit = Field(default=10, description="Maximum number of memories to retrieve")
+    category: Category | None = Field(
+        default=None, description="Optional: only memories of this category"
+    )
 
 
 class ListMemories(Op):
     """Memories of one category, most recently accessed first."""
 
     op: Literal["list_memories"] = "list_memories"
-    category: Category
-    limit: Limit = 50
+    category: Category = Field(description="Category of memories to list")
+    limit: Limit = Field(default=50, description="Maximum number of memories to retrieve")
 
 
 class RecentMemories(Op):

@@ -99,9 +99,16 @@ class ChildProcess:
 class MemoryServiceProcess(ChildProcess):
     """``spade-memory run`` on free ports with its own data directory."""
 
-    def __init__(self, data_dir: Path, *extra_args: str, env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        data_dir: Path,
+        *extra_args: str,
+        env: dict[str, str] | None = None,
+        port: int | None = None,
+    ):
+        """``port``: an XMPP server's port to use (with ``--external-server``)."""
         self.data_dir = data_dir
-        self.port = free_port()
+        self.port = port or free_port()
         self.s2s_port = free_port()
         command = [
             sys.executable, "-m", "spade_memory", "run", "--data-dir", str(data_dir),

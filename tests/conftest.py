@@ -8,8 +8,10 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from spade_memory.lifecycle import stop_agent
+from spade_memory.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
+from . import prosody
 from .harness import ClientAgent, start_client, unique_jid
 
 # spade_llm imports litellm, which otherwise fetches a price list from the network.
@@ -23,6 +25,41 @@ def memory_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryS
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture(scope="session")
+def prosody_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[prosody.ProsodyProcess]:
+    """Debian's Prosody with the repository's configuration, for the whole run."""
+    if not prosody.installed():
+        pytest.skip(prosody.MISSING)
+    server = prosody.ProsodyProcess(tmp_path_factory.mktemp("prosody"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def prosody_memory_service(
+    prosody_server: prosody.ProsodyProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[MemoryServiceProcess]:
+    """The memory agents on Prosody (`spade-memory run --external-server`)."""
+    process = MemoryServiceProcess(
+        tmp_path_factory.mktemp("memory-service-prosody"),
+        "--external-server",
+        port=prosody_server.port,
+        env={PASSWORD_ENV: "memory-agents-secret"},
+    )
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(params=["embedded", "prosody"])
+def any_memory_service(request: pytest.FixtureRequest) -> MemoryServiceProcess:
+    """The memory service on SPADE's embedded server, then on Prosody."""
+    name = "memory_service" if request.param == "embedded" else "prosody_memory_service"
+    service: MemoryServiceProcess = request.getfixturevalue(name)
+    return service
 
 
 @pytest.fixture

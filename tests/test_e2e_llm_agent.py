@@ -1,0 +1,195 @@
+"""An LLM agent with memory, end to end: a scripted model calls the memory tools,
+whose calls travel over XMPP to the memory agents in another process; on
+SPADE's embedded server and on Prosody."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from spade_memory import MemoryLLMAgent, Recall, Reply, ScriptedProvider, ToolCall
+from spade_memory.lifecycle import start_agent, stop_agent
+from spade_memory.providers import last_tool_result, recalled
+from spade_memory.runtime import PASSWORD_ENV
+from spade_memory.testing import MemoryServiceProcess
+
+from .harness import UserAgent, unique_jid
+
+TEA = "The user drinks green tea, never coffee"
+
+
+async def start_assistant(
+    jid: str, provider: ScriptedProvider, port: int, **options: object
+) -> MemoryLLMAgent:
+    agent = MemoryLLMAgent(
+        jid,
+        "assistant-secret",
+        provider,
+        port=port,
+        interaction_memory=True,
+        agent_base_memory=True,
+        system_prompt="You are a helpful assistant.",
+        **options,
+    )
+    await start_agent(agent)
+    return agent
+
+
+@pytest.fixture
+async def user(memory_service: MemoryServiceProcess) -> AsyncIterator[UserAgent]:
+    agent = UserAgent(unique_jid("user"), "user-secret", port=memory_service.port)
+    await start_agent(agent)
+    yield agent
+    await stop_agent(agent)
+
+
+def tool_results(provider: ScriptedProvider) -> list[str]:
+    return [str(m["content"]) for m in provider.prompts[-1] if m["role"] == "tool"]
+
+
+async def test_learned_in_one_session_is_recalled_after_a_restart(
+    any_memory_service: MemoryServiceProcess,
+) -> None:
+    port = any_memory_service.port
+    me = UserAgent(unique_jid("user"), "user-secret", port=port)
+    await start_agent(me)
+    jid = unique_jid("assistant")
+    first = ScriptedProvider(
+        [
+            ToolCall("store_memory", {"category": "preference", "content": TEA}),
+            ToolCall("remember_interaction_info", {"information": "The user signs as Ada"}),
+            Reply("Noted."),
+        ]
+    )
+    assistant = await start_assistant(jid, first, port)
+    try:
+        assert await me.ask(jid, "I drink green tea, never coffee. I'm Ada.", "chat-1") == "Noted."
+        assert tool_results(first) == [
+            f"Stored preference memory: {TEA}",
+            "Remembered information about this interaction: The user signs as Ada",
+        ]
+        assert await assistant.memory.get_information("chat-1") == ["The user signs as Ada"]
+    finally:
+        await stop_agent(assistant)
+
+    second = ScriptedProvider(
+        [
+            ToolCall("search_memories", {"query": "tea", "limit": 5}),
+            Reply(lambda prompt: "From memory: " + last_tool_result(prompt)),
+            Reply("Welcome back, Ada."),
+        ]
+    )
+    assistant = await start_assistant(jid, second, port)
+    try:
+        answer = await me.ask(jid, "What should I drink this morning?", "chat-2")
+        assert answer == f"From memory: Found 1 memories for 'tea':\n- [preference] {TEA}"
+        # the recall step put the memory in front of the model before its first call
+        recall = recalled(second.prompts[0])
+        assert f"- [preference] {TEA}" in recall
+        assert "Ada" not in recall  # chat-1's notes stay in chat-1
+        # back in the first conversation, its notes are recalled
+        assert await me.ask(jid, "Hello again!", "chat-1") == "Welcome back, Ada."
+        assert "Previous interactions:\n- The user signs as Ada" in recalled(second.prompts[-1])
+    finally:
+        await stop_agent(assistant)
+        await stop_agent(me)
+
+
+async def test_invalid_tool_arguments_get_a_clear_sentence(
+    memory_service: MemoryServiceProcess, user: UserAgent
+) -> None:
+    jid = unique_jid("assistant")
+    provider = ScriptedProvider(
+        [
+            ToolCall("store_memory", {"category": "opinion", "content": "Tabs beat spaces"}),
+            ToolCall("search_memories", {"query": "tabs", "owner": "mallory@localhost"}),
+            ToolCall("list_memories", {"category": "fact", "limit": "many"}),
+            Reply(lambda prompt: "done"),
+            Reply("still here"),
+        ]
+    )
+    assistant = await start_assistant(jid, provider, memory_service.port)
+    try:
+        assert await user.ask(jid, "Remember that tabs beat spaces", "t") == "done"
+        bad_category, owner, bad_limit = tool_results(provider)
+        assert bad_category.startswith("store_memory was not done: category: Input should be")
+        assert bad_category.endswith("Call it again with valid arguments.")
+        assert "unexpected argument owner" in owner
+        assert bad_limit.startswith("list_memories was not done: limit:")
+        assert "Traceback" not in bad_category + owner + bad_limit
+        assert await user.ask(jid, "Are you there?", "t") == "still here"
+        assert await assistant.memory.search_memories("tabs") == []  # nothing was stored
+    finally:
+        await stop_agent(assistant)
+
+
+async def test_a_stopped_memory_agent_gives_a_clear_sentence_and_the_turn_goes_on(
+    memory_service: MemoryServiceProcess, user: UserAgent, tmp_path: Path
+) -> None:
+    # Memory agents of their own, on the shared XMPP server, so they can be stopped.
+    base, notes = unique_jid("base-memory"), unique_jid("interaction-memory")
+    service = MemoryServiceProcess(
+        tmp_path, "--external-server", "--base-jid", base, "--interaction-jid", notes,
+        port=memory_service.port, env={PASSWORD_ENV: "own-secret"},
+    )  # fmt: skip
+    service.start()
+    jid = unique_jid("assistant")
+    provider = ScriptedProvider(
+        [
+            ToolCall("store_memory", {"category": "fact", "content": "The API lives at /v2"}),
+            Reply(lambda prompt: last_tool_result(prompt)),
+            ToolCall("search_memories", {"query": "API"}),
+            Reply(lambda prompt: last_tool_result(prompt)),
+            Reply("still here"),
+        ]
+    )
+    assistant = MemoryLLMAgent(
+        jid, "assistant-secret", provider, port=memory_service.port,
+        agent_base_memory=base, interaction_memory=notes, memory_timeout=0.5,
+        recall=Recall(timeout=0.5),
+    )  # fmt: skip
+    await start_agent(assistant)
+    try:
+        answer = await user.ask(jid, "The API lives at /v2", "c")
+        assert answer == "Stored fact memory: The API lives at /v2"
+        service.stop()
+        answer = await user.ask(jid, "Where does the API live?", "c")
+        assert answer == (
+            f"search_memories was not done: memory is unavailable right now ({base} did not"
+            " answer within 0.5 s). Continue without it."
+        )
+        assert recalled(provider.prompts[2]) == ""  # recall timed out; the turn went on
+        assert await user.ask(jid, "Still there?", "c") == "still here"
+    finally:
+        await stop_agent(assistant)
+        service.stop()
+
+
+async def test_a_plain_llm_agent_can_be_given_the_tools(
+    memory_service: MemoryServiceProcess, user: UserAgent
+) -> None:
+    from spade_llm.agent import LLMAgent
+
+    from spade_memory import memory_tools
+
+    jid = unique_jid("plain")
+    provider = ScriptedProvider(
+        [
+            ToolCall("store_memory", {"category": "capability", "content": "I can read PDFs"}),
+            ToolCall("list_memories", {"category": "capability"}),
+            Reply(lambda prompt: last_tool_result(prompt)),
+        ]
+    )
+    tools = memory_tools(interaction_memory=False)
+    assert [tool.name for tool in tools] == ["store_memory", "search_memories", "list_memories"]
+    agent = LLMAgent(jid, "plain-secret", provider, tools=tools)
+    agent.xmpp_port = memory_service.port  # LLMAgent does not pass `port` on to SPADE
+    await start_agent(agent)
+    try:
+        answer = await user.ask(jid, "Can you read PDFs?", f"p-{uuid.uuid4().hex}")
+        assert answer == "My capability memories (1 total):\n- I can read PDFs"
+    finally:
+        await stop_agent(agent)
