@@ -12,7 +12,7 @@ import pytest
 
 from spade_memory import MemoryLLMAgent, Recall, Reply, ScriptedProvider, ToolCall
 from spade_memory.lifecycle import start_agent, stop_agent
-from spade_memory.providers import last_tool_result, recalled
+from spade_memory.providers import last_tool_result, last_user_message, recalled
 from spade_memory.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
@@ -72,6 +72,7 @@ async def test_learned_in_one_session_is_recalled_after_a_restart(
             "Remembered information about this interaction: The user signs as Ada",
         ]
         assert await assistant.memory.get_information("chat-1") == ["The user signs as Ada"]
+        assert len(first.prompts) == 3  # no memory reply started an LLM turn of its own
     finally:
         await stop_agent(assistant)
 
@@ -191,5 +192,20 @@ async def test_a_plain_llm_agent_can_be_given_the_tools(
     try:
         answer = await user.ask(jid, "Can you read PDFs?", f"p-{uuid.uuid4().hex}")
         assert answer == "My capability memories (1 total):\n- I can read PDFs"
+    finally:
+        await stop_agent(agent)
+
+
+async def test_no_message_is_lost(memory_service: MemoryServiceProcess, user: UserAgent) -> None:
+    """spade_llm de-duplicates by ``id(message)``, a reused address: it dropped 183 of
+    1,000 distinct messages in-process (with it, this test times out on one of them)."""
+    jid = unique_jid("busy")
+    echo = ScriptedProvider(then=Reply(lambda prompt: "echo: " + last_user_message(prompt)))
+    agent = MemoryLLMAgent(jid, "busy-secret", echo, port=memory_service.port)
+    await start_agent(agent)
+    try:
+        for number in range(2_000):
+            answer = await user.ask(jid, f"message {number}", f"m{number}", timeout=10)
+            assert answer == f"echo: message {number}"
     finally:
         await stop_agent(agent)

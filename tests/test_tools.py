@@ -1,0 +1,91 @@
+"""The memory tools' schemas: derived from the op models, pinned by a snapshot, and
+compatible with spade_llm's own memory tools."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spade_llm.memory import AgentMemoryTool
+from spade_llm.memory.agent_base_memory_tools import create_base_memory_tools
+
+from spade_memory import TOOL_SPECS, MemoryConnection, MemoryLLMAgent, ScriptedProvider
+from spade_memory.tools import MemoryTool, memory_tools
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "memory_tools.json"
+
+
+def current() -> list[dict[str, Any]]:
+    return [tool.to_openai_tool() for tool in memory_tools()]
+
+
+def test_schemas_match_the_snapshot() -> None:
+    """Any change to what the model sees must be deliberate:
+    regenerate with SPADE_MEMORY_UPDATE_SNAPSHOTS=1 and review the diff."""
+    if os.environ.get("SPADE_MEMORY_UPDATE_SNAPSHOTS"):
+        SNAPSHOT.write_text(json.dumps(current(), indent=2) + "\n")
+    assert current() == json.loads(SNAPSHOT.read_text())
+
+
+def spade_llm_tools() -> dict[str, Any]:
+    published = [AgentMemoryTool(interaction_memory=None), *create_base_memory_tools(None)]
+    return {tool.name: tool.parameters for tool in published}
+
+
+def shape(parameters: dict[str, Any]) -> dict[str, Any]:
+    """What a prompt depends on: names, types, enums, required."""
+    return {
+        "required": sorted(parameters["required"]),
+        "properties": {
+            name: (prop["type"], prop.get("enum"))
+            for name, prop in parameters["properties"].items()
+        },
+    }
+
+
+@pytest.mark.parametrize("name", ["remember_interaction_info", "store_memory", "list_memories"])
+def test_tools_take_exactly_spade_llms_parameters(name: str) -> None:
+    ours = {spec.name: spec.schema() for spec in TOOL_SPECS}
+    assert shape(ours[name]) == shape(spade_llm_tools()[name])
+
+
+def test_search_memories_adds_only_an_optional_category() -> None:
+    ours = shape(next(spec.schema() for spec in TOOL_SPECS if spec.name == "search_memories"))
+    theirs = shape(spade_llm_tools()["search_memories"])
+    assert ours["required"] == theirs["required"]
+    extra = ours["properties"].pop("category")
+    assert extra == ("string", ["fact", "pattern", "preference", "capability"])
+    assert ours["properties"] == theirs["properties"]
+
+
+def test_limits_are_spade_llms() -> None:
+    theirs = spade_llm_tools()
+    for spec in TOOL_SPECS:
+        if "limit" in spec.parameters:
+            ours = spec.schema()["properties"]["limit"]
+            published = theirs[spec.name]["properties"]["limit"]
+            assert {k: ours[k] for k in ("minimum", "maximum", "default")} == {
+                k: published[k] for k in ("minimum", "maximum", "default")
+            }
+
+
+def test_the_flags_choose_the_tools() -> None:
+    names = [tool.name for tool in memory_tools(agent_base_memory=False)]
+    assert names == ["remember_interaction_info"]
+    assert memory_tools(agent_base_memory=False, interaction_memory=False) == []
+
+
+async def test_add_tool_registers_a_tool_once() -> None:
+    agent = MemoryLLMAgent("once@localhost", "secret", ScriptedProvider(), agent_base_memory=True)
+    extra = MemoryTool(TOOL_SPECS[0], MemoryConnection())
+    agent.add_tool(extra)
+    assert [tool.name for tool in agent.llm_behaviour.tools].count(extra.name) == 1
+    assert agent.llm_behaviour.tools is agent.tools
+
+
+def test_a_tuple_flag_is_refused() -> None:
+    with pytest.raises(TypeError, match="bool or a memory agent's JID"):
+        MemoryLLMAgent("x@localhost", "secret", ScriptedProvider(), agent_base_memory=(True, "p"))  # type: ignore[arg-type]
