@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .agents.base_memory import BaseMemoryAgent, BaseMemoryService
 from .agents.interaction_memory import InteractionMemoryAgent, InteractionMemoryService
 from .agents.serving import MemoryAgent, MemoryService
+from .chat_user import ChatUser
 from .client import Memories, MemoryClient
 from .errors import (
     BadRequest,
@@ -92,6 +93,7 @@ __all__ = [
     "BaseMemoryOp",
     "BaseMemoryService",
     "Category",
+    "ChatUser",
     "Clarification",
     "ClearConversation",
     "Condition",

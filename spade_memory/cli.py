@@ -1,5 +1,5 @@
-"""The ``spade-memory`` command: ``run`` the memory agents, print the protocol ``schema``,
-``import-interactions`` from spade_llm."""
+"""The ``spade-memory`` command: ``run`` the memory agents, ``demo`` an LLM agent with
+memory, print the protocol ``schema``, ``import-interactions`` from spade_llm."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -88,6 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="fsync every commit (survives power loss, not only crashes)",
     )
 
+    demo = commands.add_parser(
+        "demo", help="an LLM agent learns something, restarts, and recalls it (no network)"
+    )
+    demo.add_argument(
+        "--data-dir", type=Path, default=None, help="keep the demo's memories here (default: none)"
+    )
+
     commands.add_parser("schema", help="print the JSON Schema of every request and reply")
 
     notes = commands.add_parser(
@@ -101,6 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "demo":
+        return _demo(args.data_dir)
     if args.command == "schema":
         print(json.dumps(protocol.json_schemas(), indent=2))
         return 0
@@ -137,6 +147,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RuntimeError as error:
         print(f"spade-memory: {error}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _demo(data_dir: Path | None) -> int:
+    # spade_llm imports litellm, which otherwise fetches a price list from the network.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from .demo import run_demo
+
+    logging.basicConfig(level=logging.ERROR)
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="spade-memory-demo-") as scratch:
+        asyncio.run(run_demo(data_dir or Path(scratch), console))
     return 0
 
 

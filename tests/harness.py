@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 
 from spade.agent import Agent
-from spade.behaviour import CyclicBehaviour
 from spade.message import Message
-from spade.template import Template
 
 from spade_memory import MemoryClient, MemoryMixin
 from spade_memory.lifecycle import start_agent
@@ -18,34 +15,6 @@ from spade_memory.protocol import LANGUAGE, ONTOLOGY
 
 class ClientAgent(MemoryMixin, Agent):  # type: ignore[misc]
     """A plain SPADE agent with ``self.memory``."""
-
-
-class UserAgent(Agent):  # type: ignore[misc]
-    """A person's agent: sends chat messages to an LLM agent and awaits its answers."""
-
-    class Listen(CyclicBehaviour):  # type: ignore[misc]
-        def __init__(self) -> None:
-            super().__init__()
-            self.answers: asyncio.Queue[Message] = asyncio.Queue()
-
-        async def run(self) -> None:
-            message = await self.receive(timeout=1.0)
-            if message is not None:
-                await self.answers.put(message)
-
-    async def setup(self) -> None:
-        self.listen = self.Listen()
-        template = Template()
-        template.set_metadata("message_type", "llm")
-        self.add_behaviour(self.listen, template)
-
-    async def ask(self, to: str, text: str, thread: str, timeout: float = 30.0) -> str:
-        """Send ``text`` in conversation ``thread``; the answer's text."""
-        question = Message(to=to, body=text, thread=thread, metadata={"message_type": "llm"})
-        await self.listen.send(question)
-        answer = await asyncio.wait_for(self.listen.answers.get(), timeout)
-        assert answer.thread == thread
-        return str(answer.body)
 
 
 def unique_jid(name: str) -> str:

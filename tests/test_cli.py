@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -121,3 +122,17 @@ def test_run_warns_that_the_embedded_server_does_not_authenticate(
     banner = " ".join("".join(memory_service.output).split())
     assert "the embedded XMPP server does not authenticate senders" in banner
     assert "--external-server" in banner
+
+
+def test_demo_recalls_after_the_llm_agent_restarts(tmp_path: Path) -> None:
+    result = spade_memory("demo", "--data-dir", str(tmp_path), env={"COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    second_session = result.stdout.split("Session 2")[1]
+    memory = "[preference] Ada drinks green tea in the morning, never coffee"
+    recall, search = second_session.split("tool search_memories")
+    assert f"Relevant long-term memories:\n  - {memory}" in recall
+    assert f"Found 1 memories for 'drink':\n      - {memory}" in search
+    assert "I remember this: Ada drinks green tea in the morning, never coffee." in search
+    with sqlite3.connect(tmp_path / "base-memory.db") as db:
+        (count,) = db.execute("SELECT count(*) FROM memories").fetchone()
+    assert count == 1

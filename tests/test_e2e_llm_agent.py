@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory import MemoryLLMAgent, Recall, Reply, ScriptedProvider, ToolCall
+from spade_memory import ChatUser, MemoryLLMAgent, Recall, Reply, ScriptedProvider, ToolCall
 from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.providers import last_tool_result, last_user_message, recalled
 from spade_memory.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import UserAgent, unique_jid
+from .harness import unique_jid
 
 TEA = "The user drinks green tea, never coffee"
 
@@ -39,8 +39,8 @@ async def start_assistant(
 
 
 @pytest.fixture
-async def user(memory_service: MemoryServiceProcess) -> AsyncIterator[UserAgent]:
-    agent = UserAgent(unique_jid("user"), "user-secret", port=memory_service.port)
+async def user(memory_service: MemoryServiceProcess) -> AsyncIterator[ChatUser]:
+    agent = ChatUser(unique_jid("user"), "user-secret", port=memory_service.port)
     await start_agent(agent)
     yield agent
     await stop_agent(agent)
@@ -54,7 +54,7 @@ async def test_learned_in_one_session_is_recalled_after_a_restart(
     any_memory_service: MemoryServiceProcess,
 ) -> None:
     port = any_memory_service.port
-    me = UserAgent(unique_jid("user"), "user-secret", port=port)
+    me = ChatUser(unique_jid("user"), "user-secret", port=port)
     await start_agent(me)
     jid = unique_jid("assistant")
     first = ScriptedProvider(
@@ -100,7 +100,7 @@ async def test_learned_in_one_session_is_recalled_after_a_restart(
 
 
 async def test_invalid_tool_arguments_get_a_clear_sentence(
-    memory_service: MemoryServiceProcess, user: UserAgent
+    memory_service: MemoryServiceProcess, user: ChatUser
 ) -> None:
     jid = unique_jid("assistant")
     provider = ScriptedProvider(
@@ -128,7 +128,7 @@ async def test_invalid_tool_arguments_get_a_clear_sentence(
 
 
 async def test_a_stopped_memory_agent_gives_a_clear_sentence_and_the_turn_goes_on(
-    memory_service: MemoryServiceProcess, user: UserAgent, tmp_path: Path
+    memory_service: MemoryServiceProcess, user: ChatUser, tmp_path: Path
 ) -> None:
     # Memory agents of their own, on the shared XMPP server, so they can be stopped.
     base, notes = unique_jid("base-memory"), unique_jid("interaction-memory")
@@ -170,7 +170,7 @@ async def test_a_stopped_memory_agent_gives_a_clear_sentence_and_the_turn_goes_o
 
 
 async def test_a_plain_llm_agent_can_be_given_the_tools(
-    memory_service: MemoryServiceProcess, user: UserAgent
+    memory_service: MemoryServiceProcess, user: ChatUser
 ) -> None:
     from spade_llm.agent import LLMAgent
 
@@ -196,7 +196,7 @@ async def test_a_plain_llm_agent_can_be_given_the_tools(
         await stop_agent(agent)
 
 
-async def test_no_message_is_lost(memory_service: MemoryServiceProcess, user: UserAgent) -> None:
+async def test_no_message_is_lost(memory_service: MemoryServiceProcess, user: ChatUser) -> None:
     """spade_llm de-duplicates by ``id(message)``, a reused address: it dropped 183 of
     1,000 distinct messages in-process (with it, this test times out on one of them)."""
     jid = unique_jid("busy")

@@ -1,0 +1,45 @@
+"""A person's side of a chat with an LLM agent: send a line, await the answer.
+
+spade_llm's agents take messages tagged ``message_type=llm`` and answer in the
+same thread; this agent does exactly that, for the demo, examples and tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from spade.agent import Agent
+from spade.behaviour import CyclicBehaviour
+from spade.message import Message
+from spade.template import Template
+
+
+class _Listen(CyclicBehaviour):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__()
+        self.answers: asyncio.Queue[Message] = asyncio.Queue()
+
+    async def run(self) -> None:
+        message = await self.receive(timeout=1.0)
+        if message is not None:
+            await self.answers.put(message)
+
+
+class ChatUser(Agent):  # type: ignore[misc]
+    """Chats with LLM agents: ``await user.ask(llm_jid, text, thread)``."""
+
+    async def setup(self) -> None:
+        self.listen = _Listen()
+        template = Template()
+        template.set_metadata("message_type", "llm")
+        self.add_behaviour(self.listen, template)
+
+    async def ask(self, to: str, text: str, thread: str, timeout: float = 60.0) -> str:
+        """Send ``text`` in conversation ``thread``; the text of the answer in that thread."""
+        question = Message(to=to, body=text, thread=thread, metadata={"message_type": "llm"})
+        await self.listen.send(question)
+        async with asyncio.timeout(timeout):
+            while True:
+                answer = await self.listen.answers.get()
+                if answer.thread == thread:
+                    return str(answer.body)
