@@ -38,8 +38,10 @@ class ChatUser(Agent):  # type: ignore[misc]
         """Send ``text`` in conversation ``thread``; the text of the answer in that thread."""
         question = Message(to=to, body=text, thread=thread, metadata={"message_type": "llm"})
         await self.listen.send(question)
-        async with asyncio.timeout(timeout):
-            while True:
-                answer = await self.listen.answers.get()
-                if answer.thread == thread:
-                    return str(answer.body)
+        return await asyncio.wait_for(self._answer(thread), timeout)
+
+    async def _answer(self, thread: str) -> str:
+        while True:
+            answer = await self.listen.answers.get()
+            if answer.thread == thread:
+                return str(answer.body)

@@ -12,12 +12,35 @@ from spade_memory.testing import MemoryServiceProcess
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
-def test_client_agent_example(memory_service: MemoryServiceProcess) -> None:
+def run_example(name: str, service: MemoryServiceProcess) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SPADE_MEMORY_LLM")}
     result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "client_agent.py")],
+        [sys.executable, str(EXAMPLES / name)],
         capture_output=True, text=True, timeout=60,
-        env={**os.environ, "SPADE_MEMORY_PORT": str(memory_service.port)},
+        env={**environment, "SPADE_MEMORY_PORT": str(service.port)},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
+    return result
+
+
+def test_client_agent_example(memory_service: MemoryServiceProcess) -> None:
+    result = run_example("client_agent.py", memory_service)
     assert "recalled [preference] The user prefers answers in Spanish" in result.stdout
     assert "total_memories=1" in result.stdout
+
+
+def test_llm_agent_example(memory_service: MemoryServiceProcess) -> None:
+    result = run_example("llm_agent.py", memory_service)
+    assert result.stdout.splitlines() == [
+        "1: Got it.",
+        "2: Found 1 memories for 'staging API':",
+        "- [fact] The staging API is at /api/v2",
+    ]
+
+
+def test_raw_xmpp_peer_example(memory_service: MemoryServiceProcess) -> None:
+    result = run_example("raw_xmpp_peer.py", memory_service)
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("store: inform {'id': '")
+    assert lines[1] == "inform: [fact] Invoices are due in 30 days"
+    assert lines[2].startswith("bad op: failure {'condition': 'bad-request'")
