@@ -1,0 +1,44 @@
+"""docker-compose.yml holds together (no Docker engine runs here, so it is checked, not run):
+every file it starts exists, Prosody runs the configuration the tests use, and the
+memory agents read the variables it sets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).parent.parent
+
+
+def compose() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return loaded
+
+
+def test_every_service_starts_a_file_of_the_repository() -> None:
+    services = compose()["services"]
+    assert set(services) == {"xmpp", "base-memory", "interaction-memory", "llm-agent"}
+    for name, service in services.items():
+        assert (ROOT / service["build"] / "Dockerfile").is_file(), name
+        command = service.get("command")
+        if command:
+            assert (ROOT / command[1]).is_file(), name
+
+
+def test_prosody_runs_the_configuration_the_tests_use() -> None:
+    dockerfile = (ROOT / "prosody" / "Dockerfile").read_text()
+    assert "COPY prosody.cfg.lua start.sh /etc/spade-memory/" in dockerfile
+    assert (ROOT / "tests" / "prosody.py").read_text().count('"prosody" / "start.sh"') == 1
+
+
+def test_the_agents_read_what_compose_sets() -> None:
+    environment = (ROOT / "agents" / "environment.py").read_text()
+    for name in ("base-memory", "interaction-memory"):
+        for variable in compose()["services"][name]["environment"]:
+            assert variable in environment, (name, variable)
+    example = (ROOT / "examples" / "llm_agent.py").read_text()
+    providers = (ROOT / "spade_memory" / "providers.py").read_text()
+    for variable in compose()["services"]["llm-agent"]["environment"]:
+        assert variable in example + providers, variable
