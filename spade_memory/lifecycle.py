@@ -46,6 +46,7 @@ async def stop_agent(agent: Agent) -> None:
     if agent.is_alive():
         await agent.stop()
     _stop_pings(agent)
+    await _end_output_task(agent)
 
 
 async def _abort(agent: Agent) -> None:
@@ -62,7 +63,19 @@ async def _abort(agent: Agent) -> None:
     client.abort()
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(asyncio.shield(closed), 2.0)
+    await _end_output_task(agent)
     await asyncio.sleep(0)
+
+
+async def _end_output_task(agent: Agent) -> None:
+    """Wait for slixmpp's outgoing-stanza task to end: it is cancelled on disconnect
+    but not awaited, and was reported "destroyed but pending" when collected."""
+    task = getattr(agent.client, "_run_out_filters", None)
+    if task is None or task.done():
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
+        await asyncio.wait_for(task, 1.0)
 
 
 def _stop_pings(agent: Agent) -> None:
