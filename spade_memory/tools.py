@@ -247,20 +247,23 @@ class MemoryTool(LLMTool):  # type: ignore[misc]
             raise ValueError(f"unexpected argument {', '.join(unexpected)} (it takes {allowed})")
         values = dict(arguments)
         for parameter, bounds in self.spec.bounds.items():
-            value = values.get(parameter, bounds.get("default"))
-            if isinstance(value, int) and "maximum" in bounds:
-                value = min(value, bounds["maximum"])
-            if value is not None:
-                values[parameter] = value
+            if parameter not in values and "default" in bounds:
+                values[parameter] = bounds["default"]
         if self.spec.op is AddInformation:
             if self.conversation_id is None:
                 raise ValueError("no conversation is active")
             values["conversation_id"] = self.conversation_id
         try:
             # Models send "5" for 5: coerce here; the wire itself stays strict.
-            return self.spec.op.model_validate(values, strict=False)
+            op = self.spec.op.model_validate(values, strict=False)
         except ValidationError as error:
             raise ValueError(describe(error)) from None
+        lowered = {
+            parameter: bounds["maximum"]
+            for parameter, bounds in self.spec.bounds.items()
+            if "maximum" in bounds and getattr(op, parameter) > bounds["maximum"]
+        }
+        return op.model_copy(update=lowered) if lowered else op
 
     def _recipient(self, client: MemoryClient) -> str:
         if self.spec.service == INTERACTION_MEMORY:

@@ -89,3 +89,14 @@ async def test_add_tool_registers_a_tool_once() -> None:
 def test_a_tuple_flag_is_refused() -> None:
     with pytest.raises(TypeError, match="bool or a memory agent's JID"):
         MemoryLLMAgent("x@localhost", "secret", ScriptedProvider(), agent_base_memory=(True, "p"))  # type: ignore[arg-type]
+
+
+def test_arguments_are_coerced_bounded_and_defaulted_like_spade_llms() -> None:
+    search, listing = (
+        MemoryTool(spec, MemoryConnection())
+        for spec in TOOL_SPECS
+        if spec.name in ("search_memories", "list_memories")
+    )
+    assert search._op({"query": "tea", "limit": "5"}).model_dump()["limit"] == 5
+    assert search._op({"query": "tea", "limit": 500}).model_dump()["limit"] == 20
+    assert listing._op({"category": "fact"}).model_dump()["limit"] == 20  # the op's own is 50
