@@ -209,3 +209,31 @@ async def test_no_message_is_lost(memory_service: MemoryServiceProcess, user: Ch
             assert answer == f"echo: message {number}"
     finally:
         await stop_agent(agent)
+
+
+async def test_recall_is_bounded_and_can_be_switched_off(
+    memory_service: MemoryServiceProcess, user: ChatUser
+) -> None:
+    jid = unique_jid("bounded")
+    provider = ScriptedProvider(then=Reply("ok"))
+    agent = await start_assistant(jid, provider, memory_service.port, recall=Recall(max_chars=60))
+    try:
+        for n in range(5):
+            await agent.memory.store_memory(
+                "fact", f"Fact number {n} about the weather in Valencia"
+            )
+        assert await user.ask(jid, "Tell me about the weather in Valencia", "r") == "ok"
+        recall = recalled(provider.prompts[-1])
+        assert recall.startswith("Memory recall") and recall.endswith("…")
+        assert len(recall) == 60
+        assert await user.ask(jid, "And the weather in Valencia now?", "r") == "ok"
+        assert recalled(provider.prompts[-1]).count("Memory recall") == 1  # replaced, not added
+    finally:
+        await stop_agent(agent)
+    provider = ScriptedProvider(then=Reply("ok"))
+    agent = await start_assistant(jid, provider, memory_service.port, recall=False)
+    try:
+        assert await user.ask(jid, "Tell me about the weather in Valencia", "r2") == "ok"
+        assert recalled(provider.prompts[-1]) == ""
+    finally:
+        await stop_agent(agent)
