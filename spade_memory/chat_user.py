@@ -7,6 +7,7 @@ same thread; this agent does exactly that, for the demo, examples and tests.
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
 
 from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
@@ -15,14 +16,16 @@ from spade.template import Template
 
 
 class _Listen(CyclicBehaviour):  # type: ignore[misc]
+    """Keeps answers by thread, so concurrent conversations each get their own."""
+
     def __init__(self) -> None:
         super().__init__()
-        self.answers: asyncio.Queue[Message] = asyncio.Queue()
+        self.answers: defaultdict[str, asyncio.Queue[Message]] = defaultdict(asyncio.Queue)
 
     async def run(self) -> None:
         message = await self.receive(timeout=1.0)
         if message is not None:
-            await self.answers.put(message)
+            self.answers[str(message.thread)].put_nowait(message)
 
 
 class ChatUser(Agent):  # type: ignore[misc]
@@ -38,10 +41,5 @@ class ChatUser(Agent):  # type: ignore[misc]
         """Send ``text`` in conversation ``thread``; the text of the answer in that thread."""
         question = Message(to=to, body=text, thread=thread, metadata={"message_type": "llm"})
         await self.listen.send(question)
-        return await asyncio.wait_for(self._answer(thread), timeout)
-
-    async def _answer(self, thread: str) -> str:
-        while True:
-            answer = await self.listen.answers.get()
-            if answer.thread == thread:
-                return str(answer.body)
+        answer = await asyncio.wait_for(self.listen.answers[thread].get(), timeout)
+        return str(answer.body)

@@ -119,10 +119,8 @@ class MemoryLLMAgent(LLMAgent):  # type: ignore[misc]
                 )
         super().__init__(jid, password, provider, **kwargs)
         self.xmpp_port = port  # spade_llm does not pass SPADE's port on
-        self.connection = MemoryConnection(
-            agent_base_memory if isinstance(agent_base_memory, str) else None,
-            interaction_memory if isinstance(interaction_memory, str) else None,
-            memory_timeout,
+        self.connection = MemoryConnection.from_flags(
+            agent_base_memory, interaction_memory, memory_timeout
         )
         self.memory: MemoryClient = self.connection.bind(self)
         for tool in memory_tools(

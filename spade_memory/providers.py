@@ -21,6 +21,8 @@ from spade_llm.providers import LLMProvider
 from spade_llm.providers.base_provider import BaseLLMProvider
 from spade_llm.tools import LLMTool
 
+from .recall import RECALL_HEADER
+
 Prompt = list[dict[str, Any]]
 """The messages the model is shown, as spade_llm builds them."""
 
@@ -59,8 +61,12 @@ def last_tool_result(prompt: Prompt) -> str:
 
 
 def recalled(prompt: Prompt) -> str:
-    """The system messages of ``prompt`` after the system prompt (recall lands there)."""
-    return "\n".join(str(m["content"]) for m in prompt[1:] if m["role"] == "system")
+    """The recall messages in ``prompt`` ("" if none)."""
+    return "\n".join(
+        str(m["content"])
+        for m in prompt
+        if m["role"] == "system" and str(m["content"]).startswith(RECALL_HEADER)
+    )
 
 
 class ScriptedProvider(BaseLLMProvider):  # type: ignore[misc]

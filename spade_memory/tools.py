@@ -182,6 +182,17 @@ class MemoryConnection:
         self.timeout = timeout
         self.client: MemoryClient | None = None
 
+    @classmethod
+    def from_flags(
+        cls, agent_base_memory: bool | str, interaction_memory: bool | str, timeout: float
+    ) -> MemoryConnection:
+        """spade_llm-style flags: a JID string names a memory agent, ``True`` the default."""
+        return cls(
+            agent_base_memory if isinstance(agent_base_memory, str) else None,
+            interaction_memory if isinstance(interaction_memory, str) else None,
+            timeout,
+        )
+
     def bind(self, agent: Agent) -> MemoryClient:
         """The agent's client, created on first use (one reply router per agent)."""
         if self.client is None or self.client.agent is not agent:
@@ -281,10 +292,6 @@ def memory_tools(
     """The memory tools to give an ``LLMAgent``: ``True`` for the default memory agent
     of the agent's domain, a JID string for another one, ``False`` to leave a set out."""
     if connection is None:
-        connection = MemoryConnection(
-            agent_base_memory if isinstance(agent_base_memory, str) else None,
-            interaction_memory if isinstance(interaction_memory, str) else None,
-            timeout,
-        )
+        connection = MemoryConnection.from_flags(agent_base_memory, interaction_memory, timeout)
     wanted = {BASE_MEMORY: bool(agent_base_memory), INTERACTION_MEMORY: bool(interaction_memory)}
     return [MemoryTool(spec, connection) for spec in TOOL_SPECS if wanted[spec.service]]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +102,15 @@ def test_arguments_are_coerced_bounded_and_defaulted_like_spade_llms() -> None:
     assert search._op({"query": "tea", "limit": "5"}).model_dump()["limit"] == 5
     assert search._op({"query": "tea", "limit": 500}).model_dump()["limit"] == 20
     assert listing._op({"category": "fact"}).model_dump()["limit"] == 20  # the op's own is 50
+
+
+def test_importing_spade_memory_leaves_spade_llm_unloaded() -> None:
+    """The memory agents never pay for litellm; the LLM names load on first use."""
+    check = (
+        "import sys, spade_memory, spade_memory.runtime;"
+        "assert 'spade_llm' not in sys.modules, 'loaded early';"
+        "spade_memory.MemoryLLMAgent;"
+        "assert 'spade_llm' in sys.modules, 'not loaded on use'"
+    )
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -39,6 +39,19 @@ async def connect(path: str | Path, synchronous: Synchronous = "NORMAL") -> aios
     return db
 
 
+async def open_migrated(
+    path: str | Path, migrations: Sequence[Migration], synchronous: Synchronous = "NORMAL"
+) -> aiosqlite.Connection:
+    """``connect`` and ``migrate``; the connection is closed if a migration fails."""
+    db = await connect(path, synchronous)
+    try:
+        await migrate(db, migrations)
+    except BaseException:
+        await db.close()
+        raise
+    return db
+
+
 async def migrate(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> int:
     """Apply the migrations the database has not seen yet; return the new version."""
     async with db.execute("PRAGMA user_version") as cursor:

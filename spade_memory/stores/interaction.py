@@ -36,7 +36,7 @@ from ..protocol import bare
 from ..records import Record
 from ..working_memory_ops import WORKING_MEMORY_OPS, WorkingMemoryOp
 from . import requests, working
-from .connection import Migration, Synchronous, Transactions, connect, migrate
+from .connection import Migration, Synchronous, Transactions, open_migrated
 
 StoredOp = NoteOp | WorkingMemoryOp
 """The ops this store executes (context-directory ops are the service's)."""
@@ -76,13 +76,7 @@ class InteractionStore:
 
     @classmethod
     async def open(cls, path: str | Path, synchronous: Synchronous = "NORMAL") -> InteractionStore:
-        db = await connect(path, synchronous)
-        try:
-            await migrate(db, MIGRATIONS)
-        except BaseException:
-            await db.close()
-            raise
-        store = cls(db)
+        store = cls(await open_migrated(path, MIGRATIONS, synchronous))
         async with store._tx.write() as tx:
             await requests.forget_old(tx)
         return store

@@ -36,7 +36,7 @@ from ..ops import (
 from ..records import Deleted, Memory, MemoryList, MemoryStats, Result, Stored
 from . import requests
 from .access import AccessLog
-from .connection import Synchronous, Transactions, connect, migrate
+from .connection import Synchronous, Transactions, open_migrated
 from .fts import match_expression
 from .longterm_schema import MIGRATIONS
 
@@ -60,13 +60,7 @@ class LongTermStore:
     @classmethod
     async def open(cls, path: str | Path, synchronous: Synchronous = "NORMAL") -> LongTermStore:
         """Open (creating or migrating) the store at ``path``."""
-        db = await connect(path, synchronous)
-        try:
-            await migrate(db, MIGRATIONS)
-        except BaseException:
-            await db.close()
-            raise
-        store = cls(db)
+        store = cls(await open_migrated(path, MIGRATIONS, synchronous))
         async with store._tx.write() as tx:
             await requests.forget_old(tx)
         return store
