@@ -1,0 +1,157 @@
+"""One memory = one beads issue: the tables both ways.
+
+| memory                  | issue                                              |
+|-------------------------|----------------------------------------------------|
+| title, content          | ``title``, ``description``                          |
+| memory type             | ``issue_type`` (table below) + label ``memory:TYPE`` |
+| owner (bare JID)        | label ``agent:JID`` and ``assignee``               |
+| session                 | label ``session:ID``                               |
+| tags                    | labels as they are                                 |
+| metadata                | ``metadata`` (our own fields under ``spade_memory``) |
+| importance 1-10         | ``priority`` 0-4 (table below)                      |
+| parent                  | first ``blocks`` / ``parent-child`` dependency      |
+| base memory category    | memory type (table below) + label ``category:NAME`` |
+| base memory context     | ``notes``                                          |
+| base memory id          | ``external_ref`` ``spade-memory:ID``                |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
+
+from ..records import Category
+from .issue import Issue
+
+MemoryType = Literal["conversation", "decision", "pattern", "context", "learning", "artifact"]
+MEMORY_TYPES: tuple[MemoryType, ...] = get_args(MemoryType)
+
+ISSUE_TYPE: dict[MemoryType, str] = {
+    "conversation": "task",
+    "context": "task",
+    "artifact": "task",
+    "decision": "feature",
+    "pattern": "chore",
+    "learning": "chore",
+}
+"""Memory type → bd issue type (bd rejects unknown types, so only built-in ones)."""
+
+MEMORY_TYPE_OF_ISSUE: dict[str, MemoryType] = {
+    "task": "context",
+    "feature": "decision",
+    "chore": "learning",
+}
+"""Issue type → memory type, for issues that carry no ``memory:`` label."""
+
+CATEGORY_MEMORY_TYPE: dict[Category, MemoryType] = {
+    "fact": "learning",
+    "pattern": "pattern",
+    "preference": "decision",
+    "capability": "artifact",
+}
+"""Base memory category → memory type (the category itself is kept as a label)."""
+
+MEMORY_LABEL, AGENT_LABEL, SESSION_LABEL, CATEGORY_LABEL = (
+    "memory:",
+    "agent:",
+    "session:",
+    "category:",
+)
+RESERVED_LABEL_PREFIXES = (MEMORY_LABEL, AGENT_LABEL, SESSION_LABEL, CATEGORY_LABEL)
+OUR_METADATA = "spade_memory"
+EXTERNAL_REF_PREFIX = "spade-memory:"
+LINK_TYPES = ("related", "blocks", "discovered-from")
+PARENT_TYPES = ("blocks", "parent-child")
+
+
+def priority_of(importance: int | None) -> int:
+    """Importance 1-10 → priority 0-4: 10,9→0; 8,7→1; 6,5,4→2; 3,2→3; 1→4; none→2."""
+    if importance is None:
+        return 2
+    if not 1 <= importance <= 10:
+        raise ValueError(f"importance must be 1-10, not {importance}")
+    return {10: 0, 9: 0, 8: 1, 7: 1, 6: 2, 5: 2, 4: 2, 3: 3, 2: 3, 1: 4}[importance]
+
+
+def importance_of(priority: int) -> int:
+    """Priority 0-4 → importance: 0→9, 1→7, 2→5, 3→3, 4→1."""
+    return {0: 9, 1: 7, 2: 5, 3: 3, 4: 1}.get(priority, 5)
+
+
+def issue_type_of(memory_type: MemoryType) -> str:
+    return ISSUE_TYPE[memory_type]
+
+
+def memory_type_of(issue: Issue) -> MemoryType:
+    """From the ``memory:`` label (exact), else guessed from the issue type."""
+    for label in issue.labels:
+        value = label.removeprefix(MEMORY_LABEL)
+        if label.startswith(MEMORY_LABEL) and value in MEMORY_TYPES:
+            return value
+    return MEMORY_TYPE_OF_ISSUE.get(issue.issue_type, "context")
+
+
+def labels_for(
+    memory_type: MemoryType,
+    owner: str,
+    session: str | None,
+    tags: tuple[str, ...] = (),
+    category: str | None = None,
+) -> tuple[str, ...]:
+    labels = [MEMORY_LABEL + memory_type, AGENT_LABEL + owner]
+    if session:
+        labels.append(SESSION_LABEL + session)
+    if category:
+        labels.append(CATEGORY_LABEL + category)
+    return tuple(dict.fromkeys([*labels, *tags]))
+
+
+def label_value(issue: Issue, prefix: str) -> str | None:
+    """The value of the first label with ``prefix`` (``agent:``, ``session:`` …)."""
+    for label in issue.labels:
+        if label.startswith(prefix):
+            return label[len(prefix) :]
+    return None
+
+
+def tags_of(issue: Issue) -> list[str]:
+    return [label for label in issue.labels if not label.startswith(RESERVED_LABEL_PREFIXES)]
+
+
+def is_memory(issue: Issue) -> bool:
+    return label_value(issue, MEMORY_LABEL) is not None
+
+
+def ours(issue: Issue) -> dict[str, Any]:
+    """What this package keeps in the issue's metadata (importance, accesses …)."""
+    value = issue.metadata.get(OUR_METADATA)
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def user_metadata(issue: Issue) -> dict[str, Any]:
+    return {key: value for key, value in issue.metadata.items() if key != OUR_METADATA}
+
+
+def with_ours(metadata: Mapping[str, Any] | None, **fields: Any) -> dict[str, Any]:
+    """``metadata`` with our fields set under ``spade_memory`` (``None`` values dropped)."""
+    merged = dict(metadata or {})
+    mine = dict(merged.get(OUR_METADATA) or {})
+    mine.update({key: value for key, value in fields.items() if value is not None})
+    merged[OUR_METADATA] = mine
+    return merged
+
+
+def parent_of(issue: Issue) -> str | None:
+    """The parent memory: the first ``blocks`` (or ``parent-child``) dependency."""
+    for dep in issue.dependencies:
+        if dep.type in PARENT_TYPES:
+            return dep.depends_on_id
+    return None
+
+
+def title_of(content: str, width: int = 80) -> str:
+    """A title from the content's first line, cut at a word to ``width`` characters."""
+    first = content.strip().splitlines()[0] if content.strip() else "memory"
+    if len(first) <= width:
+        return first
+    return first[: width - 1].rsplit(" ", 1)[0].rstrip() + "…"
