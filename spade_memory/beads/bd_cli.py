@@ -85,7 +85,9 @@ class BdCliEngine:
         await self._run(["label", "add", issue_id, label])
 
     async def search(self, query: str, limit: int = 50) -> list[Issue]:
-        return _many(await self._run(["search", f"--limit={limit}", "--", query]))
+        return _many(
+            await self._run(["search", f"--query={query}", "--status=open", f"--limit={limit}"])
+        )
 
     async def ready(self, limit: int = 50) -> list[Issue]:
         return _many(await self._run(["ready", f"--limit={limit}"]))
