@@ -124,6 +124,20 @@ class MemoryStatsOp(Op):
     op: Literal["memory_stats"] = "memory_stats"
 
 
+class ChangesSince(Op):
+    """The base memory agent's committed changes after ``after``, oldest first.
+
+    Every store, update and delete appends a change in its own transaction, so
+    nothing acknowledged is missing from this feed. Only the configured mirror
+    (the beads sync agent) may read it; asking for the changes after N confirms
+    that everything up to N is mirrored, and the agent forgets those.
+    """
+
+    op: Literal["changes_since"] = "changes_since"
+    after: int = Field(default=0, ge=0, description="The last change already mirrored")
+    limit: Limit = 500
+
+
 BaseMemoryOp = Annotated[
     StoreMemory
     | GetMemory
@@ -132,7 +146,8 @@ BaseMemoryOp = Annotated[
     | RecentMemories
     | UpdateMemory
     | DeleteMemory
-    | MemoryStatsOp,
+    | MemoryStatsOp
+    | ChangesSince,
     Field(discriminator="op"),
 ]
 """Any request the base memory agent serves, tagged by ``op``."""

@@ -23,7 +23,7 @@ from . import xml_escape
 from .errors import Condition, MemoryServiceError
 from .interaction_ops import INTERACTION_RESULTS, interaction_ops
 from .ops import BaseMemoryOp
-from .records import Deleted, Failure, Memory, MemoryList, MemoryStats, Record, Stored
+from .records import ChangeList, Deleted, Failure, Memory, MemoryList, MemoryStats, Record, Stored
 
 xml_escape.install()
 
@@ -34,6 +34,11 @@ BASE_MEMORY_NODE = "base-memory"
 INTERACTION_MEMORY_NODE = "interaction-memory"
 """Default local part of the interaction memory agent's JID."""
 
+BEADS_SYNC_NODE = "beads-sync"
+"""Default local part of the beads sync agent's JID."""
+EVENTS_ONTOLOGY = "spade-memory-events"
+"""Ontology of the base memory agent's "memory changed" notices to its mirror."""
+
 BASE_MEMORY_RESULTS: dict[str, type[Record]] = {
     "store_memory": Stored,
     "get_memory": Memory,
@@ -43,6 +48,7 @@ BASE_MEMORY_RESULTS: dict[str, type[Record]] = {
     "update_memory": Memory,
     "delete_memory": Deleted,
     "memory_stats": MemoryStats,
+    "changes_since": ChangeList,
 }
 """The result model each base memory op answers with."""
 
@@ -79,6 +85,19 @@ def _reply(request: Message, performative: str, body: str) -> Message:
         thread=request.thread,
         metadata={"performative": performative, "ontology": ONTOLOGY, "language": LANGUAGE},
     )
+
+
+def change_notice(to: str, last_seq: int | None = None) -> Message:
+    """Tells the mirror that changes were committed; it fetches them with ``changes_since``."""
+    return Message(
+        to=to,
+        body="{}" if last_seq is None else f'{{"last_seq": {last_seq}}}',
+        metadata={"performative": "inform", "ontology": EVENTS_ONTOLOGY, "language": LANGUAGE},
+    )
+
+
+def change_notice_template() -> Template:
+    return Template(metadata={"performative": "inform", "ontology": EVENTS_ONTOLOGY})
 
 
 def request_template() -> Template:

@@ -66,6 +66,26 @@ class MemoryStats(Record):
     newest_memory: datetime | None
 
 
+ChangeKind = Literal["stored", "updated", "deleted"]
+
+
+class Change(Record):
+    """One committed write; ``memory`` is the memory as it is now (None once deleted)."""
+
+    seq: int
+    kind: ChangeKind
+    memory_id: str
+    owner: str
+    memory: Memory | None = None
+
+
+class ChangeList(Record):
+    """Result of ``changes_since``; ``last_seq`` is the newest change recorded."""
+
+    changes: list[Change] = Field(default_factory=list)
+    last_seq: int = 0
+
+
 class Failure(Record):
     """Body of a ``failure`` or ``refuse`` reply."""
 
@@ -73,5 +93,5 @@ class Failure(Record):
     text: str
 
 
-Result = Stored | Deleted | Memory | MemoryList | MemoryStats
+Result = Stored | Deleted | Memory | MemoryList | MemoryStats | ChangeList
 Performative = Literal["request", "inform", "failure", "refuse"]

@@ -24,6 +24,7 @@ from ..errors import ItemNotFound
 from ..ops import (
     WRITE_OPS,
     BaseMemoryOp,
+    ChangesSince,
     DeleteMemory,
     GetMemory,
     ListMemories,
@@ -33,7 +34,17 @@ from ..ops import (
     StoreMemory,
     UpdateMemory,
 )
-from ..records import Deleted, Memory, MemoryList, MemoryStats, Result, Stored
+from ..records import (
+    Change,
+    ChangeKind,
+    ChangeList,
+    Deleted,
+    Memory,
+    MemoryList,
+    MemoryStats,
+    Result,
+    Stored,
+)
 from . import requests
 from .access import AccessLog
 from .connection import Synchronous, Transactions, open_migrated
@@ -78,6 +89,8 @@ class LongTermStore:
         """Execute ``op`` on ``owner``'s memories and return its result."""
         if isinstance(op, WRITE_OPS):
             return await self._write(owner, op, request_id)
+        if isinstance(op, ChangesSince):
+            return await self.changes_since(op.after, op.limit)
         if not isinstance(op, SearchMemories) and self._accesses:
             await self.flush_accesses()  # the reads below order by last access
         async with self._tx.read() as db:
@@ -131,18 +144,48 @@ class LongTermStore:
                     assert earlier is not None  # the claim just collided with it
                     return earlier
                 await self._store(db, owner, op, stored.id)
+                await _record_change(db, "stored", stored.id, owner)
                 result: Result = stored
             else:
                 if request_id is not None and (earlier := await _earlier(db, owner, request_id)):
                     return earlier
                 if isinstance(op, UpdateMemory):
                     result = await self._update(db, owner, op)
+                    await _record_change(db, "updated", op.id, owner)
                 else:
                     assert isinstance(op, DeleteMemory)
                     result = await self._delete(db, owner, op)
+                    await _record_change(db, "deleted", op.id, owner)
                 if request_id is not None:
                     await self._requests.claim(db, owner, request_id, result.model_dump_json())
         return result
+
+    async def changes_since(self, after: int, limit: int = 500) -> ChangeList:
+        """The committed changes after ``after``, oldest first; forgets those up to it."""
+        async with self._tx.write() as db:
+            await db.execute("DELETE FROM changes WHERE seq <= ?", (after,))
+        async with self._tx.read() as db:
+            rows = await db.execute_fetchall(
+                f"SELECT c.seq, c.kind, c.memory_id, c.owner, {_COLUMNS} FROM changes c"
+                " LEFT JOIN memories m ON m.id = c.memory_id"
+                " WHERE c.seq > ? ORDER BY c.seq LIMIT ?",
+                (after, limit),
+            )
+            newest = await db.execute_fetchall(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'changes'"
+            )
+        changes = [
+            Change(
+                seq=row[0],
+                kind=row[1],
+                memory_id=row[2],
+                owner=row[3],
+                memory=None if row[4] is None else _Row(tuple(row[4:])).memory(),
+            )
+            for row in rows
+        ]
+        last_seq = int(next(iter(newest))[0]) if newest else 0
+        return ChangeList(changes=changes, last_seq=last_seq)
 
     async def _store(
         self, db: aiosqlite.Connection, owner: str, op: StoreMemory, memory_id: str
@@ -217,6 +260,14 @@ class LongTermStore:
             oldest_memory=None if oldest is None else _datetime(oldest),
             newest_memory=None if newest is None else _datetime(newest),
         )
+
+
+async def _record_change(
+    db: aiosqlite.Connection, kind: ChangeKind, memory_id: str, owner: str
+) -> None:
+    await db.execute(
+        "INSERT INTO changes (kind, memory_id, owner) VALUES (?, ?, ?)", (kind, memory_id, owner)
+    )
 
 
 async def _earlier(db: aiosqlite.Connection, owner: str, request_id: str) -> Result | None:

@@ -110,4 +110,24 @@ def _epoch(value: object, default: float = 0.0) -> float:
         return default
 
 
-MIGRATIONS: list[Migration] = [_create_v1]
+_V2 = (
+    # AUTOINCREMENT: a change number is never reused, even after the mirror's
+    # confirmation lets older changes be forgotten.
+    """CREATE TABLE changes (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        owner TEXT NOT NULL
+    )""",
+    # memories stored before the feed existed reach the mirror too
+    "INSERT INTO changes (kind, memory_id, owner) SELECT 'stored', id, owner FROM memories"
+    " ORDER BY seq",
+)
+
+
+async def _add_change_feed(db: aiosqlite.Connection) -> None:
+    for statement in _V2:
+        await db.execute(statement)
+
+
+MIGRATIONS: list[Migration] = [_create_v1, _add_change_feed]
