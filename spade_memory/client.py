@@ -23,6 +23,7 @@ from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from . import protocol
+from .beads_client import BeadsClient
 from .context_dir import ContextType
 from .context_ops import (
     ContextEntries,
@@ -114,6 +115,7 @@ class MemoryClient:
         base_memory_jid: str | None = None,
         *,
         interaction_memory_jid: str | None = None,
+        beads_sync_jid: str | None = None,
         timeout: float = 5.0,
         degraded: bool = False,
     ) -> None:
@@ -123,6 +125,8 @@ class MemoryClient:
         self.interaction_memory_jid = (
             interaction_memory_jid or f"{protocol.INTERACTION_MEMORY_NODE}@{domain}"
         )
+        self.beads = BeadsClient(self, beads_sync_jid or f"{protocol.BEADS_SYNC_NODE}@{domain}")
+        """The beads sync agent's ops (memories kept as beads issues)."""
         self.timeout = timeout
         self.degraded = degraded
         self._router = ReplyRouter()

@@ -20,6 +20,7 @@ from spade.message import Message
 from spade.template import Template
 
 from . import xml_escape
+from .beads_ops import BEADS_SYNC_RESULTS, beads_sync_ops
 from .errors import Condition, MemoryServiceError
 from .interaction_ops import INTERACTION_RESULTS, interaction_ops
 from .ops import BaseMemoryOp
@@ -131,6 +132,7 @@ def json_schemas() -> dict[str, Any]:
         "services": {
             BASE_MEMORY_NODE: _service_schema(TypeAdapter(BaseMemoryOp), BASE_MEMORY_RESULTS),
             INTERACTION_MEMORY_NODE: _service_schema(interaction_ops, INTERACTION_RESULTS),
+            BEADS_SYNC_NODE: _service_schema(beads_sync_ops, BEADS_SYNC_RESULTS),
         },
         "failure": Failure.model_json_schema(),
     }

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from ..records import Category
 from .issue import Issue
 
 MemoryType = Literal["conversation", "decision", "pattern", "context", "learning", "artifact"]
@@ -43,7 +42,7 @@ MEMORY_TYPE_OF_ISSUE: dict[str, MemoryType] = {
 }
 """Issue type → memory type, for issues that carry no ``memory:`` label."""
 
-CATEGORY_MEMORY_TYPE: dict[Category, MemoryType] = {
+CATEGORY_MEMORY_TYPE: dict[str, MemoryType] = {
     "fact": "learning",
     "pattern": "pattern",
     "preference": "decision",

@@ -1,0 +1,73 @@
+"""The memory ↔ issue tables, both ways, and a memory's round trip through an issue."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spade_memory.beads import mapping as m
+from spade_memory.beads.issue import Issue
+from spade_memory.beads.native import NativeEngine
+from spade_memory.beads_ops import BeadsStoreMemory, RetrieveMemories
+from spade_memory.records import CATEGORIES
+from spade_memory.stores.beads_memories import BeadsMemoryStore
+
+IMPORTANCE_TO_PRIORITY = {10: 0, 9: 0, 8: 1, 7: 1, 6: 2, 5: 2, 4: 2, 3: 3, 2: 3, 1: 4}
+PRIORITY_TO_IMPORTANCE = {0: 9, 1: 7, 2: 5, 3: 3, 4: 1}
+
+
+def test_importance_and_priority_both_ways() -> None:
+    assert {i: m.priority_of(i) for i in range(1, 11)} == IMPORTANCE_TO_PRIORITY
+    assert m.priority_of(None) == 2
+    assert {p: m.importance_of(p) for p in range(5)} == PRIORITY_TO_IMPORTANCE
+    for priority in range(5):  # back and forth lands on the same priority
+        assert m.priority_of(m.importance_of(priority)) == priority
+    with pytest.raises(ValueError):
+        m.priority_of(11)
+
+
+def test_memory_types_both_ways_through_labels() -> None:
+    assert m.ISSUE_TYPE == {
+        "conversation": "task", "context": "task", "artifact": "task",
+        "decision": "feature", "pattern": "chore", "learning": "chore",
+    }  # fmt: skip
+    for memory_type in m.MEMORY_TYPES:
+        labels = m.labels_for(memory_type, "alice@x", "s1", ("t",))
+        issue = Issue(id="p-1", title="t", issue_type=m.issue_type_of(memory_type), labels=labels)
+        assert m.memory_type_of(issue) == memory_type  # exact, though types share issue types
+    unlabelled = Issue(id="p-2", title="from bd", issue_type="feature")
+    assert m.memory_type_of(unlabelled) == "decision"
+
+
+def test_every_category_has_a_memory_type_and_keeps_its_label() -> None:
+    assert set(m.CATEGORY_MEMORY_TYPE) == set(CATEGORIES)
+    assert set(m.CATEGORY_MEMORY_TYPE.values()) <= set(m.MEMORY_TYPES)
+    labels = m.labels_for("learning", "alice@x", None, category="fact")
+    assert labels == ("memory:learning", "agent:alice@x", "category:fact")
+
+
+async def test_a_memory_comes_back_as_it_was_stored(tmp_path: Path) -> None:
+    store = BeadsMemoryStore(NativeEngine(tmp_path / ".beads"), session="s-now")
+    stored = await store.store(
+        "alice@x",
+        BeadsStoreMemory(
+            content="Retry with the same request id\nso writes apply once",
+            memory_type="pattern",
+            tags=["xmpp", "retries"],
+            importance=10,
+            metadata={"source": "review", "nested": {"a": [1, 2]}},
+        ),
+    )
+    (memory,) = (await store.retrieve("alice@x", RetrieveMemories())).memories
+    assert stored.session == "s-now" and memory.id == stored.id
+    assert memory.title == "Retry with the same request id"
+    assert memory.content == "Retry with the same request id\nso writes apply once"
+    assert (memory.memory_type, memory.agent, memory.session) == ("pattern", "alice@x", "s-now")
+    assert memory.tags == ["xmpp", "retries"]
+    assert memory.metadata == {"source": "review", "nested": {"a": [1, 2]}}
+    assert memory.importance == 10  # kept exactly, though priority 0 alone reads back as 9
+    issue = await store.engine.get(stored.id)
+    assert issue is not None and issue.priority == 0 and issue.issue_type == "chore"
+    assert issue.assignee == "alice@x"
+    assert (await store.retrieve("bob@x", RetrieveMemories())).memories == []
