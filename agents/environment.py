@@ -6,6 +6,9 @@ SPADE_MEMORY_PASSWORD         the agent's XMPP password (required)
 SPADE_MEMORY_DATA             data directory (/data)
 SPADE_MEMORY_BASE_JID         base memory agent's JID (base-memory@DOMAIN)
 SPADE_MEMORY_INTERACTION_JID  interaction memory agent's JID (interaction-memory@DOMAIN)
+SPADE_MEMORY_MIRROR_JID       beads sync agent the base memory agent reports to (none)
+SPADE_MEMORY_BEADS_PROJECT    project whose .beads/ keeps the memories (DATA/beads)
+SPADE_MEMORY_BEADS_GIT_COMMIT "true" to commit .beads/issues.jsonl after each write
 """
 
 from __future__ import annotations
@@ -27,6 +30,11 @@ def config_for(service: str) -> RunConfig:
         interaction_jid=os.environ.get("SPADE_MEMORY_INTERACTION_JID"),
         embedded_server=False,
         services=(service,),
+        mirror=os.environ.get("SPADE_MEMORY_MIRROR_JID"),
+        beads_project=Path(project)
+        if (project := os.environ.get("SPADE_MEMORY_BEADS_PROJECT"))
+        else None,
+        beads_git_commit=os.environ.get("SPADE_MEMORY_BEADS_GIT_COMMIT", "").lower() == "true",
     )
 
 

@@ -54,7 +54,11 @@ async def bench_wire(round_trips: int = 2000, blocks: int = 10) -> list[WireResu
         server = _peer("server", str(Path(tmp) / "xmpp"), str(port), str(s2s))
         echo = _peer("echo", ECHO_JID, str(port))
         memory = MemoryServiceProcess(
-            Path(tmp) / "memory", "--external-server", env={"SPADE_MEMORY_PASSWORD": "bench"}
+            Path(tmp) / "memory",
+            "--external-server",
+            "--services",
+            "base-memory,interaction-memory",
+            env={"SPADE_MEMORY_PASSWORD": "bench"},
         )
         memory.command[memory.command.index("--port") + 1] = str(port)
         started: list[ChildProcess] = []

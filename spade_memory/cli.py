@@ -19,7 +19,7 @@ from rich.table import Table
 
 from . import protocol
 from .limits import Limits
-from .runtime import PASSWORD_ENV, RunConfig, serve, use_uvloop
+from .runtime import PASSWORD_ENV, SERVICES, RunConfig, serve, use_uvloop
 from .stores.interaction import InteractionStore
 
 DATA_ENV = "SPADE_MEMORY_DATA"
@@ -84,6 +84,41 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for the XMPP server before giving up",
     )
     run.add_argument(
+        "--beads-project",
+        type=Path,
+        default=None,
+        help="project whose .beads/issues.jsonl keeps the memories, e.g. your git repository"
+        " (default: DATA_DIR/beads)",
+    )
+    run.add_argument(
+        "--beads-engine",
+        choices=["auto", "native", "bd"],
+        default="auto",
+        help="bd on PATH (auto, when present) or the built-in JSONL engine",
+    )
+    run.add_argument(
+        "--beads-debounce",
+        type=float,
+        default=5.0,
+        help="seconds to gather base memory changes before one beads write",
+    )
+    run.add_argument(
+        "--beads-git-commit",
+        action="store_true",
+        help="commit .beads/issues.jsonl to git after each beads write",
+    )
+    run.add_argument(
+        "--services",
+        default=",".join(SERVICES),
+        help=f"which memory agents to run, comma-separated (default: {','.join(SERVICES)})",
+    )
+    run.add_argument(
+        "--mirror-jid",
+        default=None,
+        help="beads sync agent the base memory agent reports to, when it runs elsewhere",
+    )
+    run.add_argument("--session", default=None, help="the beads sync agent's current session id")
+    run.add_argument(
         "--durable",
         action="store_true",
         help="fsync every commit (survives power loss, not only crashes)",
@@ -135,6 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         limits=Limits(max_content_chars=args.max_content_chars, max_results=args.max_results),
         synchronous="FULL" if args.durable else "NORMAL",
         connect_timeout=args.connect_timeout,
+        beads_project=args.beads_project,
+        beads_engine=args.beads_engine,
+        beads_debounce=args.beads_debounce,
+        beads_git_commit=args.beads_git_commit,
+        session=args.session,
+        services=tuple(name.strip() for name in args.services.split(",") if name.strip()),
+        mirror=args.mirror_jid,
     )
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -176,11 +218,13 @@ def _print_banner(config: RunConfig, console: Console) -> None:
     table.add_row("XMPP server", f"{server} at {config.domain}:{config.port}")
     table.add_row("base memory agent", config.base_memory_jid)
     table.add_row("interaction memory agent", config.interaction_memory_jid)
+    table.add_row("beads sync agent", config.beads_sync_jid)
     table.add_row("ontology", protocol.ONTOLOGY)
     table.add_row("data directory", str(config.data_dir))
     table.add_row("long-term memories", str(config.base_memory_db))
     table.add_row("conversation notes", str(config.interaction_memory_db))
     table.add_row("context directory", str(config.context_dir))
+    table.add_row("beads issues", str(config.beads_dir / ".beads" / "issues.jsonl"))
     console.print(table)
     if config.embedded_server:
         console.print(
@@ -190,8 +234,8 @@ def _print_banner(config: RunConfig, console: Console) -> None:
             " identity matters."
         )
     console.print(
-        f"spade-memory is ready; send requests to {config.base_memory_jid} and"
-        f" {config.interaction_memory_jid}. Stop with Ctrl-C."
+        f"spade-memory is ready; send requests to {config.base_memory_jid},"
+        f" {config.interaction_memory_jid} and {config.beads_sync_jid}. Stop with Ctrl-C."
     )
 
 

@@ -6,6 +6,7 @@ import asyncio
 import os
 import secrets
 import signal
+import time
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -15,17 +16,21 @@ from spade.agent import Agent
 
 from . import protocol
 from .agents.base_memory import BaseMemoryAgent
+from .agents.beads_sync import BeadsSyncAgent
 from .agents.interaction_memory import InteractionMemoryAgent
+from .beads.engine import EngineName, open_engine
+from .beads.git import GitCommitter
 from .context_dir import ContextDirectory
 from .lifecycle import start_agent, stop_agent
 from .limits import Limits
+from .stores.beads_memories import BeadsMemoryStore
 from .stores.connection import Synchronous
 from .stores.interaction import InteractionStore
 from .stores.longterm import LongTermStore
 from .xmpp_server import EmbeddedXMPPServer
 
 PASSWORD_ENV = "SPADE_MEMORY_PASSWORD"
-SERVICES = (protocol.BASE_MEMORY_NODE, protocol.INTERACTION_MEMORY_NODE)
+SERVICES = (protocol.BASE_MEMORY_NODE, protocol.INTERACTION_MEMORY_NODE, protocol.BEADS_SYNC_NODE)
 
 
 @dataclass
@@ -47,6 +52,18 @@ class RunConfig:
     """Which memory agents to run (all by default)."""
     limits: Limits = field(default_factory=Limits)
     synchronous: Synchronous = "NORMAL"
+    beads_jid: str | None = None
+    beads_project: Path | None = None
+    """The project whose ``.beads/issues.jsonl`` holds the memories (default: DATA_DIR/beads)."""
+    beads_engine: EngineName = "auto"
+    beads_prefix: str = "mem"
+    beads_debounce: float = 5.0
+    beads_poll: float = 30.0
+    beads_git_commit: bool = False
+    session: str | None = None
+    """The beads sync agent's current session (default: one new id per run)."""
+    mirror: str | None = None
+    """The beads sync agent the base memory agent reports to when it runs elsewhere."""
 
     @property
     def base_memory_jid(self) -> str:
@@ -55,6 +72,21 @@ class RunConfig:
     @property
     def interaction_memory_jid(self) -> str:
         return self.interaction_jid or f"{protocol.INTERACTION_MEMORY_NODE}@{self.domain}"
+
+    @property
+    def beads_sync_jid(self) -> str:
+        return self.beads_jid or f"{protocol.BEADS_SYNC_NODE}@{self.domain}"
+
+    @property
+    def beads_dir(self) -> Path:
+        return self.beads_project or self.data_dir / "beads"
+
+    @property
+    def mirror_jid(self) -> str | None:
+        """The beads sync agent's JID when it runs (it mirrors the base memory agent)."""
+        if self.mirror is not None:
+            return self.mirror
+        return self.beads_sync_jid if protocol.BEADS_SYNC_NODE in self.services else None
 
     @property
     def base_memory_db(self) -> Path:
@@ -119,17 +151,44 @@ class MemoryRuntime:
         if service == protocol.BASE_MEMORY_NODE:
             long_term = await LongTermStore.open(config.base_memory_db, config.synchronous)
             self._running.push_async_callback(long_term.close)
-            return BaseMemoryAgent(config.base_memory_jid, password, long_term, limits, port=port)
+            jid, mirror = config.base_memory_jid, config.mirror_jid
+            return BaseMemoryAgent(jid, password, long_term, limits, mirror=mirror, port=port)
         if service == protocol.INTERACTION_MEMORY_NODE:
             notes = await InteractionStore.open(config.interaction_memory_db, config.synchronous)
             self._running.push_async_callback(notes.close)
             jid, context = config.interaction_memory_jid, ContextDirectory(config.context_dir)
             return InteractionMemoryAgent(jid, password, notes, context, limits, port=port)
+        if service == protocol.BEADS_SYNC_NODE:
+            return self._beads_sync_agent(password)
         raise ValueError(f"unknown memory service {service!r}; known: {', '.join(SERVICES)}")
+
+    def _beads_sync_agent(self, password: str) -> Agent:
+        config = self.config
+        engine = open_engine(config.beads_dir, config.beads_engine, config.beads_prefix)
+        session = config.session or new_session_id()
+        issues = config.beads_dir / ".beads" / "issues.jsonl"
+        git = GitCommitter(config.beads_dir, [issues]) if config.beads_git_commit else None
+        return BeadsSyncAgent(
+            config.beads_sync_jid,
+            password,
+            BeadsMemoryStore(engine, session),
+            cursor_path=config.data_dir / "beads-sync-cursor.json",
+            base_memory_jid=config.base_memory_jid,
+            debounce=config.beads_debounce,
+            poll=config.beads_poll,
+            git=git,
+            limits=config.limits,
+            port=config.port,
+        )
 
     async def stop(self) -> None:
         await self._running.aclose()
         self.agents.clear()
+
+
+def new_session_id() -> str:
+    """A session id that sorts by start time: ``20261122-083000-1a2b``."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
 
 
 async def serve(config: RunConfig, on_ready: Callable[[RunConfig], None] | None = None) -> None:

@@ -19,7 +19,9 @@ def compose() -> dict[str, Any]:
 
 def test_every_service_starts_a_file_of_the_repository() -> None:
     services = compose()["services"]
-    assert set(services) == {"xmpp", "base-memory", "interaction-memory", "llm-agent"}
+    assert set(services) == {
+        "xmpp", "base-memory", "interaction-memory", "beads-sync", "llm-agent"
+    }  # fmt: skip
     for name, service in services.items():
         assert (ROOT / service["build"] / "Dockerfile").is_file(), name
         command = service.get("command")
@@ -35,7 +37,7 @@ def test_prosody_runs_the_configuration_the_tests_use() -> None:
 
 def test_the_agents_read_what_compose_sets() -> None:
     environment = (ROOT / "agents" / "environment.py").read_text()
-    for name in ("base-memory", "interaction-memory"):
+    for name in ("base-memory", "interaction-memory", "beads-sync"):
         for variable in compose()["services"][name]["environment"]:
             assert variable in environment, (name, variable)
     example = (ROOT / "examples" / "llm_agent.py").read_text()

@@ -134,6 +134,7 @@ async def test_a_stopped_memory_agent_gives_a_clear_sentence_and_the_turn_goes_o
     base, notes = unique_jid("base-memory"), unique_jid("interaction-memory")
     service = MemoryServiceProcess(
         tmp_path, "--external-server", "--base-jid", base, "--interaction-jid", notes,
+        "--services", "base-memory,interaction-memory",
         port=memory_service.port, env={PASSWORD_ENV: "own-secret"},
     )  # fmt: skip
     service.start()
