@@ -58,10 +58,11 @@ class BeadsClient:
         session: str | None = None,
         limit: int = 20,
         all_sessions: bool = False,
+        agent: str | None = None,
     ) -> list[BeadsMemory]:
         op = RetrieveMemories(
             memory_type=memory_type, tags=list(tags), session=session, limit=limit,
-            all_sessions=all_sessions,
+            all_sessions=all_sessions, agent=agent,
         )  # fmt: skip
         result = await self.client.request(self.jid, op, BeadsMemories)
         return [] if result is None else result.memories

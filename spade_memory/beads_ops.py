@@ -55,10 +55,16 @@ class BeadsStoreMemory(BeadsOp):
         return tags
 
 
-class RetrieveMemories(BeadsOp):
-    """The sender's memories (of the current session unless ``session`` says otherwise)."""
+class RetrieveMemories(Op):
+    """Open memories of one agent (the sender unless ``agent`` names another), newest first.
+
+    Another agent's memories are returned only where the sender may read them
+    (sessions both have written to). The session is the current one unless
+    ``session`` or ``all_sessions`` says otherwise.
+    """
 
     op: Literal["retrieve_memories"] = "retrieve_memories"
+    agent: str | None = Field(default=None, max_length=300, description="Whose memories")
     memory_type: MemoryType | None = None
     tags: list[str] = Field(default_factory=list, max_length=20, description="Any of these")
     session: SessionId | None = None

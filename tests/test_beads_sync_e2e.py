@@ -94,6 +94,13 @@ async def test_two_agents_one_session_linked_deleted_restarted_restored(
         }
         assert by_id[decision.id].importance == 9 and by_id[decision.id].tags == ["storage"]
         assert by_id[draft.id].status == "closed"
+        bobs = await alice.memory.beads.retrieve_memories(session="s-1", agent=bob_jid)
+        assert [m.id for m in bobs] == [finding.id]  # a shared session: readable
+        assert (
+            await alice.memory.beads.retrieve_memories(session="s-1", memory_type="artifact") == []
+        )
+        mine = await alice.memory.beads.retrieve_memories(tags=["storage"])  # the current session
+        assert [m.id for m in mine] == [decision.id]
         context = await alice.memory.beads.get_session_context("s-1")
         assert context is not None
         assert context.active_agents == sorted([alice_jid, bob_jid])
@@ -125,6 +132,12 @@ async def test_other_agents_cannot_touch_what_is_not_theirs(
             await mallory.memory.beads.mark_memory_accessed(secret.id)
         assert await mallory.memory.beads.restore_session("private-s") == []
         assert await mallory.memory.beads.search_memories("launch code") == []
+        assert (
+            await mallory.memory.beads.retrieve_memories(
+                agent=str(alice.jid.bare), all_sessions=True
+            )
+            == []
+        )
         own = await mallory.memory.beads.store_memory("mine", session="other-s")
         assert own is not None
         with pytest.raises(ItemNotFound):

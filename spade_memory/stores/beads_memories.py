@@ -77,13 +77,17 @@ class BeadsMemoryStore:
 
     async def retrieve(self, owner: str, op: RetrieveMemories) -> BeadsMemories:
         session = None if op.all_sessions else (op.session or self.session)
-        labels = [m.AGENT_LABEL + owner]
+        agent = op.agent or owner
+        labels = [m.AGENT_LABEL + agent]
         if session is not None:
             labels.append(m.SESSION_LABEL + session)
         if op.memory_type is not None:
             labels.append(m.MEMORY_LABEL + op.memory_type)
         where = IssueFilter(labels=tuple(labels), labels_any=tuple(op.tags))
         found = sorted(await self.engine.list_issues(where), key=_newest_first)
+        if agent != owner:
+            readable = await self._readable_ids(owner)
+            found = [issue for issue in found if issue.id in readable]
         return BeadsMemories(memories=[_memory(i) for i in found[: op.limit]], session=session)
 
     async def restore_session(self, owner: str, session: str) -> BeadsMemories:
