@@ -111,6 +111,10 @@ class SyncCursor:
             return int(json.loads(self.path.read_text())["cursor"])
         except FileNotFoundError:
             return 0
+        except (ValueError, KeyError, TypeError):
+            # safe: re-mirrored changes find their issues and are not added twice
+            logger.warning("unreadable %s; mirroring from the oldest change kept", self.path)
+            return 0
 
     def save(self, cursor: int) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -153,21 +157,28 @@ class MirrorBaseMemory(CyclicBehaviour):  # type: ignore[misc]
             self.due = now + self.RETRY_AFTER
 
     async def flush(self) -> None:
-        """Write every change after the cursor, a page at a time, then commit to git."""
+        """Write every change after the cursor, then commit whatever was written to git."""
         wrote, self.sync.beads_service.wrote = self.sync.beads_service.wrote, False
+        try:
+            wrote = await self.catch_up() or wrote
+        finally:
+            if wrote and self.sync.git is not None:
+                await self.sync.git.commit(f"spade-memory: memories up to change {self.cursor}")
+
+    async def catch_up(self) -> bool:
+        """Mirror the changes after the cursor a page at a time; True if beads changed."""
+        wrote = False
         while True:
             op = ChangesSince(after=self.cursor, limit=self.PAGE)
             feed = await self.client.request(self.client.base_memory_jid, op, ChangeList)
             if feed is None or not feed.changes:
-                break
-            wrote |= await self.sync.memories.mirror(feed.changes) > 0
+                return wrote
+            wrote = await self.sync.memories.mirror(feed.changes) > 0 or wrote
             self.cursor = feed.changes[-1].seq
             self.sync.cursor.save(self.cursor)  # after the beads file is on disk
             logger.info("mirrored base memory changes up to %d into beads", self.cursor)
             if len(feed.changes) < self.PAGE:
-                break
-        if wrote and self.sync.git is not None:
-            await self.sync.git.commit(f"spade-memory: memories up to change {self.cursor}")
+                return wrote
 
 
 class BeadsSyncAgent(MemoryAgent):

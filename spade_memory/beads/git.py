@@ -17,7 +17,14 @@ class GitCommitter:
         self.files = [str(path.relative_to(repo)) for path in files]
 
     async def commit(self, message: str) -> bool:
-        """Commit the files if they changed; True if a commit was made."""
+        """Commit the files if they changed; True if a commit was made (never raises)."""
+        try:
+            return await self._commit(message)
+        except OSError as error:
+            logger.warning("git is not usable for the beads file: %s", error)
+            return False
+
+    async def _commit(self, message: str) -> bool:
         if (await self._git("rev-parse", "--is-inside-work-tree"))[0] != 0:
             await self._git("init", "--quiet")
         present = [name for name in self.files if (self.repo / name).exists()]
