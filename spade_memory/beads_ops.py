@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, Field, TypeAdapter, field_validator
 
-from .beads.mapping import RESERVED_LABEL_PREFIXES, MemoryType
+from .beads.mapping import OUR_METADATA, RESERVED_LABEL_PREFIXES, MemoryType
 from .ops import Limit, MemoryId, Op
 from .records import Record
 
@@ -45,6 +45,13 @@ class BeadsStoreMemory(BeadsOp):
     )
     importance: Importance | None = None
     session: SessionId | None = Field(default=None, description="Default: the current session")
+
+    @field_validator("metadata")
+    @classmethod
+    def _no_reserved_metadata(cls, metadata: dict[str, Any]) -> dict[str, Any]:
+        if OUR_METADATA in metadata:
+            raise ValueError(f"metadata may not use the reserved key {OUR_METADATA!r}")
+        return metadata
 
     @field_validator("tags")
     @classmethod

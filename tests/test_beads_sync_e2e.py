@@ -146,6 +146,10 @@ async def test_other_agents_cannot_touch_what_is_not_theirs(
         assert await condition_of(mallory.memory, beads_jid, spoof) == "not-authorized"
         reserved = json.dumps({"op": "store_memory", "content": "x", "tags": ["agent:someone"]})
         assert await condition_of(mallory.memory, beads_jid, reserved) == "bad-request"
+        forged = json.dumps(
+            {"op": "store_memory", "content": "x", "metadata": {"spade_memory": {}}}
+        )
+        assert await condition_of(mallory.memory, beads_jid, forged) == "bad-request"
         assert await condition_of(mallory.memory, beads_jid, "{not json") == "bad-request"
         assert (
             await condition_of(mallory.memory, "base-memory@localhost", '{"op":"changes_since"}')
