@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for the XMPP server before giving up",
     )
     run.add_argument(
+        "--no-dense-search",
+        action="store_true",
+        help="search with BM25 alone even when the embeddings extra is installed",
+    )
+    run.add_argument(
         "--beads-project",
         type=Path,
         default=None,
@@ -175,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         beads_debounce=args.beads_debounce,
         beads_git_commit=args.beads_git_commit,
         session=args.session,
+        dense_search=not args.no_dense_search,
         services=tuple(name.strip() for name in args.services.split(",") if name.strip()),
         mirror=args.mirror_jid,
     )

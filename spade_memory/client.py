@@ -190,10 +190,15 @@ class MemoryClient:
         return None if result is None else result.id
 
     async def search_memories(
-        self, query: str, limit: int = 10, category: Category | None = None
+        self,
+        query: str,
+        limit: int = 10,
+        category: Category | None = None,
+        mode: str = "semantic",
     ) -> Memories:
-        """Memories ranked by relevance to ``query`` (BM25)."""
-        return await self._memories(SearchMemories(query=query, limit=limit, category=category))
+        """Memories ranked by relevance to ``query`` (see ``SearchMemories.mode``)."""
+        op = SearchMemories(query=query, limit=limit, category=category, mode=mode)
+        return await self._memories(op)
 
     async def get_memories_by_category(self, category: Category, limit: int = 50) -> Memories:
         return await self._memories(ListMemories(category=category, limit=limit))

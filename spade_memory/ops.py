@@ -65,7 +65,7 @@ class GetMemory(Op):
 
 
 class SearchMemories(Op):
-    """Ranked full-text search (BM25) over content and context."""
+    """Ranked search over content and context: BM25, fused with dense similarity when on."""
 
     op: Literal["search_memories"] = "search_memories"
     query: str = Field(
@@ -75,6 +75,13 @@ class SearchMemories(Op):
     limit: Limit = Field(default=10, description="Maximum number of memories to retrieve")
     category: Category | None = Field(
         default=None, description="Optional: only memories of this category"
+    )
+    mode: str = Field(
+        default="semantic",
+        max_length=50,
+        description="semantic (best match, the default), session_recovery (newest first), "
+        "knowledge_lookup (facts, patterns and capabilities only); "
+        "any other value is answered as semantic, and the reply says so",
     )
 
 

@@ -38,9 +38,15 @@ class Memory(Record):
 
 
 class Stored(Record):
-    """Result of ``store_memory``: the id of the memory."""
+    """Result of ``store_memory``: the id of the memory.
+
+    ``deduplicated`` is true when the same content (whitespace and case folded)
+    was already stored by the owner in that category: its id is returned and
+    its confidence and access count raised instead of adding a memory.
+    """
 
     id: str
+    deduplicated: bool = False
 
 
 class Deleted(Record):
@@ -54,6 +60,10 @@ class MemoryList(Record):
     """Result of every operation that returns memories, best or newest first."""
 
     memories: list[Memory] = Field(default_factory=list)
+    mode: str | None = None
+    """For ``search_memories``: the query mode that was used."""
+    note: str | None = None
+    """Anything the caller should know about how the answer was made."""
 
 
 class MemoryStats(Record):
@@ -64,6 +74,8 @@ class MemoryStats(Record):
     avg_confidence: float | None
     oldest_memory: datetime | None
     newest_memory: datetime | None
+    search: str = "bm25"
+    """How ``search_memories`` ranks: ``hybrid`` (BM25 + dense) or ``bm25`` alone."""
 
 
 ChangeKind = Literal["stored", "updated", "deleted"]

@@ -21,6 +21,7 @@ from .agents.interaction_memory import InteractionMemoryAgent
 from .beads.engine import EngineName, open_engine
 from .beads.git import GitCommitter
 from .context_dir import ContextDirectory
+from .embeddings import load_embedder
 from .lifecycle import start_agent, stop_agent
 from .limits import Limits
 from .stores.beads_memories import BeadsMemoryStore
@@ -62,6 +63,8 @@ class RunConfig:
     beads_git_commit: bool = False
     session: str | None = None
     """The beads sync agent's current session (default: one new id per run)."""
+    dense_search: bool = True
+    """Fuse BM25 with MiniLM similarity when the ``embeddings`` extra is installed."""
     mirror: str | None = None
     """The beads sync agent the base memory agent reports to when it runs elsewhere."""
 
@@ -149,7 +152,10 @@ class MemoryRuntime:
         config = self.config
         limits, port = config.limits, config.port
         if service == protocol.BASE_MEMORY_NODE:
-            long_term = await LongTermStore.open(config.base_memory_db, config.synchronous)
+            embedder = await asyncio.to_thread(load_embedder) if config.dense_search else None
+            long_term = await LongTermStore.open(
+                config.base_memory_db, config.synchronous, embedder
+            )
             self._running.push_async_callback(long_term.close)
             jid, mirror = config.base_memory_jid, config.mirror_jid
             return BaseMemoryAgent(jid, password, long_term, limits, mirror=mirror, port=port)

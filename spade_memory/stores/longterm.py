@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 from pydantic import TypeAdapter
@@ -48,30 +48,39 @@ from ..records import (
 from . import requests
 from .access import AccessLog
 from .connection import Synchronous, Transactions, open_migrated
-from .fts import match_expression
-from .longterm_schema import MIGRATIONS
+from .longterm_schema import MIGRATIONS, content_key
+from .ranking import Ranking
+
+if TYPE_CHECKING:
+    from ..embeddings import Embedder
 
 _COLUMNS = (
     "m.id, m.owner, m.category, m.content, m.context, m.confidence,"
     " m.created_at, m.last_accessed, m.access_count, m.seq"
 )
 _results: TypeAdapter[Result] = TypeAdapter(Result)
+SEARCH_MODES = ("semantic", "session_recovery", "knowledge_lookup")
+KNOWLEDGE = ("fact", "pattern", "capability")
+"""The categories ``knowledge_lookup`` searches (preferences are not knowledge)."""
 
 
 class LongTermStore:
     """Long-term memories of many owners in one SQLite file."""
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
+    def __init__(self, db: aiosqlite.Connection, embedder: Embedder | None = None) -> None:
         self._tx = Transactions(db)
+        self.ranking = Ranking(embedder)
         self._requests = requests.RequestLog()
         self._accesses = AccessLog()
         self._flush_timer: asyncio.TimerHandle | None = None
         self._flush_task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, path: str | Path, synchronous: Synchronous = "NORMAL") -> LongTermStore:
-        """Open (creating or migrating) the store at ``path``."""
-        store = cls(await open_migrated(path, MIGRATIONS, synchronous))
+    async def open(
+        cls, path: str | Path, synchronous: Synchronous = "NORMAL", embedder: Embedder | None = None
+    ) -> LongTermStore:
+        """Open (creating or migrating) the store at ``path``; an embedder adds dense search."""
+        store = cls(await open_migrated(path, MIGRATIONS, synchronous), embedder)
         async with store._tx.write() as tx:
             await requests.forget_old(tx)
         return store
@@ -91,7 +100,9 @@ class LongTermStore:
             return await self._write(owner, op, request_id)
         if isinstance(op, ChangesSince):
             return await self.changes_since(op.after, op.limit)
-        if not isinstance(op, SearchMemories) and self._accesses:
+        if isinstance(op, SearchMemories):
+            return await self._search(owner, op)
+        if self._accesses:
             await self.flush_accesses()  # the reads below order by last access
         async with self._tx.read() as db:
             if isinstance(op, MemoryStatsOp):
@@ -100,9 +111,34 @@ class LongTermStore:
         memories = self._count_access(found)
         return memories[0] if isinstance(op, GetMemory) else MemoryList(memories=memories)
 
+    async def _search(self, owner: str, op: SearchMemories) -> MemoryList:
+        mode, note = op.mode, None
+        if mode not in SEARCH_MODES:
+            mode, note = "semantic", f"unknown mode {op.mode!r}; answered as semantic"
+        if mode == "session_recovery":
+            found = await self._newest(owner, op)
+        else:
+            categories: list[str] | None = None if op.category is None else [op.category]
+            if mode == "knowledge_lookup":
+                categories = [c for c in KNOWLEDGE if op.category in (None, c)]
+            seqs = await self.ranking.rank(self._tx, owner, op.query, categories, op.limit)
+            async with self._tx.read() as db:
+                rows = await _select(db, f"WHERE m.seq IN ({', '.join('?' * len(seqs))})", seqs)
+            by_seq = {row.seq: row for row in rows}
+            found = [by_seq[seq] for seq in seqs if seq in by_seq]
+        return MemoryList(memories=self._count_access(found), mode=mode, note=note)
+
+    async def _newest(self, owner: str, op: SearchMemories) -> list[_Row]:
+        """``session_recovery``: what the owner stored most recently, newest first."""
+        where, params = "WHERE m.owner = ?", [owner]
+        if op.category is not None:
+            where += " AND m.category = ?"
+            params.append(op.category)
+        order = " ORDER BY m.created_at DESC, m.seq DESC LIMIT ?"
+        async with self._tx.read() as db:
+            return await _select(db, where + order, (*params, op.limit))
+
     async def _find(self, db: aiosqlite.Connection, owner: str, op: BaseMemoryOp) -> list[_Row]:
-        if isinstance(op, SearchMemories):
-            return await self._search(db, owner, op)
         if isinstance(op, GetMemory):
             found = await _select(db, "WHERE m.id = ? AND m.owner = ?", (op.id, owner))
             if not found:
@@ -133,31 +169,25 @@ class LongTermStore:
             self._flush_task = asyncio.create_task(self.flush_accesses())
 
     async def _write(self, owner: str, op: BaseMemoryOp, request_id: str | None) -> Result:
+        vector = None
+        if isinstance(op, StoreMemory):  # embedded before taking the lock, off the event loop
+            vector = await self.ranking.vector(op.content, op.context)
         async with self._tx.write() as db:
+            if request_id is not None and (earlier := await _earlier(db, owner, request_id)):
+                return earlier
+            result: Result
             if isinstance(op, StoreMemory):
-                # its result is known before the insert: claim the request id with it
-                stored = Stored(id=str(uuid.uuid4()))
-                if request_id is not None and not await self._requests.claim(
-                    db, owner, request_id, stored.model_dump_json()
-                ):
-                    earlier = await _earlier(db, owner, request_id)
-                    assert earlier is not None  # the claim just collided with it
-                    return earlier
-                await self._store(db, owner, op, stored.id)
-                await _record_change(db, "stored", stored.id, owner)
-                result: Result = stored
+                result = await self._store(db, owner, op, vector)
+            elif isinstance(op, UpdateMemory):
+                result = await self._update(db, owner, op)
+                await _record_change(db, "updated", op.id, owner)
             else:
-                if request_id is not None and (earlier := await _earlier(db, owner, request_id)):
-                    return earlier
-                if isinstance(op, UpdateMemory):
-                    result = await self._update(db, owner, op)
-                    await _record_change(db, "updated", op.id, owner)
-                else:
-                    assert isinstance(op, DeleteMemory)
-                    result = await self._delete(db, owner, op)
-                    await _record_change(db, "deleted", op.id, owner)
-                if request_id is not None:
-                    await self._requests.claim(db, owner, request_id, result.model_dump_json())
+                assert isinstance(op, DeleteMemory)
+                result = await self._delete(db, owner, op)
+                await _record_change(db, "deleted", op.id, owner)
+            if request_id is not None:
+                await self._requests.claim(db, owner, request_id, result.model_dump_json())
+        self.ranking.forget(owner)
         return result
 
     async def changes_since(self, after: int, limit: int = 500) -> ChangeList:
@@ -188,17 +218,47 @@ class LongTermStore:
         return ChangeList(changes=changes, last_seq=last_seq)
 
     async def _store(
-        self, db: aiosqlite.Connection, owner: str, op: StoreMemory, memory_id: str
-    ) -> None:
-        now = time.time()
-        await db.execute(
-            "INSERT INTO memories (id, owner, category, content, context, confidence,"
-            " created_at, last_accessed, access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
-            (memory_id, owner, op.category, op.content, op.context, op.confidence, now, now),
+        self, db: aiosqlite.Connection, owner: str, op: StoreMemory, vector: bytes | None
+    ) -> Stored:
+        """A new memory, or the owner's same memory (same category and content) reinforced."""
+        key, now = content_key(op.content), time.time()
+        same = await db.execute_fetchall(
+            "SELECT id FROM memories WHERE owner = ? AND category = ? AND content_key = ? LIMIT 1",
+            (owner, op.category, key),
         )
+        if same:
+            memory_id = str(next(iter(same))[0])
+            await db.execute(
+                "UPDATE memories SET confidence = MAX(confidence, ?),"
+                " access_count = access_count + 1, last_accessed = ? WHERE id = ?",
+                (op.confidence, now, memory_id),
+            )
+            await _record_change(db, "updated", memory_id, owner)
+            return Stored(id=memory_id, deduplicated=True)
+        memory_id = str(uuid.uuid4())
+        cursor = await db.execute(
+            "INSERT INTO memories (id, owner, category, content, context, confidence,"
+            " created_at, last_accessed, access_count, content_key)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+            (memory_id, owner, op.category, op.content, op.context, op.confidence, now, now, key),
+        )
+        await self._keep_vector(db, cursor.lastrowid, vector)
+        await _record_change(db, "stored", memory_id, owner)
+        return Stored(id=memory_id)
+
+    async def _keep_vector(
+        self, db: aiosqlite.Connection, seq: int | None, vector: bytes | None
+    ) -> None:
+        if vector is not None and seq is not None and self.ranking.embedder is not None:
+            await db.execute(
+                "INSERT OR REPLACE INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
+                (seq, self.ranking.embedder.name, vector),
+            )
 
     async def _update(self, db: aiosqlite.Connection, owner: str, op: UpdateMemory) -> Memory:
         changes = op.changes()
+        if op.content is not None:
+            changes["content_key"] = content_key(op.content)
         assignments = ", ".join(f"{name} = ?" for name in changes)
         cursor = await db.execute(
             f"UPDATE memories SET {assignments} WHERE id = ? AND owner = ?",
@@ -206,30 +266,20 @@ class LongTermStore:
         )
         if cursor.rowcount == 0:
             raise ItemNotFound(f"no memory {op.id!r}")
-        rows = await _select(db, "WHERE m.id = ? AND m.owner = ?", (op.id, owner))
-        return rows[0].memory()
+        (row,) = await _select(db, "WHERE m.id = ? AND m.owner = ?", (op.id, owner))
+        memory = row.memory()
+        if op.content is not None or op.context is not None:  # its vector follows its text
+            await db.execute("DELETE FROM embeddings WHERE seq = ?", (row.seq,))
+            await self._keep_vector(
+                db, row.seq, await self.ranking.vector(memory.content, memory.context)
+            )
+        return memory
 
     async def _delete(self, db: aiosqlite.Connection, owner: str, op: DeleteMemory) -> Deleted:
         cursor = await db.execute("DELETE FROM memories WHERE id = ? AND owner = ?", (op.id, owner))
         if cursor.rowcount == 0:
             raise ItemNotFound(f"no memory {op.id!r}")
         return Deleted(id=op.id)
-
-    async def _search(self, db: aiosqlite.Connection, owner: str, op: SearchMemories) -> list[_Row]:
-        expression = match_expression(op.query)
-        if expression is None:
-            return []
-        where = "memories_fts MATCH ? AND m.owner = ?"
-        params: list[Any] = [expression, owner]
-        if op.category is not None:
-            where += " AND m.category = ?"
-            params.append(op.category)
-        # ORDER BY rank alone keeps FTS5's fast path (rank is bm25 with column weights)
-        sql = (
-            f"SELECT {_COLUMNS} FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid"
-            f" WHERE {where} ORDER BY rank LIMIT ?"
-        )
-        return await _rows(db, sql, (*params, op.limit))
 
     async def _list(
         self, db: aiosqlite.Connection, owner: str, op: ListMemories | RecentMemories
@@ -259,6 +309,7 @@ class LongTermStore:
             avg_confidence=None if average is None else float(average),
             oldest_memory=None if oldest is None else _datetime(oldest),
             newest_memory=None if newest is None else _datetime(newest),
+            search=self.ranking.kind,
         )
 
 

@@ -130,4 +130,26 @@ async def _add_change_feed(db: aiosqlite.Connection) -> None:
         await db.execute(statement)
 
 
-MIGRATIONS: list[Migration] = [_create_v1, _add_change_feed]
+def content_key(content: str) -> str:
+    """What makes two contents "the same" for de-duplication: whitespace and case folded."""
+    return " ".join(content.split()).casefold()
+
+
+async def _add_vectors_and_content_keys(db: aiosqlite.Connection) -> None:
+    await db.execute(
+        """CREATE TABLE embeddings (
+            seq INTEGER PRIMARY KEY REFERENCES memories(seq) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            vector BLOB NOT NULL
+        )"""
+    )
+    await db.execute("ALTER TABLE memories ADD COLUMN content_key TEXT")
+    rows = await db.execute_fetchall("SELECT seq, content FROM memories")
+    await db.executemany(
+        "UPDATE memories SET content_key = ? WHERE seq = ?",
+        [(content_key(str(content)), seq) for seq, content in rows],
+    )
+    await db.execute("CREATE INDEX memories_same ON memories(owner, category, content_key)")
+
+
+MIGRATIONS: list[Migration] = [_create_v1, _add_change_feed, _add_vectors_and_content_keys]

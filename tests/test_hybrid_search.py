@@ -1,0 +1,163 @@
+"""Hybrid search (BM25 + MiniLM), query modes and de-duplication, on real SQLite files."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from spade_memory.embeddings import Embedder, MiniLMEmbedder
+from spade_memory.ops import (
+    DeleteMemory,
+    MemoryStatsOp,
+    SearchMemories,
+    StoreMemory,
+    UpdateMemory,
+)
+from spade_memory.records import Category, MemoryList, MemoryStats, Stored
+from spade_memory.stores.longterm import LongTermStore
+
+ALICE, BOB = "alice@localhost", "bob@localhost"
+PETS = [
+    "The family dog is called Rex and loves the beach",
+    "Quarterly taxes are due on the fifteenth",
+    "The build server runs out of disk every Monday",
+    "Carol prefers green tea over coffee",
+]
+QUESTION = "what is the name of our puppy"  # no word in common with the answer
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    return MiniLMEmbedder()
+
+
+@pytest.fixture
+async def hybrid(tmp_path: Path, embedder: Embedder) -> AsyncIterator[LongTermStore]:
+    store = await LongTermStore.open(tmp_path / "hybrid.db", embedder=embedder)
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+async def bm25(tmp_path: Path) -> AsyncIterator[LongTermStore]:
+    store = await LongTermStore.open(tmp_path / "bm25.db")
+    yield store
+    await store.close()
+
+
+async def put(
+    store: LongTermStore,
+    content: str,
+    category: Category = "fact",
+    owner: str = ALICE,
+    **more: object,
+) -> Stored:
+    result = await store.apply(owner, StoreMemory(category=category, content=content, **more))  # type: ignore[arg-type]
+    assert isinstance(result, Stored)
+    return result
+
+
+async def search(
+    store: LongTermStore, query: str, owner: str = ALICE, **more: object
+) -> MemoryList:
+    result = await store.apply(owner, SearchMemories(query=query, **more))  # type: ignore[arg-type]
+    assert isinstance(result, MemoryList)
+    return result
+
+
+def vectors(store_path: Path) -> int:
+    with sqlite3.connect(store_path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+
+
+async def test_a_paraphrase_bm25_misses_is_found_by_the_hybrid(
+    hybrid: LongTermStore, bm25: LongTermStore
+) -> None:
+    for text in PETS:
+        await put(hybrid, text)
+        await put(bm25, text)
+    assert (await search(bm25, QUESTION)).memories == []
+    found = await search(hybrid, QUESTION, limit=1)
+    assert [m.content for m in found.memories] == [PETS[0]]
+    assert found.mode == "semantic" and found.note is None
+    # where BM25 already knows, the hybrid agrees
+    exact = await search(hybrid, "quarterly taxes")
+    assert [m.content for m in exact.memories] == [PETS[1]]  # unrelated ones stay out
+    assert [m.content for m in (await search(hybrid, QUESTION)).memories] == [PETS[0]]
+    assert (await search(hybrid, QUESTION, owner=BOB)).memories == []  # owners stay apart
+
+
+async def test_vectors_follow_updates_and_deletes(hybrid: LongTermStore, tmp_path: Path) -> None:
+    dog = await put(hybrid, PETS[0])
+    for text in PETS[1:]:
+        await put(hybrid, text)
+    await search(hybrid, QUESTION)  # builds the owner's matrix
+    await hybrid.apply(ALICE, UpdateMemory(id=dog.id, content="The family cat is called Tom"))
+    found = await search(hybrid, "which kitten do we have", limit=1)
+    assert [m.id for m in found.memories] == [dog.id]
+    assert vectors(tmp_path / "hybrid.db") == 4
+    await hybrid.apply(ALICE, DeleteMemory(id=dog.id))
+    assert vectors(tmp_path / "hybrid.db") == 3
+    found = await search(hybrid, "which kitten do we have")
+    assert dog.id not in [m.id for m in found.memories]
+
+
+async def test_memories_stored_without_vectors_get_them(tmp_path: Path, embedder: Embedder) -> None:
+    path = tmp_path / "later.db"
+    plain = await LongTermStore.open(path)
+    for text in PETS:
+        await put(plain, text)
+    assert (await plain.apply(ALICE, MemoryStatsOp())).search == "bm25"  # type: ignore[union-attr]
+    await plain.close()
+    assert vectors(path) == 0
+    upgraded = await LongTermStore.open(path, embedder=embedder)
+    try:
+        found = await search(upgraded, QUESTION, limit=1)
+        assert [m.content for m in found.memories] == [PETS[0]]
+        stats = await upgraded.apply(ALICE, MemoryStatsOp())
+        assert isinstance(stats, MemoryStats) and stats.search == "hybrid"
+    finally:
+        await upgraded.close()
+    assert vectors(path) == 4
+
+
+async def test_query_modes(hybrid: LongTermStore) -> None:
+    first = await put(hybrid, "The deploy key lives in the vault", "fact")
+    liked = await put(hybrid, "Alice likes the deploy dashboard dark", "preference")
+    newest = await put(hybrid, "Deploys run from the CI runner", "capability")
+    recovered = await search(hybrid, "anything", mode="session_recovery")
+    assert [m.id for m in recovered.memories] == [newest.id, liked.id, first.id]
+    assert recovered.mode == "session_recovery"
+    knowledge = await search(hybrid, "deploy", mode="knowledge_lookup")
+    assert {m.id for m in knowledge.memories} == {first.id, newest.id}
+    unknown = await search(hybrid, "deploy", mode="telepathy")
+    assert unknown.mode == "semantic" and unknown.note is not None and "telepathy" in unknown.note
+    assert {m.id for m in unknown.memories} == {first.id, liked.id, newest.id}
+
+
+@pytest.fixture(params=["hybrid", "bm25"])
+async def either(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: Embedder
+) -> AsyncIterator[LongTermStore]:
+    dense = embedder if request.param == "hybrid" else None
+    store = await LongTermStore.open(tmp_path / "either.db", embedder=dense)
+    yield store
+    await store.close()
+
+
+async def test_the_same_memory_twice_is_reinforced_not_added(either: LongTermStore) -> None:
+    store = either
+    original = await put(store, "The API lives at /v2", confidence=0.6)
+    again = await put(store, "  the api   LIVES at /v2 ", confidence=0.9)
+    assert again.deduplicated and again.id == original.id and not original.deduplicated
+    assert not (await put(store, "The API lives at /v2", "pattern")).deduplicated
+    assert not (await put(store, "The API lives at /v2", owner=BOB)).deduplicated
+    found = await search(store, "API")
+    ours = [m for m in found.memories if m.id == original.id]
+    assert ours[0].confidence == 0.9 and ours[0].access_count >= 1
+    assert len(found.memories) == 2  # alice's fact and pattern, not a third copy
+    feed = await store.changes_since(0)
+    assert [c.kind for c in feed.changes if c.memory_id == original.id] == ["stored", "updated"]
