@@ -9,6 +9,7 @@ event loop, and filled in for memories stored before dense search was on.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,8 @@ BM25_CANDIDATES = 200
 """How many BM25 matches enter the fusion (dense similarity covers every memory)."""
 
 
+CACHED_OWNERS = 64
+"""Owners whose vector matrix stays in memory between searches (least recent dropped)."""
 MIN_SIMILARITY = 0.25
 """Cosine a memory needs to be returned on meaning alone (unrelated text scores near 0)."""
 
@@ -39,7 +42,9 @@ class Ranking:
 
     def __init__(self, embedder: Embedder | None) -> None:
         self.embedder = embedder
-        self._indexes: dict[str, DenseIndex] = {}
+        self._indexes: OrderedDict[str, DenseIndex] = OrderedDict()
+        self._writes: dict[str, int] = {}
+        """Writes per owner: an index built while one happened is not kept."""
 
     @property
     def kind(self) -> str:
@@ -48,6 +53,7 @@ class Ranking:
     def forget(self, owner: str) -> None:
         """The owner's memories changed: rebuild their matrix on the next search."""
         self._indexes.pop(owner, None)
+        self._writes[owner] = self._writes.get(owner, 0) + 1
 
     async def vector(self, content: str, context: str | None) -> bytes | None:
         """The stored form of a memory's vector (None without an embedder)."""
@@ -91,7 +97,10 @@ class Ranking:
 
     async def _index(self, tx: Transactions, owner: str) -> DenseIndex:
         index = self._indexes.get(owner)
-        if index is None:
+        if index is not None:
+            self._indexes.move_to_end(owner)
+        else:
+            writes = self._writes.get(owner, 0)
             await self._fill_missing(tx, owner)
             from .dense import DenseIndex
 
@@ -105,7 +114,10 @@ class Ranking:
             index = DenseIndex.from_rows(
                 [(int(r[0]), bytes(r[1])) for r in rows], self.embedder.dimensions
             )
-            self._indexes[owner] = index
+            if self._writes.get(owner, 0) == writes:
+                self._indexes[owner] = index
+                while len(self._indexes) > CACHED_OWNERS:
+                    self._indexes.popitem(last=False)
         return index
 
     async def _fill_missing(self, tx: Transactions, owner: str) -> None:
