@@ -18,7 +18,7 @@ from . import protocol
 from .agents.base_memory import BaseMemoryAgent
 from .agents.beads_sync import BeadsSyncAgent
 from .agents.interaction_memory import InteractionMemoryAgent
-from .beads.engine import EngineName, open_engine
+from .beads.engine import BeadsError, EngineName, open_engine
 from .beads.git import GitCommitter
 from .context_dir import ContextDirectory
 from .embeddings import load_embedder
@@ -166,11 +166,14 @@ class MemoryRuntime:
             return InteractionMemoryAgent(jid, password, notes, context, limits, port=port)
         if service == protocol.BEADS_SYNC_NODE:
             return self._beads_sync_agent(password)
-        raise ValueError(f"unknown memory service {service!r}; known: {', '.join(SERVICES)}")
+        raise RuntimeError(f"unknown memory service {service!r}; known: {', '.join(SERVICES)}")
 
     def _beads_sync_agent(self, password: str) -> Agent:
         config = self.config
-        engine = open_engine(config.beads_dir, config.beads_engine, config.beads_prefix)
+        try:
+            engine = open_engine(config.beads_dir, config.beads_engine, config.beads_prefix)
+        except BeadsError as error:
+            raise RuntimeError(f"cannot start the beads sync agent: {error}") from None
         session = config.session or new_session_id()
         issues = config.beads_dir / ".beads" / "issues.jsonl"
         git = GitCommitter(config.beads_dir, [issues]) if config.beads_git_commit else None

@@ -141,3 +141,16 @@ def test_demo_recalls_after_the_llm_agent_restarts(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "base-memory.db") as db:
         (count,) = db.execute("SELECT count(*) FROM memories").fetchone()
     assert count == 1
+
+
+def test_run_refuses_what_it_cannot_start_in_a_sentence(tmp_path: Path) -> None:
+    common = ["run", "--data-dir", str(tmp_path), "--port", str(free_port())]
+    result = spade_memory(
+        *common, "--s2s-port", str(free_port()), "--services", "beads-sync", "--beads-engine", "bd",
+        env={"PATH": str(tmp_path)},
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "cannot start the beads sync agent: the bd command is not on PATH" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = spade_memory(*common, "--s2s-port", str(free_port()), "--services", "nonsense")
+    assert result.returncode == 1 and "unknown memory service 'nonsense'" in result.stderr
