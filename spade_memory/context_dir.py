@@ -14,10 +14,8 @@ at search time, so hand edits are picked up and a malformed file is skipped.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import sqlite3
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any, Literal
 
 import yaml
 
+from .files import write_atomically
 from .stores.fts import match_expression
 
 ContextType = Literal["conversation", "preferences", "knowledge"]
@@ -84,7 +83,7 @@ class ContextDirectory:
         path = self._file(owner, "preferences", f"{safe_name(user)}.yaml")
         merged = {**self.preferences(owner, user), **values}
         document = {"user": user, "preferences": merged}
-        _write_atomically(path, yaml.safe_dump(document, allow_unicode=True, sort_keys=False))
+        write_atomically(path, yaml.safe_dump(document, allow_unicode=True, sort_keys=False))
         return merged
 
     def preferences(self, owner: str, user: str) -> dict[str, Any]:
@@ -133,7 +132,7 @@ class ContextDirectory:
     ) -> ContextFile:  # fmt: skip
         path = self._file(owner, kind, name)
         text = f"---\n{yaml.safe_dump(front, allow_unicode=True, sort_keys=False)}---\n{body}\n"
-        _write_atomically(path, text)
+        write_atomically(path, text)
         return ContextFile(kind, str(path.relative_to(self.owner_dir(owner))), title, body)
 
     def _file(self, owner: str, kind: ContextType, name: str) -> Path:
@@ -180,21 +179,6 @@ def _load_yaml(path: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None
     return document if isinstance(document, dict) else None
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """temp file → fsync → rename: a reader sees the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def _iso(epoch: float) -> str:

@@ -88,11 +88,11 @@ def _reply(request: Message, performative: str, body: str) -> Message:
     )
 
 
-def change_notice(to: str, last_seq: int | None = None) -> Message:
+def change_notice(to: str) -> Message:
     """Tells the mirror that changes were committed; it fetches them with ``changes_since``."""
     return Message(
         to=to,
-        body="{}" if last_seq is None else f'{{"last_seq": {last_seq}}}',
+        body="{}",
         metadata={"performative": "inform", "ontology": EVENTS_ONTOLOGY, "language": LANGUAGE},
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ def bd_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     bd = bin_dir / "bd"
     bd.write_text(f"#!{sys.executable}\n" + STANDIN.read_text())
     bd.chmod(bd.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     log = tmp_path / "bd-calls.jsonl"
     monkeypatch.setenv("BD_STANDIN_LOG", str(log))
     (tmp_path / "project" / ".beads").mkdir(parents=True)

@@ -161,3 +161,17 @@ async def test_the_same_memory_twice_is_reinforced_not_added(either: LongTermSto
     assert len(found.memories) == 2  # alice's fact and pattern, not a third copy
     feed = await store.changes_since(0)
     assert [c.kind for c in feed.changes if c.memory_id == original.id] == ["stored", "updated"]
+
+
+async def test_a_memory_stored_after_a_search_is_found_by_meaning(hybrid: LongTermStore) -> None:
+    for text in PETS[1:]:
+        await put(hybrid, text)
+    assert (await search(hybrid, QUESTION)).memories == []  # the owner's matrix is built
+    dog = await put(hybrid, PETS[0])
+    assert [m.id for m in (await search(hybrid, QUESTION)).memories] == [dog.id]
+
+
+async def test_equal_scores_put_the_newer_memory_first(bm25: LongTermStore) -> None:
+    older = await put(bm25, "alpha beta", "fact")
+    newer = await put(bm25, "alpha beta", "pattern")  # the same text: the same BM25 score
+    assert [m.id for m in (await search(bm25, "alpha")).memories] == [newer.id, older.id]

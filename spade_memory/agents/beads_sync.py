@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -40,6 +39,7 @@ from ..beads_ops import (
 )
 from ..client import MemoryClient
 from ..errors import InternalServerError, MemoryServiceError
+from ..files import write_atomically
 from ..limits import Limits
 from ..ops import ChangesSince
 from ..records import ChangeList, Record
@@ -117,13 +117,7 @@ class SyncCursor:
             return 0
 
     def save(self, cursor: int) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        with open(temporary, "w") as file:
-            json.dump({"cursor": cursor}, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, self.path)
+        write_atomically(self.path, json.dumps({"cursor": cursor}))
 
 
 class MirrorBaseMemory(CyclicBehaviour):  # type: ignore[misc]

@@ -10,11 +10,12 @@ atomically: temp file, fsync, rename, fsync of the directory.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..files import write_atomically
 
 KEY_ORDER = (
     "id",
@@ -100,20 +101,7 @@ def read_lines(path: Path) -> list[Line]:
 
 def write_lines(path: Path, lines: list[Line]) -> None:
     """Replace ``path`` atomically with ``lines``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    with open(temporary, "w", encoding="utf-8", newline="\n") as file:
-        for line in lines:
-            file.write(line.render())
-            file.write("\n")
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    write_atomically(path, "".join(line.render() + "\n" for line in lines))
     for line in lines:
         if line.changed and line.issue is not None:
             line.text, line.changed = line.render(), False

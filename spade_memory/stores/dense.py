@@ -35,6 +35,17 @@ class DenseIndex:
         vectors = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32)
         return cls(seqs, vectors.reshape(len(rows), dimensions))
 
+    def changed(self, moved: Mapping[int, bytes | None]) -> DenseIndex:
+        """This index with the given memories' vectors replaced, added or (None) removed."""
+        keep = ~np.isin(self.seqs, np.fromiter(moved, dtype=np.int64, count=len(moved)))
+        added = DenseIndex.from_rows(
+            [(seq, blob) for seq, blob in moved.items() if blob is not None], self.vectors.shape[1]
+        )
+        return DenseIndex(
+            np.concatenate([self.seqs[keep], added.seqs]),
+            np.concatenate([self.vectors[keep], added.vectors]),
+        )
+
     def similarities(self, query: npt.NDArray[np.float32]) -> dict[int, float]:
         """Cosine similarity of every memory to the (unit) query vector."""
         scores = self.vectors @ query.reshape(-1)

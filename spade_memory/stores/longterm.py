@@ -49,7 +49,7 @@ from . import requests
 from .access import AccessLog
 from .connection import Synchronous, Transactions, open_migrated
 from .longterm_schema import MIGRATIONS, content_key
-from .ranking import Ranking
+from .ranking import Moved, Ranking
 
 if TYPE_CHECKING:
     from ..embeddings import Embedder
@@ -172,22 +172,36 @@ class LongTermStore:
         vector = None
         if isinstance(op, StoreMemory):  # embedded before taking the lock, off the event loop
             vector = await self.ranking.vector(op.content, op.context)
+        moved: Moved = {}
         async with self._tx.write() as db:
-            if request_id is not None and (earlier := await _earlier(db, owner, request_id)):
-                return earlier
-            result: Result
             if isinstance(op, StoreMemory):
-                result = await self._store(db, owner, op, vector)
-            elif isinstance(op, UpdateMemory):
-                result = await self._update(db, owner, op)
-                await _record_change(db, "updated", op.id, owner)
+                result = await self._store(db, owner, op, request_id, vector, moved)
             else:
-                assert isinstance(op, DeleteMemory)
-                result = await self._delete(db, owner, op)
-                await _record_change(db, "deleted", op.id, owner)
-            if request_id is not None:
-                await self._requests.claim(db, owner, request_id, result.model_dump_json())
-        self.ranking.forget(owner)
+                result = await self._change(db, owner, op, request_id, moved)
+        self.ranking.moved(owner, moved)  # committed: the cached vectors follow
+        return result
+
+    async def _change(
+        self,
+        db: aiosqlite.Connection,
+        owner: str,
+        op: BaseMemoryOp,
+        request_id: str | None,
+        moved: Moved,
+    ) -> Result:
+        """An update or delete, applied once per request id."""
+        if request_id is not None and (earlier := await _earlier(db, owner, request_id)):
+            return earlier
+        result: Result
+        if isinstance(op, UpdateMemory):
+            result = await self._update(db, owner, op, moved)
+            await _record_change(db, "updated", op.id, owner)
+        else:
+            assert isinstance(op, DeleteMemory)
+            result = await self._delete(db, owner, op, moved)
+            await _record_change(db, "deleted", op.id, owner)
+        if request_id is not None:
+            await self._requests.claim(db, owner, request_id, result.model_dump_json())
         return result
 
     async def changes_since(self, after: int, limit: int = 500) -> ChangeList:
@@ -218,44 +232,63 @@ class LongTermStore:
         return ChangeList(changes=changes, last_seq=last_seq)
 
     async def _store(
-        self, db: aiosqlite.Connection, owner: str, op: StoreMemory, vector: bytes | None
-    ) -> Stored:
+        self,
+        db: aiosqlite.Connection,
+        owner: str,
+        op: StoreMemory,
+        request_id: str | None,
+        vector: bytes | None,
+        moved: Moved,
+    ) -> Result:
         """A new memory, or the owner's same memory (same category and content) reinforced."""
         key, now = content_key(op.content), time.time()
         same = await db.execute_fetchall(
             "SELECT id FROM memories WHERE owner = ? AND category = ? AND content_key = ? LIMIT 1",
             (owner, op.category, key),
         )
+        memory_id = str(next(iter(same))[0]) if same else str(uuid.uuid4())
+        stored = Stored(id=memory_id, deduplicated=bool(same))
+        # the result is known before any change: claim the request id with it
+        if request_id is not None and not await self._requests.claim(
+            db, owner, request_id, stored.model_dump_json()
+        ):
+            earlier = await _earlier(db, owner, request_id)
+            assert earlier is not None  # the claim just collided with it
+            return earlier
         if same:
-            memory_id = str(next(iter(same))[0])
             await db.execute(
                 "UPDATE memories SET confidence = MAX(confidence, ?),"
                 " access_count = access_count + 1, last_accessed = ? WHERE id = ?",
                 (op.confidence, now, memory_id),
             )
             await _record_change(db, "updated", memory_id, owner)
-            return Stored(id=memory_id, deduplicated=True)
-        memory_id = str(uuid.uuid4())
+            return stored
         cursor = await db.execute(
             "INSERT INTO memories (id, owner, category, content, context, confidence,"
             " created_at, last_accessed, access_count, content_key)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
             (memory_id, owner, op.category, op.content, op.context, op.confidence, now, now, key),
         )
-        await self._keep_vector(db, cursor.lastrowid, vector)
+        assert cursor.lastrowid is not None
+        await self._keep_vector(db, cursor.lastrowid, vector, moved)
         await _record_change(db, "stored", memory_id, owner)
-        return Stored(id=memory_id)
+        return stored
 
     async def _keep_vector(
-        self, db: aiosqlite.Connection, seq: int | None, vector: bytes | None
+        self, db: aiosqlite.Connection, seq: int, vector: bytes | None, moved: Moved
     ) -> None:
-        if vector is not None and seq is not None and self.ranking.embedder is not None:
+        """Store (or, with None, drop) a memory's vector, and note it in ``moved``."""
+        await db.execute("DELETE FROM embeddings WHERE seq = ?", (seq,))
+        if vector is not None and self.ranking.embedder is not None:
             await db.execute(
-                "INSERT OR REPLACE INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
+                "INSERT INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
                 (seq, self.ranking.embedder.name, vector),
             )
+        moved[seq] = vector
 
-    async def _update(self, db: aiosqlite.Connection, owner: str, op: UpdateMemory) -> Memory:
+    async def _update(
+        self, db: aiosqlite.Connection, owner: str, op: UpdateMemory, moved: Moved
+    ) -> Memory:
         changes = op.changes()
         if op.content is not None:
             changes["content_key"] = content_key(op.content)
@@ -269,16 +302,19 @@ class LongTermStore:
         (row,) = await _select(db, "WHERE m.id = ? AND m.owner = ?", (op.id, owner))
         memory = row.memory()
         if op.content is not None or op.context is not None:  # its vector follows its text
-            await db.execute("DELETE FROM embeddings WHERE seq = ?", (row.seq,))
-            await self._keep_vector(
-                db, row.seq, await self.ranking.vector(memory.content, memory.context)
-            )
+            vector = await self.ranking.vector(memory.content, memory.context)
+            await self._keep_vector(db, row.seq, vector, moved)
         return memory
 
-    async def _delete(self, db: aiosqlite.Connection, owner: str, op: DeleteMemory) -> Deleted:
-        cursor = await db.execute("DELETE FROM memories WHERE id = ? AND owner = ?", (op.id, owner))
-        if cursor.rowcount == 0:
+    async def _delete(
+        self, db: aiosqlite.Connection, owner: str, op: DeleteMemory, moved: Moved
+    ) -> Deleted:
+        gone = await db.execute_fetchall(
+            "DELETE FROM memories WHERE id = ? AND owner = ? RETURNING seq", (op.id, owner)
+        )
+        if not gone:
             raise ItemNotFound(f"no memory {op.id!r}")
+        moved[int(next(iter(gone))[0])] = None  # its vector went with it (ON DELETE CASCADE)
         return Deleted(id=op.id)
 
     async def _list(

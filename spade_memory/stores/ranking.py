@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from ..embeddings import Embedder
     from .dense import DenseIndex
 
+Moved = dict[int, bytes | None]
+"""Memory seq → its new stored vector, or None when it has none any more."""
+
 BM25_CANDIDATES = 200
 """How many BM25 matches enter the fusion (dense similarity covers every memory)."""
 
@@ -50,10 +53,14 @@ class Ranking:
     def kind(self) -> str:
         return "bm25" if self.embedder is None else "hybrid"
 
-    def forget(self, owner: str) -> None:
-        """The owner's memories changed: rebuild their matrix on the next search."""
-        self._indexes.pop(owner, None)
+    def moved(self, owner: str, moved: Moved) -> None:
+        """Committed vector changes of the owner's memories reach the cached matrix."""
+        if not moved:
+            return
         self._writes[owner] = self._writes.get(owner, 0) + 1
+        index = self._indexes.get(owner)
+        if index is not None:
+            self._indexes[owner] = index.changed(moved)
 
     async def vector(self, content: str, context: str | None) -> bytes | None:
         """The stored form of a memory's vector (None without an embedder)."""
