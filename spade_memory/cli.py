@@ -68,8 +68,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="JID of the interaction memory agent (default: interaction-memory@DOMAIN)",
     )
-    run.add_argument("--max-content-chars", type=int, default=Limits.max_content_chars)
-    run.add_argument("--max-results", type=int, default=Limits.max_results)
+    limits = run.add_argument_group("limits (exceeding one is answered resource-constraint)")
+    limits.add_argument(
+        "--max-content-chars", type=int, default=Limits.max_content_chars,
+        help="longest content, context or query (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-results", type=int, default=Limits.max_results,
+        help="largest limit a query may ask for (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-batch-ops", type=int, default=Limits.max_batch_ops,
+        help="most ops in one batch request (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-in-flight", type=int, default=Limits.max_in_flight,
+        help="most requests of one sender served at once (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-body-bytes", type=int, default=Limits.max_body_bytes,
+        help="largest request body in bytes (default: %(default)s)",
+    )  # fmt: skip
     run.add_argument(
         "--context-dir",
         type=Path,
@@ -172,7 +191,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         base_jid=args.base_jid,
         interaction_jid=args.interaction_jid,
         context_directory=args.context_dir,
-        limits=Limits(max_content_chars=args.max_content_chars, max_results=args.max_results),
+        limits=Limits(
+            max_content_chars=args.max_content_chars,
+            max_results=args.max_results,
+            max_batch_ops=args.max_batch_ops,
+            max_in_flight=args.max_in_flight,
+            max_body_bytes=args.max_body_bytes,
+        ),
         synchronous="FULL" if args.durable else "NORMAL",
         connect_timeout=args.connect_timeout,
         beads_project=args.beads_project,

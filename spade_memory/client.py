@@ -23,7 +23,9 @@ from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from . import protocol
+from .batch import Batch, BatchResults
 from .beads_client import BeadsClient
+from .beads_ops import BEADS_SYNC_RESULTS
 from .context_dir import ContextType
 from .context_ops import (
     ContextEntries,
@@ -35,8 +37,15 @@ from .context_ops import (
     SavePreferences,
     SearchContext,
 )
-from .errors import InternalServerError, ItemNotFound, MemoryTimeout, error_for
+from .errors import (
+    InternalServerError,
+    ItemNotFound,
+    MemoryServiceError,
+    MemoryTimeout,
+    error_for,
+)
 from .interaction_ops import (
+    INTERACTION_RESULTS,
     AddInformation,
     ClearConversation,
     Cleared,
@@ -51,6 +60,7 @@ from .interaction_ops import (
     InteractionsFile,
     Notes,
 )
+from .limits import Limits
 from .ops import (
     DeleteMemory,
     GetMemory,
@@ -63,6 +73,7 @@ from .ops import (
     UpdateMemory,
     describe,
 )
+from .reconnect import keep_connected
 from .records import Category, Deleted, Failure, Memory, MemoryList, MemoryStats, Record, Stored
 from .session_memory import SessionMemory
 
@@ -79,6 +90,7 @@ class Memories(list[Memory]):
 
 @dataclass
 class _Pending:
+    request: Message
     replier: str
     """Bare JID the reply must come from."""
     answer: asyncio.Future[Message]
@@ -95,6 +107,16 @@ class ReplyRouter(CyclicBehaviour):  # type: ignore[misc]
         super().__init__()
         self.pending: dict[str, _Pending] = {}
 
+    async def on_start(self) -> None:
+        keep_connected(self.agent, self, self.resend_pending)
+
+    async def resend_pending(self) -> None:
+        """After a reconnection, send every unanswered request again (same request id):
+        what was sent while the connection was down is lost."""
+        for waiting in list(self.pending.values()):
+            if not waiting.answer.done():
+                await self.send(_from_this_connection(self.agent, waiting.request))
+
     async def run(self) -> None:
         reply = await self.receive(timeout=1.0)
         if reply is None or reply.thread is None:
@@ -104,6 +126,17 @@ class ReplyRouter(CyclicBehaviour):  # type: ignore[misc]
             return
         if protocol.bare(reply.sender) == waiting.replier:
             waiting.answer.set_result(reply)
+
+
+def _from_this_connection(agent: Agent, request: Message) -> Message:
+    """``request`` sent from the agent's current full JID, so the reply comes back to
+    this connection: SPADE would send from the bare JID, and SPADE's embedded server
+    then routes the reply to a previous, closed connection of the same agent.
+    A ``sender`` naming another JID is left as it is (tests forge it on purpose)."""
+    ours = request.empty_sender() or protocol.bare(request.sender) == protocol.bare(agent.jid)
+    if ours and agent.client is not None:
+        request.sender = str(agent.client.boundjid.full)
+    return request
 
 
 class MemoryClient:
@@ -117,6 +150,8 @@ class MemoryClient:
         interaction_memory_jid: str | None = None,
         beads_sync_jid: str | None = None,
         timeout: float = 5.0,
+        attempts: int = 2,
+        max_in_flight: int = Limits.max_in_flight,
         degraded: bool = False,
     ) -> None:
         self.agent = agent
@@ -128,17 +163,24 @@ class MemoryClient:
         self.beads = BeadsClient(self, beads_sync_jid or f"{protocol.BEADS_SYNC_NODE}@{domain}")
         """The beads sync agent's ops (memories kept as beads issues)."""
         self.timeout = timeout
+        self.attempts = attempts
+        """Times a request is sent (same request id) before it times out."""
         self.degraded = degraded
+        self._in_flight = asyncio.Semaphore(max_in_flight)
+        """Calls beyond the memory agents' per-sender limit wait here instead of being refused."""
         self._router = ReplyRouter()
         agent.add_behaviour(self._router, protocol.reply_template())
 
     async def request(self, to: str, op: Op, result_type: type[R]) -> R | None:
         """Send ``op`` to ``to``; its result, None if degraded and unanswered."""
-        reply = await self.round_trip(protocol.request_message(to, op, uuid.uuid4().hex))
+        async with self._in_flight:
+            reply = await self.round_trip(protocol.request_message(to, op, uuid.uuid4().hex))
         if reply is None:
             if self.degraded:
                 return None
-            raise MemoryTimeout(f"no reply from {to} within {self.timeout}s (sent twice)")
+            raise MemoryTimeout(
+                f"no reply from {to} within {self.timeout}s (sent {self.attempts} times)"
+            )
         try:
             if reply.get_metadata("performative") == "inform":
                 return result_type.model_validate_json(reply.body)
@@ -150,19 +192,15 @@ class MemoryClient:
     async def round_trip(self, request: Message) -> Message | None:
         """Send a prepared request (its ``thread`` is the request id) and await the reply.
 
-        Sent at most twice, with the same request id; None if no reply came.
+        Sent at most ``attempts`` times, with the same request id, and once more
+        after each reconnection; None if no reply came.
         """
         request_id = str(request.thread)
-        if request.empty_sender() and self.agent.client is not None:
-            # From this connection's full JID, so the reply comes back to it: SPADE would
-            # send from the bare JID, and SPADE's embedded server then routes the reply
-            # to a previous, closed connection of the same agent (after a restart).
-            request.sender = str(self.agent.client.boundjid.full)
         answer: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        self._router.pending[request_id] = _Pending(protocol.bare(request.to), answer)
+        self._router.pending[request_id] = _Pending(request, protocol.bare(request.to), answer)
         try:
-            for _attempt in range(2):
-                await self._router.send(request)
+            for _attempt in range(self.attempts):
+                await self._router.send(_from_this_connection(self.agent, request))
                 try:
                     return await asyncio.wait_for(asyncio.shield(answer), self.timeout)
                 except asyncio.TimeoutError:
@@ -304,3 +342,28 @@ class MemoryClient:
         op = SearchContext(query=query, type=type, limit=limit)
         result = await self.request(self.interaction_memory_jid, op, ContextEntries)
         return [] if result is None else result.entries
+
+    # Several ops in one message.
+
+    async def batch(self, to: str, ops: Sequence[Op]) -> list[Record | MemoryServiceError]:
+        """Send ``ops`` to the memory agent ``to`` in one message; a result or the typed
+        error of each, in order. Fewer messages, far more ops per second."""
+        results = {
+            self.base_memory_jid: protocol.BASE_MEMORY_RESULTS,
+            self.interaction_memory_jid: INTERACTION_RESULTS,
+            self.beads.jid: BEADS_SYNC_RESULTS,
+        }.get(to, {})
+        batch = Batch(ops=[op.model_dump(mode="json", exclude_none=True) for op in ops])
+        reply = await self.request(to, batch, BatchResults)
+        if reply is None:
+            return [MemoryTimeout(f"no reply from {to} (degraded)") for _ in ops]
+        outcomes: list[Record | MemoryServiceError] = []
+        for op, item in zip(ops, reply.results, strict=True):
+            if not item.ok:
+                outcomes.append(error_for(item.condition or "", item.text or ""))
+                continue
+            model = results.get(str(getattr(op, "op", "")))
+            if model is None:
+                raise InternalServerError(f"no result model for {op!r}")
+            outcomes.append(model.model_validate(item.result))
+        return outcomes

@@ -15,3 +15,7 @@ class Limits:
     """Largest ``limit`` a request may ask for."""
     max_body_bytes: int = 262_144
     """Largest request body, in bytes of UTF-8, checked before parsing."""
+    max_batch_ops: int = 100
+    """Most ops one ``batch`` request may carry."""
+    max_in_flight: int = 32
+    """Most requests of one sender served at the same time; more are refused at once."""

@@ -10,7 +10,7 @@ body claiming someone else can be refused explicitly.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -24,6 +24,8 @@ from pydantic import (
 
 from .errors import BadRequest
 from .records import Category
+
+T = TypeVar("T")
 
 MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
 Limit = Annotated[int, Field(ge=1)]
@@ -165,7 +167,7 @@ WRITE_OPS: tuple[type[Op], ...] = (StoreMemory, UpdateMemory, DeleteMemory)
 base_memory_ops: TypeAdapter[BaseMemoryOp] = TypeAdapter(BaseMemoryOp)
 
 
-def parse_op(adapter: TypeAdapter[Op], body: str) -> Op:
+def parse_op(adapter: TypeAdapter[T], body: str) -> T:
     """Parse a JSON request body, turning any problem into a readable BadRequest."""
     try:
         return adapter.validate_json(body)

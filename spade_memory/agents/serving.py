@@ -7,20 +7,30 @@ authorises it against the sender's bare JID, lets the service handle it and
 replies. Any error becomes a typed ``failure``/``refuse`` reply and the agent
 keeps serving; an unexpected exception becomes ``internal-server-error``
 without leaking internals.
+
+Requests are served concurrently (the stores keep each write transaction
+whole), at most ``Limits.max_in_flight`` per sender: more are answered
+``resource-constraint`` at once, so one flooding peer cannot queue up work
+for everyone. A request repeated while its first copy is still being served
+is not served twice: both copies get the first copy's answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import Counter
 from typing import Any, Protocol
 
 from pydantic import TypeAdapter
+from pydantic_core import to_json
 from slixmpp.jid import InvalidJID
 from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from .. import protocol
+from ..batch import Batch, BatchItem, BatchResults, batch_op, is_batch, item_request_id
 from ..errors import (
     InternalServerError,
     MemoryServiceError,
@@ -29,6 +39,7 @@ from ..errors import (
 )
 from ..limits import Limits
 from ..ops import Op, parse_op
+from ..reconnect import keep_connected
 from ..records import Record
 
 logger = logging.getLogger("spade_memory.agent")
@@ -45,38 +56,110 @@ class MemoryService(Protocol):
 
 
 class ServeRequests(CyclicBehaviour):  # type: ignore[misc]
-    """Answers every memory request addressed to the agent, one at a time."""
+    """Answers every memory request addressed to the agent."""
 
     def __init__(self, service: MemoryService) -> None:
         super().__init__()
         self.service = service
+        self.in_flight: Counter[str] = Counter()
+        """Requests being served, per sender's bare JID."""
+        self._serving: dict[tuple[str, str], list[Message]] = {}
+        """Requests being served by (sender, request id), with their repeats."""
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def on_start(self) -> None:
+        # pyjabber (SPADE's embedded server) stops routing bare-JID messages to a
+        # new session until it announces presence again.
+        keep_connected(self.agent, self, self.agent.presence.set_available)
 
     async def run(self) -> None:
         request = await self.receive(timeout=1.0)
-        if request is not None:
-            await self.send(await self.answer(request))
+        if request is None:
+            return
+        sender = protocol.bare(request.sender)
+        key = (sender, str(request.thread))
+        if request.thread is not None and key in self._serving:
+            self._serving[key].append(request)
+            return
+        limit = self.service.limits.max_in_flight
+        if self.in_flight[sender] >= limit:
+            busy = ResourceConstraint(f"more than {limit} requests in flight from {sender}")
+            await self.send(protocol.failure(request, busy))
+            return
+        self.in_flight[sender] += 1
+        if request.thread is not None:
+            self._serving[key] = [request]
+        task = asyncio.create_task(self._serve_and_reply(request, sender, key))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
-    async def answer(self, request: Message) -> Message:
+    async def _serve_and_reply(self, request: Message, sender: str, key: tuple[str, str]) -> None:
         try:
-            result = await self._serve(request)
+            outcome = await self.outcome(request)
+            for copy in self._serving.pop(key, [request]):
+                await self.send(reply_to(copy, outcome))
+        finally:
+            self.in_flight[sender] -= 1
+            if self.in_flight[sender] <= 0:
+                del self.in_flight[sender]
+
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Let the requests being served finish (before the stores close)."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
+
+    async def outcome(self, request: Message) -> Record | MemoryServiceError:
+        """The request's result, or the typed error to answer it with."""
+        try:
+            return await self._serve(request)
         except MemoryServiceError as error:
-            return protocol.failure(request, error)
+            return error
         except Exception:
             logger.exception("%s failed on a request from %s", self.service.name, request.sender)
-            return protocol.failure(request, InternalServerError("the memory agent failed"))
-        return protocol.inform(request, result)
+            return InternalServerError("the memory agent failed")
 
     async def _serve(self, request: Message) -> Record:
         body = request.body or ""
-        if len(body.encode("utf-8", "surrogatepass")) > self.service.limits.max_body_bytes:
-            raise ResourceConstraint(
-                f"request body over {self.service.limits.max_body_bytes} bytes"
-            )
-        op = parse_op(self.service.ops, body)
+        limits = self.service.limits
+        if len(body.encode("utf-8", "surrogatepass")) > limits.max_body_bytes:
+            raise ResourceConstraint(f"request body over {limits.max_body_bytes} bytes")
         owner = protocol.bare(request.sender)
+        if is_batch(body):
+            batch: Batch = parse_op(batch_op, body)
+            authorize(owner, batch)
+            if len(batch.ops) > limits.max_batch_ops:
+                raise ResourceConstraint(f"a batch is over {limits.max_batch_ops} ops")
+            return BatchResults(
+                results=[
+                    await self._batch_item(owner, to_json(op).decode(), item_request_id(
+                        request.thread, index))
+                    for index, op in enumerate(batch.ops)
+                ]
+            )  # fmt: skip
+        return await self._serve_op(owner, body, request.thread)
+
+    async def _serve_op(self, owner: str, body: str, request_id: str | None) -> Record:
+        op = parse_op(self.service.ops, body)
         authorize(owner, op)
         check_limits(op, self.service.limits)
-        return await self.service.handle(owner, op, request.thread)
+        return await self.service.handle(owner, op, request_id)
+
+    async def _batch_item(self, owner: str, body: str, request_id: str | None) -> BatchItem:
+        try:
+            result = await self._serve_op(owner, body, request_id)
+        except MemoryServiceError as error:
+            return BatchItem(ok=False, condition=error.condition.value, text=error.text)
+        except Exception:
+            logger.exception("%s failed on a batched op from %s", self.service.name, owner)
+            failed = InternalServerError("the memory agent failed")
+            return BatchItem(ok=False, condition=failed.condition.value, text=failed.text)
+        return BatchItem(ok=True, result=result.model_dump(mode="json"))
+
+
+def reply_to(request: Message, outcome: Record | MemoryServiceError) -> Message:
+    if isinstance(outcome, MemoryServiceError):
+        return protocol.failure(request, outcome)
+    return protocol.inform(request, outcome)
 
 
 def authorize(owner: str, op: Op) -> None:
@@ -113,4 +196,12 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         # pyjabber (SPADE's embedded server) stops routing bare-JID messages to a
         # re-started session until it announces presence again.
         self.presence.set_available()
-        self.add_behaviour(ServeRequests(self.service), protocol.request_template())
+        self.serving = ServeRequests(self.service)
+        self.add_behaviour(self.serving, protocol.request_template())
+
+    async def stop(self) -> None:
+        """Stop, letting the requests being served finish first."""
+        serving: ServeRequests | None = getattr(self, "serving", None)
+        await super().stop()
+        if serving is not None:
+            await serving.drain()

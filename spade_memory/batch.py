@@ -1,0 +1,62 @@
+"""Several ops in one message: where a memory agent's throughput lives.
+
+Each XMPP message costs about a millisecond of slixmpp CPU on both ends
+(RUNTIME.md), so ``{"op": "batch", "ops": [...]}`` carries up to
+``Limits.max_batch_ops`` ops of one service in one request. They are
+applied in order, each on its own (one bad op fails alone with its typed
+condition), and each write is applied once per ``<request id>#<index>``, so
+a retried batch repeats nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, TypeAdapter
+from pydantic_core import from_json
+
+from .ops import Op
+from .records import Record
+
+
+class Batch(Op):
+    """A request carrying several ops for the same memory agent."""
+
+    op: Literal["batch"] = "batch"
+    ops: list[dict[str, Any]] = Field(
+        min_length=1, description="Requests as they would be sent alone, applied in order"
+    )
+
+
+class BatchItem(Record):
+    """The outcome of one op of a batch: its result, or its failure."""
+
+    ok: bool
+    result: dict[str, Any] | None = None
+    condition: str | None = None
+    text: str | None = None
+
+
+class BatchResults(Record):
+    """One item per op of the batch, in the same order."""
+
+    results: list[BatchItem]
+
+
+batch_op: TypeAdapter[Batch] = TypeAdapter(Batch)
+
+
+def is_batch(body: str) -> bool:
+    """Whether a request body is a batch (a cheap test before the full parse)."""
+    if '"batch"' not in body:
+        return False
+    try:
+        data = from_json(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("op") == "batch"
+
+
+def item_request_id(request_id: str | None, index: int) -> str | None:
+    """The request id of one op of a batch, so a retried batch applies nothing twice."""
+    return None if request_id is None else f"{request_id}#{index}"
