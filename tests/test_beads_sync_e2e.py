@@ -47,7 +47,7 @@ def service(tmp_path: Path) -> Iterator[MemoryServiceProcess]:
     process.stop()
 
 
-async def test_two_agents_one_session_linked_deleted_restarted_restored(
+async def test_two_agents_in_one_session_keep_their_own_linked_deleted_restored(
     service: MemoryServiceProcess, tmp_path: Path
 ) -> None:
     alice_jid, bob_jid = unique_jid("alice"), unique_jid("bob")
@@ -59,11 +59,15 @@ async def test_two_agents_one_session_linked_deleted_restarted_restored(
         )
         assert decision is not None and decision.session == "s-1"  # the current session
         draft = await alice.memory.beads.store_memory("First draft of the schema", "artifact")
-        finding = await bob.memory.beads.store_memory(
+        finding = await alice.memory.beads.store_memory(
             "WAL needs busy_timeout under load", "learning", metadata={"bench": "load-16"}
         )
-        assert draft is not None and finding is not None
-        assert await bob.memory.beads.link_memories(finding.id, decision.id, "blocks")
+        bobs_note = await bob.memory.beads.store_memory("Bob keeps his own notes", "context")
+        assert draft is not None and finding is not None and bobs_note is not None
+        assert bobs_note.session == "s-1"  # the same session as alice's
+        with pytest.raises(ItemNotFound):  # alice's decision is not bob's to link to
+            await bob.memory.beads.link_memories(bobs_note.id, decision.id, "blocks")
+        assert await alice.memory.beads.link_memories(finding.id, decision.id, "blocks")
         assert await alice.memory.beads.delete_memory(draft.id, "superseded")
         base_id = await alice.memory.store_memory("fact", "The team prefers tabs", "style talk")
         await eventually(
@@ -89,13 +93,13 @@ async def test_two_agents_one_session_linked_deleted_restarted_restored(
         assert [(link.memory_id, link.relationship) for link in by_id[finding.id].links] == [
             (decision.id, "blocks")
         ]
-        assert by_id[finding.id].agent == bob_jid and by_id[finding.id].metadata == {
+        assert by_id[finding.id].agent == alice_jid and by_id[finding.id].metadata == {
             "bench": "load-16"
         }
         assert by_id[decision.id].importance == 9 and by_id[decision.id].tags == ["storage"]
         assert by_id[draft.id].status == "closed"
         bobs = await alice.memory.beads.retrieve_memories(session="s-1", agent=bob_jid)
-        assert [m.id for m in bobs] == [finding.id]  # a shared session: readable
+        assert bobs == []  # the same session, but bob's memories stay his
         assert (
             await alice.memory.beads.retrieve_memories(session="s-1", memory_type="artifact") == []
         )

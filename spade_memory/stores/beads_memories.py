@@ -1,10 +1,11 @@
 """Memories kept as beads issues: what the beads sync agent does with its engine.
 
-Reading rule: an agent reads its own memories and every memory of a session
-it has written into (a session is shared by the agents that write to it).
-Changing, closing and linking a memory (as the child) is for its owner only;
-the parent of a link must be readable. Issues that are not memories (the
-project's own work) are only shown as ``ready_work``.
+Reading rule: an agent reads its own memories only, whatever session they
+are in; another agent's memory in the same session stays private (naming a
+session is no proof of being invited to it). A session's context lists the
+agents active in it, to its participants. Changing, closing and linking a
+memory (child and parent) is for its owner only. Issues that are not memories
+(the project's own work) are only shown as ``ready_work``.
 """
 
 from __future__ import annotations
@@ -91,19 +92,20 @@ class BeadsMemoryStore:
         return BeadsMemories(memories=[_memory(i) for i in found[: op.limit]], session=session)
 
     async def restore_session(self, owner: str, session: str) -> BeadsMemories:
-        issues = await self._session_issues(owner, session)
+        issues = _owned_by(owner, await self._session_issues(owner, session))
         return BeadsMemories(memories=[_memory(issue) for issue in issues], session=session)
 
     async def session_context(self, owner: str, session: str | None) -> SessionContext:
         session = session or self.session
-        issues = await self._session_issues(owner, session)
+        everyone = await self._session_issues(owner, session)
+        issues = _owned_by(owner, everyone)
         readable = await self._readable_ids(owner)
         ready = [
             issue
             for issue in await self.engine.ready(limit=200)
             if not m.is_memory(issue) or issue.id in readable
         ]
-        agents = sorted({a for i in issues if (a := m.label_value(i, m.AGENT_LABEL))})
+        agents = sorted({a for i in everyone if (a := m.label_value(i, m.AGENT_LABEL))})
         return SessionContext(
             session_id=session,
             memories=[_memory(issue) for issue in issues],
@@ -199,11 +201,7 @@ class BeadsMemoryStore:
         every_type = tuple(m.MEMORY_LABEL + memory_type for memory_type in m.MEMORY_TYPES)
         where = IssueFilter(labels_any=every_type, include_closed=True)
         memories = await self.engine.list_issues(where)
-        mine = [i for i in memories if m.label_value(i, m.AGENT_LABEL) == owner]
-        sessions = {s for i in mine if (s := m.label_value(i, m.SESSION_LABEL))}
-        return {i.id for i in mine} | {
-            i.id for i in memories if m.label_value(i, m.SESSION_LABEL) in sessions
-        }
+        return {i.id for i in _owned_by(owner, memories)}
 
     async def _session_issues(self, owner: str, session: str) -> list[Issue]:
         where = IssueFilter(labels=(m.SESSION_LABEL + session,), include_closed=True)
@@ -211,6 +209,10 @@ class BeadsMemoryStore:
         if not any(m.label_value(i, m.AGENT_LABEL) == owner for i in issues):
             return []  # not a participant: nothing to see
         return sorted(issues, key=_oldest_first)
+
+
+def _owned_by(owner: str, issues: list[Issue]) -> list[Issue]:
+    return [issue for issue in issues if m.label_value(issue, m.AGENT_LABEL) == owner]
 
 
 def _memory(issue: Issue) -> BeadsMemory:

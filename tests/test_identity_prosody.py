@@ -1,0 +1,223 @@
+"""Identity on a real server: the full matrix, every op of every memory agent.
+
+On Prosody (which authenticates clients and rewrites ``from`` to the sender's
+real JID), mallory tries every operation of the base memory, interaction
+memory and beads sync agents against alice's memories in three ways: with a
+forged ``from`` naming alice, with alice named as owner in the body, and
+both. Every attempt must come back to mallory, reveal none of alice's
+secrets, and claims of alice's identity are refused; alice's view of her own
+memories is the same afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from spade.message import Message
+
+from spade_memory import Clarification, EntityRef, Finding, Focus
+from spade_memory.beads_ops import BEADS_SYNC_RESULTS
+from spade_memory.interaction_ops import INTERACTION_RESULTS
+from spade_memory.lifecycle import stop_agent
+from spade_memory.protocol import BASE_MEMORY_RESULTS, LANGUAGE, ONTOLOGY
+from spade_memory.testing import MemoryServiceProcess
+
+from .harness import ClientAgent, start_client, unique_jid
+
+SECRETS = {
+    "memory": "alice's bank PIN is 4921",
+    "note": "alice told me her surgery is on Friday",
+    "focus": "alice-private-module",
+    "finding": "alice's unpatched CVE",
+    "preference": "alice-prefers-secret-value",
+    "knowledge": "alice's runbook: the root password lives in vault 7",
+    "bead": "alice's beads secret: merger with Initech",
+}
+CONVERSATION, SESSION, USER, BEADS_SESSION = "conv-alice", "ws-alice", "u-alice", "s-alice"
+
+
+class Alice:
+    """alice's memories in every agent, and her own view of them."""
+
+    def __init__(self, agent: ClientAgent) -> None:
+        self.agent = agent
+        self.memory_id = ""
+        self.bead_ids: list[str] = []
+
+    async def seed(self) -> None:
+        memory = self.agent.memory
+        self.memory_id = str(await memory.store_memory("fact", SECRETS["memory"], "private"))
+        await memory.add_information(CONVERSATION, SECRETS["note"])
+        session = memory.session(SESSION)
+        await session.create(user_id=USER)
+        await session.set_focus(Focus(type="module", id=SECRETS["focus"], name="x"))
+        await session.add_finding(Finding(type="security", title=SECRETS["finding"]))
+        await memory.save_preferences(USER, {"secret": SECRETS["preference"]})
+        await memory.save_knowledge("alice-runbook", SECRETS["knowledge"])
+        for text in (SECRETS["bead"], "alice's second bead"):
+            stored = await memory.beads.store_memory(text, "decision", session=BEADS_SESSION)
+            assert stored is not None
+            self.bead_ids.append(stored.id)
+
+    async def view(self) -> dict[str, Any]:
+        """Everything alice can see of her own memories (access statistics left out)."""
+        memory = self.agent.memory
+        recent = await memory.get_recent_memories(limit=50)
+        stats = await memory.get_memory_stats()
+        session = await memory.session(SESSION).get()
+        beads = await memory.beads.restore_session(BEADS_SESSION)
+        context = await memory.search_context("runbook root password")
+        return {
+            "memories": [(m.id, m.category, m.content, m.context, m.confidence) for m in recent],
+            "total": stats.total_memories if stats else None,
+            "notes": await memory.get_information(CONVERSATION),
+            "conversations": [c.conversation_id for c in await memory.get_all_conversations()],
+            "working": session.model_dump(mode="json", exclude={"last_updated"}),
+            "preferences": await memory.get_preferences(USER),
+            "knowledge": [(entry.path, entry.text) for entry in context],
+            "beads": [(b.id, b.content, b.status, b.session, b.agent) for b in beads],
+        }
+
+
+def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
+    """One request per op of each agent, aimed at alice's memories."""
+    memory_id, bead, other_bead = alice.memory_id, alice.bead_ids[0], alice.bead_ids[1]
+    focus = {"type": "module", "id": "mallory-was-here", "name": "m"}
+    return {
+        "base-memory": [
+            {"op": "store_memory", "category": "fact", "content": "planted by mallory"},
+            {"op": "get_memory", "id": memory_id},
+            {"op": "search_memories", "query": "bank PIN"},
+            {"op": "list_memories", "category": "fact"},
+            {"op": "recent_memories"},
+            {"op": "update_memory", "id": memory_id, "content": "overwritten by mallory"},
+            {"op": "delete_memory", "id": memory_id},
+            {"op": "memory_stats"},
+            {"op": "changes_since", "after": 0},
+        ],
+        "interaction-memory": [
+            {"op": "add_information", "conversation_id": CONVERSATION, "information": "planted"},
+            {"op": "get_information", "conversation_id": CONVERSATION},
+            {"op": "get_context_summary", "conversation_id": CONVERSATION},
+            {"op": "clear_conversation", "conversation_id": CONVERSATION},
+            {"op": "get_all_conversations"},
+            {"op": "export_conversation", "conversation_id": CONVERSATION},
+            {"op": "create_working_memory", "session_id": SESSION},
+            {"op": "get_working_memory", "session_id": SESSION},
+            {"op": "recent_entities", "session_id": SESSION},
+            {"op": "set_focus", "session_id": SESSION, "focus": focus},
+            {"op": "clear_focus", "session_id": SESSION},
+            {
+                "op": "add_entity",
+                "session_id": SESSION,
+                "entity": EntityRef(type="file", id="m.py", name="m").model_dump(mode="json"),
+            },
+            {
+                "op": "add_finding",
+                "session_id": SESSION,
+                "finding": Finding(type="x", title="planted").model_dump(mode="json"),
+            },
+            {
+                "op": "set_clarification",
+                "session_id": SESSION,
+                "clarification": Clarification(question="planted?").model_dump(mode="json"),
+            },
+            {"op": "clear_clarification", "session_id": SESSION},
+            {"op": "update_context", "session_id": SESSION, "values": {"k": "planted"}},
+            {
+                "op": "merge_working_memory",
+                "session_id": SESSION,
+                "update": {"session_id": SESSION, "user_id": USER, "current_focus": focus},
+            },
+            {"op": "end_conversation", "conversation_id": CONVERSATION, "clear": True},
+            {"op": "save_preferences", "user": USER, "preferences": {"secret": "planted"}},
+            {"op": "get_preferences", "user": USER},
+            {"op": "save_knowledge", "name": "alice-runbook", "content": "planted runbook"},
+            {"op": "search_context", "query": "runbook root password"},
+        ],
+        "beads-sync": [
+            {"op": "store_memory", "content": "planted bead", "session": BEADS_SESSION},
+            {"op": "retrieve_memories", "session": BEADS_SESSION, "agent": str(alice.agent.jid)},
+            {"op": "retrieve_memories", "all_sessions": True},
+            {"op": "restore_session", "session_id": BEADS_SESSION},
+            {"op": "get_session_context", "session_id": BEADS_SESSION},
+            {"op": "mark_memory_accessed", "memory_id": bead},
+            {"op": "link_memories", "child": bead, "parent": other_bead},
+            {"op": "delete_memory", "memory_id": bead},
+            {"op": "search_memories", "query": "merger Initech"},
+        ],
+    }
+
+
+@pytest.fixture
+async def alice_and_mallory(
+    prosody_memory_service: MemoryServiceProcess,
+) -> AsyncIterator[tuple[Alice, ClientAgent]]:
+    port = prosody_memory_service.port
+    alice = Alice(await start_client(unique_jid("alice"), port))
+    mallory = await start_client(unique_jid("mallory"), port)
+    try:
+        await alice.seed()
+        yield alice, mallory
+    finally:
+        await stop_agent(alice.agent)
+        await stop_agent(mallory)
+
+
+async def attempt(
+    mallory: ClientAgent, to: str, body: dict[str, Any], sender: str | None
+) -> Message:
+    request = Message(
+        to=to, body=json.dumps(body), thread=uuid.uuid4().hex,
+        metadata={"performative": "request", "ontology": ONTOLOGY, "language": LANGUAGE},
+    )  # fmt: skip
+    if sender is not None:
+        request.sender = sender  # forged: Prosody must replace it with mallory's JID
+    reply = await mallory.memory.round_trip(request)
+    assert reply is not None, f"no reply to mallory for {body['op']} (forged from: {sender})"
+    return reply
+
+
+def test_the_matrix_covers_every_op_of_every_agent() -> None:
+    class Stub:
+        memory_id, bead_ids = "m", ["b1", "b2"]
+        agent = type("A", (), {"jid": "alice@localhost"})()
+
+    covered = {svc: {body["op"] for body in bodies} for svc, bodies in attacks(Stub()).items()}  # type: ignore[arg-type]
+    assert covered == {
+        "base-memory": set(BASE_MEMORY_RESULTS),
+        "interaction-memory": set(INTERACTION_RESULTS),
+        "beads-sync": set(BEADS_SYNC_RESULTS),
+    }
+
+
+async def test_no_cross_owner_attempt_succeeds_on_prosody(
+    alice_and_mallory: tuple[Alice, ClientAgent],
+) -> None:
+    alice, mallory = alice_and_mallory
+    before = await alice.view()
+    assert SECRETS["memory"] in json.dumps(before) and SECRETS["bead"] in json.dumps(before)
+    alice_full = str(alice.agent.client.boundjid.full)
+    owner = str(alice.agent.jid.bare)
+    tried = refused = 0
+    for _round in range(2):  # reads again after mallory's own writes
+        for service, bodies in attacks(alice).items():
+            to = f"{service}@localhost"
+            for body in bodies:
+                for sender, claim in ((alice_full, False), (None, True), (alice_full, True)):
+                    sent = {**body, "owner": owner} if claim else body
+                    reply = await attempt(mallory, to, sent, sender)
+                    tried += 1
+                    leaked = [name for name, text in SECRETS.items() if text in (reply.body or "")]
+                    assert not leaked, f"{service} {body['op']} leaked {leaked}: {reply.body}"
+                    if claim:
+                        assert reply.get_metadata("performative") == "refuse", reply.body
+                        assert json.loads(reply.body)["condition"] == "not-authorized"
+                        refused += 1
+    assert tried == 2 * 3 * sum(len(b) for b in attacks(alice).values())
+    assert refused == tried * 2 // 3
+    assert await alice.view() == before
