@@ -23,6 +23,7 @@ class MemoryMixin:
         memory_jid: str | None = None,
         interaction_memory_jid: str | None = None,
         memory_timeout: float = 5.0,
+        memory_attempts: int = 2,
         memory_degraded: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -31,6 +32,7 @@ class MemoryMixin:
             "base_memory_jid": memory_jid,
             "interaction_memory_jid": interaction_memory_jid,
             "timeout": memory_timeout,
+            "attempts": memory_attempts,
             "degraded": memory_degraded,
         }
 

@@ -36,6 +36,8 @@ class ChildProcess:
         self.ready_line = ready_line
         self.env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200", **(env or {})}
         self.output: list[str] = []
+        self.output_at: list[float] = []
+        """When each output line arrived (``time.monotonic()``)."""
         self.process: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
 
@@ -64,6 +66,7 @@ class ChildProcess:
         """Read output all along, or a chatty child would block on a full pipe."""
         assert self.process is not None and self.process.stdout is not None
         for line in self.process.stdout:
+            self.output_at.append(time.monotonic())
             self.output.append(line)
             lines.put(line)
         lines.put(None)
