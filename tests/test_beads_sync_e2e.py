@@ -8,13 +8,16 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from spade.message import Message
 
 from spade_memory.errors import ItemNotFound, NotAuthorized
 from spade_memory.lifecycle import stop_agent
+from spade_memory.protocol import LANGUAGE, ONTOLOGY
 from spade_memory.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
@@ -199,3 +202,33 @@ async def test_into_a_given_project_committed_to_git(tmp_path: Path) -> None:
     finally:
         await stop_agent(alice)
         process.stop()
+
+
+async def test_a_store_retried_after_a_restart_of_the_agent_is_applied_once(
+    service: MemoryServiceProcess,
+) -> None:
+    """The request id is recorded in the issue itself, not only in the agent's memory."""
+    jid = unique_jid("retrier")
+    body = json.dumps({"op": "store_memory", "content": "Retried across a restart"})
+    request_id = uuid.uuid4().hex
+    replies = []
+    for restart in (False, True):
+        if restart:
+            service.stop()
+            service.start()
+        agent = await start_client(jid, service.port)
+        try:
+            request = Message(
+                to="beads-sync@localhost", body=body, thread=request_id,
+                metadata={"performative": "request", "ontology": ONTOLOGY, "language": LANGUAGE},
+            )  # fmt: skip
+            reply = await agent.memory.round_trip(request)
+            assert reply is not None
+            replies.append(json.loads(reply.body))
+        finally:
+            await stop_agent(agent)
+    assert replies[0] == replies[1] and replies[0]["session"] == "s-1"
+    stored = [
+        i for i in issues(service.data_dir) if i.get("description") == "Retried across a restart"
+    ]
+    assert [i["id"] for i in stored] == [replies[0]["id"]]

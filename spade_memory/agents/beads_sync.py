@@ -68,7 +68,7 @@ class BeadsSyncService:
         if request_id and isinstance(op, _WRITES) and key in self._answered:
             return self._answered[key]
         try:
-            result = await self._apply(owner, op)
+            result = await self._apply(owner, op, request_id)
         except BeadsError as error:
             logger.error("beads operation %s failed: %s", op.op, error)
             raise InternalServerError("the beads tracker could not be read or written") from None
@@ -80,10 +80,10 @@ class BeadsSyncService:
                     self._answered.popitem(last=False)
         return result
 
-    async def _apply(self, owner: str, op: BeadsSyncOp) -> Record:
+    async def _apply(self, owner: str, op: BeadsSyncOp, request_id: str | None) -> Record:
         memories = self.memories
         if isinstance(op, BeadsStoreMemory):
-            return await memories.store(owner, op)
+            return await memories.store(owner, op, request_id)
         if isinstance(op, RetrieveMemories):
             return await memories.retrieve(owner, op)
         if isinstance(op, RestoreSession):

@@ -42,7 +42,17 @@ class BeadsMemoryStore:
 
     # -- writes by agents --------------------------------------------------------
 
-    async def store(self, owner: str, op: BeadsStoreMemory) -> BeadsStored:
+    async def store(
+        self, owner: str, op: BeadsStoreMemory, request_id: str | None = None
+    ) -> BeadsStored:
+        """Create the memory's issue; a request id already applied (recorded in the
+        issue, so across restarts too) returns the issue it created."""
+        if request_id is not None:
+            where = IssueFilter(labels=(m.AGENT_LABEL + owner,), include_closed=True)
+            for issue in await self.engine.list_issues(where):
+                if m.ours(issue).get("request_id") == request_id:
+                    stored_in = m.label_value(issue, m.SESSION_LABEL) or self.session
+                    return BeadsStored(id=issue.id, session=stored_in)
         session = op.session or self.session
         new = NewIssue(
             title=op.title or m.title_of(op.content),
@@ -51,7 +61,9 @@ class BeadsMemoryStore:
             priority=m.priority_of(op.importance),
             assignee=owner,
             labels=m.labels_for(op.memory_type, owner, session, tuple(op.tags)),
-            metadata=m.with_ours(op.metadata, importance=op.importance, access_count=0),
+            metadata=m.with_ours(
+                op.metadata, importance=op.importance, access_count=0, request_id=request_id
+            ),
         )
         issue = await self.engine.create(new)
         return BeadsStored(id=issue.id, session=session)
