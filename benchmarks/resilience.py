@@ -29,29 +29,21 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
-from spade.agent import Agent
 
-from spade_memory import MemoryMixin, Stored, StoreMemory, protocol
+from spade_memory import Stored, StoreMemory, protocol
 from spade_memory.errors import MemoryServiceError
 from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.ops import GetMemory, MemoryStatsOp
-from spade_memory.reconnect import keep_connected
+from spade_memory.reconnect import reconnector_of
 from spade_memory.records import Memory
 from spade_memory.runtime import PASSWORD_ENV
-from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.testing import MemoryServiceProcess, free_port
 
-from .peers import READY
+from .wire import Requester as Client
+from .wire import peer_process
 
 ECHO_JID = "resilience-echo@localhost"
 AGENTS = ("base-memory@localhost", "interaction-memory@localhost", "beads-sync@localhost")
-
-
-class Client(MemoryMixin, Agent):  # type: ignore[misc]
-    """A client agent of the runs, with ``self.memory``."""
-
-
-def _peer(*args: str) -> ChildProcess:
-    return ChildProcess([sys.executable, "-m", "benchmarks.peers", *args], READY)
 
 
 class Cluster:
@@ -59,8 +51,8 @@ class Cluster:
 
     def __init__(self, root: Path, *memory_args: str, echo: bool = False) -> None:
         self.port = free_port()
-        self.server = _peer("server", str(root / "xmpp"), str(self.port), str(free_port()))
-        self.echo = _peer("echo", ECHO_JID, str(self.port)) if echo else None
+        self.server = peer_process("server", str(root / "xmpp"), str(self.port), str(free_port()))
+        self.echo = peer_process("echo", ECHO_JID, str(self.port)) if echo else None
         self.memory = MemoryServiceProcess(
             root / "memory", "--external-server", *memory_args,
             port=self.port, env={PASSWORD_ENV: "resilience"},
@@ -215,10 +207,11 @@ async def run_restart(clients: int = 4, seconds: float = 30, restarts: int = 2) 
         )
         back_at: dict[str, float] = {}
         for agent in agents:
-            keep_connected(
-                agent, agent.memory._router,
-                lambda jid=str(agent.jid): back_at.__setitem__(jid, time.monotonic()),
-            )  # fmt: skip
+            reconnector = reconnector_of(agent)
+            assert reconnector is not None
+            reconnector.callbacks.append(
+                lambda jid=str(agent.jid): back_at.__setitem__(jid, time.monotonic())
+            )
         deadline = time.monotonic() + seconds
 
         async def keep_storing(n: int, agent: Client) -> None:

@@ -44,15 +44,16 @@ class WireResult:
     count: int
 
 
-def _peer(*args: str) -> ChildProcess:
+def peer_process(*args: str) -> ChildProcess:
+    """A child process of `benchmarks.peers` (a bare XMPP server or an echo agent)."""
     return ChildProcess([sys.executable, "-m", "benchmarks.peers", *args], READY)
 
 
 async def bench_wire(round_trips: int = 2000, blocks: int = 10) -> list[WireResult]:
     with tempfile.TemporaryDirectory() as tmp:
         port, s2s = free_port(), free_port()
-        server = _peer("server", str(Path(tmp) / "xmpp"), str(port), str(s2s))
-        echo = _peer("echo", ECHO_JID, str(port))
+        server = peer_process("server", str(Path(tmp) / "xmpp"), str(port), str(s2s))
+        echo = peer_process("echo", ECHO_JID, str(port))
         memory = MemoryServiceProcess(
             Path(tmp) / "memory",
             "--external-server",

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_core import from_json
 
-from .ops import Op
+from .errors import BadRequest
+from .ops import Op, describe
 from .records import Record
 
 
@@ -46,15 +47,21 @@ class BatchResults(Record):
 batch_op: TypeAdapter[Batch] = TypeAdapter(Batch)
 
 
-def is_batch(body: str) -> bool:
-    """Whether a request body is a batch (a cheap test before the full parse)."""
+def parse_batch(body: str) -> Batch | None:
+    """The batch a request body carries; None if it is not a batch (then it is parsed
+    as a single op). A cheap substring test spares parsing every other body twice."""
     if '"batch"' not in body:
-        return False
+        return None
     try:
         data = from_json(body)
     except ValueError:
-        return False
-    return isinstance(data, dict) and data.get("op") == "batch"
+        return None
+    if not isinstance(data, dict) or data.get("op") != "batch":
+        return None
+    try:
+        return batch_op.validate_python(data)
+    except ValidationError as error:
+        raise BadRequest(describe(error)) from None
 
 
 def item_request_id(request_id: str | None, index: int) -> str | None:

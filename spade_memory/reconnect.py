@@ -47,8 +47,6 @@ class Reconnector:
         self.behaviours: list[CyclicBehaviour] = []
         self.callbacks: list[OnReconnected] = []
         self.reconnections = 0
-        self.connected = asyncio.Event()
-        self.connected.set()
         self._task: asyncio.Task[None] | None = None
         self.client.add_event_handler("disconnected", self._on_disconnected)
 
@@ -59,7 +57,6 @@ class Reconnector:
     def _on_disconnected(self, reason: object) -> None:
         if self._task is not None or not self.wanted():
             return
-        self.connected.clear()
         logger.warning("%s lost its XMPP connection (%s); reconnecting", self.agent.jid, reason)
         self._task = asyncio.create_task(self._reconnect(), name=f"reconnect {self.agent.jid}")
 
@@ -84,7 +81,6 @@ class Reconnector:
             )  # fmt: skip
         finally:
             self._task = None
-        self.connected.set()
         for callback in list(self.callbacks):
             try:
                 result = callback()

@@ -27,16 +27,23 @@ async def start_client(jid: str, port: int, **memory_options: object) -> ClientA
     return agent
 
 
-async def send_raw(client: MemoryClient, to: str, body: str) -> Message:
-    """A request with a hand-made body, as a buggy or hostile peer would send it."""
+async def send_raw(
+    client: MemoryClient, to: str, body: str, *, thread: str | None = None,
+    sender: str | None = None,
+) -> Message:  # fmt: skip
+    """A request with a hand-made body, as a buggy or hostile peer would send it:
+    ``thread`` to repeat a request id, ``sender`` to forge ``from``. It bypasses the
+    client's own in-flight limiter."""
     request = Message(
         to=to,
         body=body,
-        thread=uuid.uuid4().hex,
+        thread=thread or uuid.uuid4().hex,
         metadata={"performative": "request", "ontology": ONTOLOGY, "language": LANGUAGE},
     )
+    if sender is not None:
+        request.sender = sender
     reply = await client.round_trip(request)
-    assert reply is not None, "the memory agent did not answer"
+    assert reply is not None, f"{to} did not answer {body[:200]!r} (from: {sender})"
     return reply
 
 

@@ -13,15 +13,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from spade.message import Message
 
 from spade_memory.errors import ItemNotFound, NotAuthorized
 from spade_memory.lifecycle import stop_agent
-from spade_memory.protocol import LANGUAGE, ONTOLOGY
 from spade_memory.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import condition_of, start_client, unique_jid
+from .harness import condition_of, send_raw, start_client, unique_jid
 
 PASSWORD = {PASSWORD_ENV: "beads-e2e-secret"}
 FAST = ("--beads-debounce", "0.2")
@@ -218,12 +216,7 @@ async def test_a_store_retried_after_a_restart_of_the_agent_is_applied_once(
             service.start()
         agent = await start_client(jid, service.port)
         try:
-            request = Message(
-                to="beads-sync@localhost", body=body, thread=request_id,
-                metadata={"performative": "request", "ontology": ONTOLOGY, "language": LANGUAGE},
-            )  # fmt: skip
-            reply = await agent.memory.round_trip(request)
-            assert reply is not None
+            reply = await send_raw(agent.memory, "beads-sync@localhost", body, thread=request_id)
             replies.append(json.loads(reply.body))
         finally:
             await stop_agent(agent)

@@ -21,7 +21,6 @@ import json
 import re
 import sqlite3
 import time
-import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -37,12 +36,12 @@ from spade_memory.batch import batch_op
 from spade_memory.beads_ops import beads_sync_ops
 from spade_memory.interaction_ops import interaction_ops
 from spade_memory.lifecycle import stop_agent
+from spade_memory.limits import Limits
 from spade_memory.ops import base_memory_ops
-from spade_memory.protocol import LANGUAGE, ONTOLOGY
 from spade_memory.records import Failure
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import ClientAgent, start_client, unique_jid
+from .harness import ClientAgent, send_raw, start_client, unique_jid
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
@@ -172,7 +171,8 @@ def mutated_write(draw: st.DrawFn, agent: str) -> dict[str, Any]:
         )
     else:
         field = next((f for f in ("content", "information", "name") if f in body), fields[0])
-        body[field] = "x" * draw(st.integers(min_value=16_385, max_value=60_000))
+        too_long = st.integers(min_value=Limits.max_content_chars + 1, max_value=60_000)
+        body[field] = "x" * draw(too_long)
     return body
 
 
@@ -220,7 +220,7 @@ def expectation(agent: str, body: str) -> str:
         op = ADAPTERS[agent].validate_json(body)
     except ValidationError:
         return "fail"
-    if any(isinstance(v, str) and len(v) > 16_384 for _k, v in op):
+    if any(isinstance(v, str) and len(v) > Limits.max_content_chars for _k, v in op):
         return "fail"
     if getattr(op, "owner", None) is not None:
         return "fail"
@@ -285,16 +285,6 @@ async def fuzzer(fuzzed: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
     await stop_agent(agent)
 
 
-async def send(agent: ClientAgent, to: str, body: str) -> Message:
-    request = Message(
-        to=to, body=body, thread=uuid.uuid4().hex,
-        metadata={"performative": "request", "ontology": ONTOLOGY, "language": LANGUAGE},
-    )  # fmt: skip
-    reply = await agent.memory.round_trip(request)
-    assert reply is not None, f"no reply from {to} to {body[:200]!r}"
-    return reply
-
-
 def check(agent: str, body: str, reply: Message, tally: Counter[str]) -> None:
     expected = expectation(agent, body)
     performative = reply.get_metadata("performative")
@@ -324,7 +314,7 @@ async def fuzz(
 
     async def one(target: str, body: str) -> None:
         async with limiter:
-            reply = await send(agent, f"{target}@localhost", body)
+            reply = await send_raw(agent.memory, f"{target}@localhost", body)
         check(target, body, reply, tally)
 
     async def send_all(requests: list[tuple[str, str]]) -> None:

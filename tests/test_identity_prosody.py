@@ -12,7 +12,6 @@ memories is the same afterwards.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,10 +22,10 @@ from spade_memory import Clarification, EntityRef, Finding, Focus
 from spade_memory.beads_ops import BEADS_SYNC_RESULTS
 from spade_memory.interaction_ops import INTERACTION_RESULTS
 from spade_memory.lifecycle import stop_agent
-from spade_memory.protocol import BASE_MEMORY_RESULTS, LANGUAGE, ONTOLOGY
+from spade_memory.protocol import BASE_MEMORY_RESULTS
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import ClientAgent, start_client, unique_jid
+from .harness import ClientAgent, send_raw, start_client, unique_jid
 
 SECRETS = {
     "memory": "alice's bank PIN is 4921",
@@ -171,15 +170,8 @@ async def alice_and_mallory(
 async def attempt(
     mallory: ClientAgent, to: str, body: dict[str, Any], sender: str | None
 ) -> Message:
-    request = Message(
-        to=to, body=json.dumps(body), thread=uuid.uuid4().hex,
-        metadata={"performative": "request", "ontology": ONTOLOGY, "language": LANGUAGE},
-    )  # fmt: skip
-    if sender is not None:
-        request.sender = sender  # forged: Prosody must replace it with mallory's JID
-    reply = await mallory.memory.round_trip(request)
-    assert reply is not None, f"no reply to mallory for {body['op']} (forged from: {sender})"
-    return reply
+    # A forged sender must be replaced by Prosody with mallory's JID: the reply comes to her.
+    return await send_raw(mallory.memory, to, json.dumps(body), sender=sender)
 
 
 def test_the_matrix_covers_every_op_of_every_agent() -> None:

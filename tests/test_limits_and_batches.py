@@ -9,9 +9,9 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from spade.message import Message
 
 from spade_memory import (
+    ItemNotFound,
     MemoryClient,
     MemoryList,
     ResourceConstraint,
@@ -22,7 +22,6 @@ from spade_memory import (
 from spade_memory.interaction_ops import AddInformation, GetInformation, Notes
 from spade_memory.lifecycle import stop_agent
 from spade_memory.ops import GetMemory
-from spade_memory.protocol import LANGUAGE, ONTOLOGY
 from spade_memory.testing import MemoryServiceProcess
 
 from .harness import ClientAgent, condition_of, send_raw, start_client, unique_jid
@@ -81,7 +80,7 @@ async def test_a_batch_applies_its_ops_in_order_each_failing_alone(carol: Client
     first, too_long, missing, second, found = outcomes
     assert isinstance(first, Stored) and isinstance(second, Stored)
     assert isinstance(too_long, ResourceConstraint)
-    assert missing.__class__.__name__ == "ItemNotFound"
+    assert isinstance(missing, ItemNotFound)
     assert isinstance(found, MemoryList)
     assert [m.id for m in found.memories] == [first.id]  # the store before it is visible
 
@@ -104,12 +103,7 @@ async def test_a_batch_sent_twice_with_one_request_id_is_applied_once(carol: Cli
     request_id = uuid.uuid4().hex
     replies = []
     for _ in range(2):
-        request = Message(
-            to=base, body=body, thread=request_id,
-            metadata={"performative": "request", "ontology": ONTOLOGY, "language": LANGUAGE},
-        )  # fmt: skip
-        reply = await carol.memory.round_trip(request)
-        assert reply is not None
+        reply = await send_raw(carol.memory, base, body, thread=request_id)
         replies.append(json.loads(reply.body))
     assert replies[0] == replies[1]
     conditions = [item.get("condition") for item in replies[0]["results"]]
@@ -125,12 +119,7 @@ async def test_requests_in_flight_over_the_limit_are_refused_and_the_rest_served
 
     async def raw_store(n: int) -> dict[str, str]:
         body = json.dumps({"op": "store_memory", "category": "fact", "content": f"burst {n}"})
-        request = Message(
-            to=base, body=body, thread=uuid.uuid4().hex,
-            metadata={"performative": "request", "ontology": ONTOLOGY, "language": LANGUAGE},
-        )  # fmt: skip
-        reply = await carol.memory.round_trip(request)  # past the client's own limiter
-        assert reply is not None
+        reply = await send_raw(carol.memory, base, body)  # past the client's own limiter
         return dict(json.loads(reply.body))
 
     replies = await asyncio.gather(*(raw_store(n) for n in range(30)))

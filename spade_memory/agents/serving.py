@@ -30,7 +30,7 @@ from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from .. import protocol
-from ..batch import Batch, BatchItem, BatchResults, batch_op, is_batch, item_request_id
+from ..batch import BatchItem, BatchResults, item_request_id, parse_batch
 from ..errors import (
     InternalServerError,
     MemoryServiceError,
@@ -124,8 +124,8 @@ class ServeRequests(CyclicBehaviour):  # type: ignore[misc]
         if len(body.encode("utf-8", "surrogatepass")) > limits.max_body_bytes:
             raise ResourceConstraint(f"request body over {limits.max_body_bytes} bytes")
         owner = protocol.bare(request.sender)
-        if is_batch(body):
-            batch: Batch = parse_op(batch_op, body)
+        batch = parse_batch(body)
+        if batch is not None:
             authorize(owner, batch)
             if len(batch.ops) > limits.max_batch_ops:
                 raise ResourceConstraint(f"a batch is over {limits.max_batch_ops} ops")
