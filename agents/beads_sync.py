@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from environment import run_service
 
-from spade_memory.protocol import BEADS_SYNC_NODE
+from spade_memory.beads_sync import NAME
 
 if __name__ == "__main__":
-    run_service(BEADS_SYNC_NODE)
+    run_service(NAME)

@@ -18,23 +18,21 @@ import logging
 import os
 from pathlib import Path
 
-from spade_memory.runtime import RunConfig, serve
+from spade_memory.registry import SERVICES
+from spade_memory.server.runtime import RunConfig, serve
 
 
 def config_for(service: str) -> RunConfig:
+    """The run of one memory agent; every service reads its own variables."""
     return RunConfig(
         data_dir=Path(os.environ.get("SPADE_MEMORY_DATA", "/data")),
         domain=os.environ.get("SPADE_MEMORY_DOMAIN", "localhost"),
         port=int(os.environ.get("SPADE_MEMORY_PORT", "5222")),
-        base_jid=os.environ.get("SPADE_MEMORY_BASE_JID"),
-        interaction_jid=os.environ.get("SPADE_MEMORY_INTERACTION_JID"),
         embedded_server=False,
         services=(service,),
-        mirror=os.environ.get("SPADE_MEMORY_MIRROR_JID"),
-        beads_project=Path(project)
-        if (project := os.environ.get("SPADE_MEMORY_BEADS_PROJECT"))
-        else None,
-        beads_git_commit=os.environ.get("SPADE_MEMORY_BEADS_GIT_COMMIT", "").lower() == "true",
+        settings={
+            registered.name: registered.from_environment(os.environ) for registered in SERVICES
+        },
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from environment import run_service
 
-from spade_memory.protocol import INTERACTION_MEMORY_NODE
+from spade_memory.interaction import NAME
 
 if __name__ == "__main__":
-    run_service(INTERACTION_MEMORY_NODE)
+    run_service(NAME)

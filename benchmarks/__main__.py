@@ -9,7 +9,7 @@ import os
 from rich.console import Console
 from rich.table import Table
 
-from spade_memory.runtime import use_uvloop
+from spade_memory.server.runtime import use_uvloop
 
 from .notes_append import bench_append
 from .store_search import bench_search

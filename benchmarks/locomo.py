@@ -28,10 +28,9 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from spade_memory.embeddings import load_embedder
-from spade_memory.ops import SearchMemories, StoreMemory
-from spade_memory.records import MemoryList, Stored
-from spade_memory.stores.longterm import LongTermStore
+from spade_memory.base_memory.embeddings import load_embedder
+from spade_memory.base_memory.ops import MemoryList, SearchMemories, Stored, StoreMemory
+from spade_memory.base_memory.store import LongTermStore
 
 DEFAULT_DATA = Path("../shared/bench/locomo-dev.json")
 KS = (1, 5, 10, 25)

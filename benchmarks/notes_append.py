@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from spade_memory.interaction_ops import AddInformation
-from spade_memory.stores.interaction import InteractionStore
+from spade_memory.interaction.notes import AddInformation
+from spade_memory.interaction.store import InteractionStore
 
 from .stats import summary_ms
 

@@ -17,11 +17,11 @@ from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
-from spade_memory import protocol
+from spade_memory import wire
+from spade_memory.base_memory.ops import Memory, MemoryList
 from spade_memory.lifecycle import start_agent, stop_agent
-from spade_memory.records import Memory, MemoryList
-from spade_memory.runtime import use_uvloop
-from spade_memory.xmpp_server import EmbeddedXMPPServer
+from spade_memory.server.runtime import use_uvloop
+from spade_memory.server.xmpp_server import EmbeddedXMPPServer
 
 from .corpus import Corpus
 
@@ -60,8 +60,8 @@ class Echo(CyclicBehaviour):  # type: ignore[misc]
                 to=str(request.sender),
                 body=self.TEN_MEMORIES if large else "{}",
                 thread=request.thread,
-                metadata={"performative": "inform", "ontology": protocol.ONTOLOGY,
-                          "language": protocol.LANGUAGE},
+                metadata={"performative": "inform", "ontology": wire.ONTOLOGY,
+                          "language": wire.LANGUAGE},
             )  # fmt: skip
             await self.send(reply)
 
@@ -69,7 +69,7 @@ class Echo(CyclicBehaviour):  # type: ignore[misc]
 class EchoAgent(Agent):  # type: ignore[misc]
     async def setup(self) -> None:
         self.presence.set_available()
-        self.add_behaviour(Echo(), protocol.request_template())
+        self.add_behaviour(Echo(), wire.request_template())
 
 
 async def _until_signalled() -> None:

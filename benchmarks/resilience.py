@@ -30,13 +30,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from spade_memory import Stored, StoreMemory, protocol
+from spade_memory import StoreMemory, wire
+from spade_memory.base_memory.ops import GetMemory, Memory, MemoryStatsOp
 from spade_memory.errors import MemoryServiceError
 from spade_memory.lifecycle import start_agent, stop_agent
-from spade_memory.ops import GetMemory, MemoryStatsOp
 from spade_memory.reconnect import reconnector_of
-from spade_memory.records import Memory
-from spade_memory.runtime import PASSWORD_ENV
+from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess, free_port
 
 from .wire import Requester as Client
@@ -129,7 +128,7 @@ async def _bare_round_trips(clients: list[Client], each: int) -> float:
 
     async def one_client(client: Client) -> None:
         for _ in range(each):
-            request = protocol.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
+            request = wire.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
             assert await client.memory.round_trip(request) is not None, "echo did not answer"
 
     started = time.perf_counter()
@@ -222,9 +221,8 @@ async def run_restart(clients: int = 4, seconds: float = 30, restarts: int = 2) 
                 result.sent += 1
                 try:
                     stored = await agent.memory.request(
-                        agent.memory.base_memory_jid, StoreMemory(category="fact", content=content),
-                        Stored,
-                    )  # fmt: skip
+                        agent.memory.base_memory_jid, StoreMemory(category="fact", content=content)
+                    )
                 except MemoryServiceError:
                     result.failed_typed += 1
                     continue

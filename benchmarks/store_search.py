@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from spade_memory.ops import SearchMemories
-from spade_memory.stores.longterm import LongTermStore
+from spade_memory.base_memory.ops import SearchMemories
+from spade_memory.base_memory.store import LongTermStore
 
 from .corpus import Corpus
 from .stats import summary_ms

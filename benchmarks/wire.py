@@ -20,9 +20,9 @@ from pathlib import Path
 
 from spade.agent import Agent
 
-from spade_memory import MemoryMixin, protocol
+from spade_memory import MemoryMixin, wire
+from spade_memory.base_memory.ops import MemoryStatsOp
 from spade_memory.lifecycle import start_agent, stop_agent
-from spade_memory.ops import MemoryStatsOp
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
 
 from .corpus import Corpus
@@ -82,7 +82,7 @@ async def _measure(port: int, round_trips: int, blocks: int) -> list[WireResult]
     queries = iter(corpus.queries(round_trips + 200, 2))
 
     async def bare(reply: str | None = None) -> None:
-        request = protocol.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
+        request = wire.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
         if reply is not None:
             request.set_metadata("reply", reply)
         assert await memory.round_trip(request) is not None, "echo agent did not answer"

@@ -20,7 +20,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price list d
 
 from spade_memory import ChatUser, MemoryLLMAgent, Reply, ScriptedProvider, ToolCall
 from spade_memory.lifecycle import start_agent, stop_agent
-from spade_memory.providers import last_tool_result, provider_from_env
+from spade_memory.llm.providers import last_tool_result, provider_from_env
 
 SCRIPT = [
     # first conversation: the model decides the fact is worth keeping

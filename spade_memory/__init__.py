@@ -8,11 +8,29 @@ litellm, which the memory agents themselves never need.
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .agents.base_memory import BaseMemoryAgent, BaseMemoryService
-from .agents.interaction_memory import InteractionMemoryAgent, InteractionMemoryService
-from .agents.serving import MemoryAgent, MemoryService
-from .chat_user import ChatUser
-from .client import Memories, MemoryClient
+from .base_memory.calls import Memories
+from .base_memory.ops import (
+    CATEGORIES,
+    BaseMemoryOp,
+    Category,
+    Deleted,
+    DeleteMemory,
+    GetMemory,
+    ListMemories,
+    Memory,
+    MemoryList,
+    MemoryStats,
+    MemoryStatsOp,
+    RecentMemories,
+    SearchMemories,
+    Stored,
+    StoreMemory,
+    UpdateMemory,
+)
+from .base_memory.service import BaseMemoryAgent, BaseMemoryService
+from .base_memory.store import LongTermStore
+from .beads_sync.calls import BeadsClient
+from .client import MemoryClient
 from .errors import (
     BadRequest,
     Condition,
@@ -23,7 +41,7 @@ from .errors import (
     NotAuthorized,
     ResourceConstraint,
 )
-from .interaction_ops import (
+from .interaction.notes import (
     AddInformation,
     ClearConversation,
     ConversationInfo,
@@ -31,48 +49,39 @@ from .interaction_ops import (
     GetAllConversations,
     GetContextSummary,
     GetInformation,
-    InteractionOp,
     InteractionsFile,
 )
+from .interaction.ops import InteractionOp
+from .interaction.service import InteractionMemoryAgent, InteractionMemoryService
+from .interaction.session import SessionMemory
+from .interaction.store import InteractionStore
+from .interaction.working_memory import Clarification, EntityRef, Finding, Focus, WorkingMemory
+from .interaction.working_ops import WorkingMemoryState
 from .limits import Limits
+from .llm.chat_user import ChatUser
+from .llm.recall import Recall
 from .mixin import MemoryMixin
-from .ops import (
-    BaseMemoryOp,
-    DeleteMemory,
-    GetMemory,
-    ListMemories,
-    MemoryStatsOp,
-    RecentMemories,
-    SearchMemories,
-    StoreMemory,
-    UpdateMemory,
-)
-from .protocol import ONTOLOGY
-from .recall import Recall
-from .records import CATEGORIES, Category, Deleted, Memory, MemoryList, MemoryStats, Stored
-from .session_memory import SessionMemory
-from .stores.interaction import InteractionStore
-from .stores.longterm import LongTermStore
-from .working_memory import Clarification, EntityRef, Finding, Focus, WorkingMemory
-from .working_memory_ops import WorkingMemoryState
+from .ops import Op, Record, Request
+from .serving import MemoryAgent, MemoryService, ServicePlugin
+from .wire import ONTOLOGY
 
 if TYPE_CHECKING:
-    from .llm_agent import MemoryLLMAgent, MemoryLLMBehaviour
-    from .providers import Reply, ScriptedProvider, ToolCall, provider_from_env
-    from .tools import TOOL_SPECS, MemoryConnection, MemoryTool, ToolSpec, memory_tools
+    from .llm.agent import MemoryLLMAgent, MemoryLLMBehaviour
+    from .llm.providers import Reply, ScriptedProvider, ToolCall, provider_from_env
+    from .llm.tools import TOOL_SPECS, MemoryConnection, MemoryTool, ToolSpec, memory_tools
 
 _NEEDS_SPADE_LLM = {
-    "MemoryLLMAgent": "llm_agent",
-    "MemoryLLMBehaviour": "llm_agent",
-    "Reply": "providers",
-    "ScriptedProvider": "providers",
-    "ToolCall": "providers",
-    "provider_from_env": "providers",
-    "TOOL_SPECS": "tools",
-    "MemoryConnection": "tools",
-    "MemoryTool": "tools",
-    "ToolSpec": "tools",
-    "memory_tools": "tools",
+    "MemoryLLMAgent": "llm.agent",
+    "MemoryLLMBehaviour": "llm.agent",
+    "Reply": "llm.providers",
+    "ScriptedProvider": "llm.providers",
+    "ToolCall": "llm.providers",
+    "provider_from_env": "llm.providers",
+    "TOOL_SPECS": "llm.tools",
+    "MemoryConnection": "llm.tools",
+    "MemoryTool": "llm.tools",
+    "ToolSpec": "llm.tools",
+    "memory_tools": "llm.tools",
 }
 
 
@@ -92,6 +101,7 @@ __all__ = [
     "BaseMemoryAgent",
     "BaseMemoryOp",
     "BaseMemoryService",
+    "BeadsClient",
     "Category",
     "ChatUser",
     "Clarification",
@@ -134,12 +144,16 @@ __all__ = [
     "MemoryTimeout",
     "MemoryTool",
     "NotAuthorized",
+    "Op",
     "Recall",
     "RecentMemories",
+    "Record",
     "Reply",
+    "Request",
     "ResourceConstraint",
     "ScriptedProvider",
     "SearchMemories",
+    "ServicePlugin",
     "SessionMemory",
     "StoreMemory",
     "Stored",

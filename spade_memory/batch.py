@@ -3,9 +3,10 @@
 Each XMPP message costs about a millisecond of slixmpp CPU on both ends
 (RUNTIME.md), so ``{"op": "batch", "ops": [...]}`` carries up to
 ``Limits.max_batch_ops`` ops of one service in one request. They are
-applied in order, each on its own (one bad op fails alone with its typed
-condition), and each write is applied once per ``<request id>#<index>``, so
-a retried batch repeats nothing.
+applied in order, in one transaction of the service's store, each on its own
+(one bad op fails alone with its typed condition and changes nothing), and
+each write is applied once per ``<request id>#<index>``, so a retried batch
+repeats nothing.
 """
 
 from __future__ import annotations
@@ -16,17 +17,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from pydantic_core import from_json
 
 from .errors import BadRequest
-from .ops import Op, describe
-from .records import Record
-
-
-class Batch(Op):
-    """A request carrying several ops for the same memory agent."""
-
-    op: Literal["batch"] = "batch"
-    ops: list[dict[str, Any]] = Field(
-        min_length=1, description="Requests as they would be sent alone, applied in order"
-    )
+from .ops import Op, Record, describe
 
 
 class BatchItem(Record):
@@ -42,6 +33,15 @@ class BatchResults(Record):
     """One item per op of the batch, in the same order."""
 
     results: list[BatchItem]
+
+
+class Batch(Op[BatchResults]):
+    """A request carrying several ops for the same memory agent."""
+
+    op: Literal["batch"] = "batch"
+    ops: list[dict[str, Any]] = Field(
+        min_length=1, description="Requests as they would be sent alone, applied in order"
+    )
 
 
 batch_op: TypeAdapter[Batch] = TypeAdapter(Batch)

@@ -1,16 +1,25 @@
-"""Every operation of the base memory agent as a frozen, tagged pydantic model.
+"""What every memory service shares about requests and replies.
 
-The same op objects are built by the client, travel as JSON over XMPP, are
-parsed by one discriminated union on the agent, and reach the store (as in
-langgraph's ``BaseStore``: ``GetOp``, ``PutOp``, ``SearchOp``). Ops never carry
-the owner's identity as a trusted value: the owner is the sender's bare JID.
-An ``owner`` (or spade_llm's ``agent_id``) field is accepted only so that a
-body claiming someone else can be refused explicitly.
+An op is a frozen, strict pydantic model tagged by its ``op`` literal, and it
+names its result type through its base class: ``class StoreMemory(Op[Stored])``
+(as langgraph's ``GetOp``/``PutOp`` each imply their result). The serving
+behaviour, the stores, the client and the JSON Schema all read the result
+type from the op itself, so there is no string-keyed map of results to keep
+in step. A service's ops form one discriminated union, parsed once.
+
+Ops never carry the owner's identity as a trusted value: the owner is the
+sender's bare JID. An ``owner`` (or spade_llm's ``agent_id``) field is
+accepted only so that a body claiming someone else can be refused.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, TypeVar
+import types
+import typing
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Generic, TypeVar, Union, cast
 
 from pydantic import (
     AliasChoices,
@@ -19,11 +28,9 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
-    model_validator,
 )
 
-from .errors import BadRequest
-from .records import Category
+from .errors import BadRequest, MemoryServiceError
 
 T = TypeVar("T")
 
@@ -31,10 +38,25 @@ MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
 Limit = Annotated[int, Field(ge=1)]
 
 
-class Op(BaseModel):
-    """Base of every request body: frozen, strict types, no unknown fields."""
+class Record(BaseModel):
+    """Base of every reply payload: frozen and strict about unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+R = TypeVar("R", bound=Record)
+
+
+class Op(BaseModel, Generic[R]):
+    """Base of every request body: frozen, strict types, no unknown fields.
+
+    Subclass it as ``Op[TheResult]``; ``result`` is then ``TheResult``.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    result: ClassVar[type[Record]] = Record
+    """The reply payload this op answers with (taken from ``Op[...]``)."""
 
     owner: str | None = Field(
         default=None,
@@ -43,132 +65,47 @@ class Op(BaseModel):
         "otherwise the request is refused with not-authorized.",
     )
 
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        for base in cls.__mro__:
+            args = getattr(base, "__pydantic_generic_metadata__", {}).get("args", ())
+            if args and isinstance(args[0], type) and issubclass(args[0], Record):
+                cls.result = args[0]
+                return
 
-class StoreMemory(Op):
-    op: Literal["store_memory"] = "store_memory"
-    category: Category = Field(
-        description="Type of memory: fact (concrete info), pattern (observed behavior), "
-        "preference (learned preference), capability (my ability/limitation)"
-    )
-    content: str = Field(
-        min_length=1, description="The information to remember. Be specific and concise."
-    )
-    context: str | None = Field(
-        default=None, description="Optional context about when/why this is important"
-    )
-    confidence: float = Field(
-        default=1.0, ge=0.0, le=1.0, description="Confidence level in this memory (0.0 to 1.0)"
-    )
+    @classmethod
+    def tag(cls) -> str:
+        """The ``op`` tag of this op class."""
+        return str(cls.model_fields["op"].default)
 
 
-class GetMemory(Op):
-    op: Literal["get_memory"] = "get_memory"
-    id: MemoryId
+@dataclass(frozen=True)
+class Request:
+    """One op to apply, with the request id that makes a retried write apply once."""
+
+    op: Op[Any]
+    id: str | None = None
 
 
-class SearchMemories(Op):
-    """Ranked search over content and context: BM25, fused with dense similarity when on."""
-
-    op: Literal["search_memories"] = "search_memories"
-    query: str = Field(
-        description="Search query to find relevant memories. "
-        "Use keywords related to what you're looking for."
-    )
-    limit: Limit = Field(default=10, description="Maximum number of memories to retrieve")
-    category: Category | None = Field(
-        default=None, description="Optional: only memories of this category"
-    )
-    mode: str = Field(
-        default="semantic",
-        max_length=50,
-        description="semantic (best match, the default), session_recovery (newest first), "
-        "knowledge_lookup (facts, patterns and capabilities only); "
-        "any other value is answered as semantic, and the reply says so",
-    )
+Outcome = Record | MemoryServiceError
+"""What applying one op gave: its result, or the typed error it failed with."""
 
 
-class ListMemories(Op):
-    """Memories of one category, most recently accessed first."""
-
-    op: Literal["list_memories"] = "list_memories"
-    category: Category = Field(description="Category of memories to list")
-    limit: Limit = Field(default=50, description="Maximum number of memories to retrieve")
-
-
-class RecentMemories(Op):
-    """Memories of any category, most recently accessed first."""
-
-    op: Literal["recent_memories"] = "recent_memories"
-    limit: Limit = 10
-
-
-class UpdateMemory(Op):
-    """Change any of content, category, context and confidence."""
-
-    op: Literal["update_memory"] = "update_memory"
-    id: MemoryId
-    content: str | None = Field(default=None, min_length=1)
-    category: Category | None = None
-    context: str | None = None
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-
-    @model_validator(mode="after")
-    def _changes_something(self) -> UpdateMemory:
-        if self.changes() == {}:
-            raise ValueError("give at least one of content, category, context, confidence")
-        return self
-
-    def changes(self) -> dict[str, object]:
-        """The fields this update sets."""
-        fields = ("content", "category", "context", "confidence")
-        return {name: getattr(self, name) for name in fields if getattr(self, name) is not None}
-
-
-class DeleteMemory(Op):
-    op: Literal["delete_memory"] = "delete_memory"
-    id: MemoryId
-
-
-class MemoryStatsOp(Op):
-    op: Literal["memory_stats"] = "memory_stats"
-
-
-class ChangesSince(Op):
-    """The base memory agent's committed changes after ``after``, oldest first.
-
-    Every store, update and delete appends a change in its own transaction, so
-    nothing acknowledged is missing from this feed. Only the configured mirror
-    (the beads sync agent) may read it; asking for the changes after N confirms
-    that everything up to N is mirrored, and the agent forgets those.
-    """
-
-    op: Literal["changes_since"] = "changes_since"
-    after: int = Field(default=0, ge=0, description="The last change already mirrored")
-    limit: Limit = 500
-
-
-BaseMemoryOp = Annotated[
-    StoreMemory
-    | GetMemory
-    | SearchMemories
-    | ListMemories
-    | RecentMemories
-    | UpdateMemory
-    | DeleteMemory
-    | MemoryStatsOp
-    | ChangesSince,
-    Field(discriminator="op"),
-]
-"""Any request the base memory agent serves, tagged by ``op``."""
-
-WRITE_OPS: tuple[type[Op], ...] = (StoreMemory, UpdateMemory, DeleteMemory)
-"""Ops whose effect must happen once per request id, however often it is sent."""
-
-base_memory_ops: TypeAdapter[BaseMemoryOp] = TypeAdapter(BaseMemoryOp)
+def op_types(union: Any) -> tuple[type[Op[Any]], ...]:
+    """The op classes of a (possibly ``Annotated``) union of ops, in order."""
+    if typing.get_origin(union) is Annotated:
+        union = typing.get_args(union)[0]
+    if typing.get_origin(union) in (Union, types.UnionType):
+        return tuple(cls for member in typing.get_args(union) for cls in op_types(member))
+    return (union,)
 
 
 def parse_op(adapter: TypeAdapter[T], body: str) -> T:
-    """Parse a JSON request body, turning any problem into a readable BadRequest."""
+    """Parse a JSON request body.
+
+    Returns the op; raises ``BadRequest`` with a readable text for any problem.
+    """
     try:
         return adapter.validate_json(body)
     except ValidationError as exc:
@@ -185,3 +122,37 @@ def describe(exc: ValidationError, most: int = 3) -> str:
     if more > 0:
         parts.append(f"and {more} more")
     return "; ".join(parts)
+
+
+def in_place(
+    total: int, refused: Mapping[int, Outcome], applied: Iterable[Outcome]
+) -> list[Outcome]:
+    """A batch's outcomes in request order: each refused request's error where it
+    was, the applied requests' outcomes (in order) everywhere else."""
+    rest = iter(applied)
+    return [refused[index] if index in refused else next(rest) for index in range(total)]
+
+
+class AppliesOps(ABC):
+    """What every store and service offers: a list of ops of one owner, applied together.
+
+    ``batch`` is the one method to implement (langgraph's ``abatch``);
+    ``apply`` is a batch of one.
+    """
+
+    @abstractmethod
+    async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
+        """Apply ``requests`` for ``owner`` in order, in one transaction where the store has them.
+
+        Returns one outcome per request: its result or the typed error it failed with.
+        """
+
+    async def apply(self, owner: str, op: Op[R], request_id: str | None = None) -> R:
+        """Apply one op for ``owner``.
+
+        Returns its result; raises its typed error (a ``MemoryServiceError``).
+        """
+        (outcome,) = await self.batch(owner, [Request(op, request_id)])
+        if isinstance(outcome, MemoryServiceError):
+            raise outcome
+        return cast(R, outcome)

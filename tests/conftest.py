@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from spade_memory.lifecycle import stop_agent
-from spade_memory.runtime import PASSWORD_ENV
+from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
 from . import prosody

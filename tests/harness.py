@@ -10,7 +10,7 @@ from spade.message import Message
 
 from spade_memory import MemoryClient, MemoryMixin
 from spade_memory.lifecycle import start_agent
-from spade_memory.protocol import LANGUAGE, ONTOLOGY
+from spade_memory.wire import LANGUAGE, ONTOLOGY
 
 
 class ClientAgent(MemoryMixin, Agent):  # type: ignore[misc]

@@ -12,7 +12,7 @@ import pytest
 
 from spade_memory.beads import IssueChanges, IssueFilter, NewIssue, open_engine
 from spade_memory.beads.bd_cli import BdCliEngine
-from spade_memory.beads.engine import BeadsError, IssueNotFound
+from spade_memory.beads.errors import BeadsError, IssueNotFound
 
 STANDIN = Path(__file__).parent / "bd_standin.py"
 

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from spade_memory.lifecycle import stop_agent
-from spade_memory.runtime import PASSWORD_ENV
+from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
 from .harness import start_client, unique_jid

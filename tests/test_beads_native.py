@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.beads.engine import IssueNotFound
+from spade_memory.beads.errors import IssueNotFound
 from spade_memory.beads.issue import IssueChanges, IssueFilter, NewIssue
 from spade_memory.beads.jsonl import id_prefix
 from spade_memory.beads.native import NativeEngine

@@ -16,7 +16,7 @@ import pytest
 
 from spade_memory.errors import ItemNotFound, NotAuthorized
 from spade_memory.lifecycle import stop_agent
-from spade_memory.runtime import PASSWORD_ENV
+from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
 from .harness import condition_of, send_raw, start_client, unique_jid

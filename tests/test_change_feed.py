@@ -7,13 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.agents.base_memory import BaseMemoryService
+from spade_memory.base_memory.ops import (
+    ChangesSince,
+    DeleteMemory,
+    Stored,
+    StoreMemory,
+    UpdateMemory,
+)
+from spade_memory.base_memory.schema import MIGRATIONS
+from spade_memory.base_memory.service import BaseMemoryService
+from spade_memory.base_memory.store import LongTermStore
 from spade_memory.errors import NotAuthorized
-from spade_memory.ops import ChangesSince, DeleteMemory, StoreMemory, UpdateMemory
-from spade_memory.records import Stored
-from spade_memory.stores.connection import open_migrated
-from spade_memory.stores.longterm import LongTermStore
-from spade_memory.stores.longterm_schema import MIGRATIONS
+from spade_memory.storage.connection import open_migrated
 
 ALICE = "alice@localhost"
 MIRROR = "beads-sync@localhost"
@@ -92,11 +97,11 @@ async def test_memories_from_before_the_feed_reach_it(tmp_path: Path) -> None:
 async def test_only_the_mirror_reads_the_feed_and_writes_wake_it(store: LongTermStore) -> None:
     service = BaseMemoryService(store, mirror=f"{MIRROR}/resource")
     with pytest.raises(NotAuthorized):
-        await service.handle(ALICE, ChangesSince(), None)
+        await service.apply(ALICE, ChangesSince())
     assert not service.changed.is_set()
-    await service.handle(ALICE, StoreMemory(category="fact", content="x"), None)
+    await service.apply(ALICE, StoreMemory(category="fact", content="x"))
     assert service.changed.is_set()
-    feed = await service.handle(MIRROR, ChangesSince(), None)
-    assert len(feed.changes) == 1  # type: ignore[attr-defined]
+    feed = await service.apply(MIRROR, ChangesSince())
+    assert len(feed.changes) == 1
     with pytest.raises(NotAuthorized):
-        await BaseMemoryService(store).handle(MIRROR, ChangesSince(), None)
+        await BaseMemoryService(store).apply(MIRROR, ChangesSince())

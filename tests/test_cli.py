@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from spade_memory.interaction_ops import ExportConversation
-from spade_memory.stores.interaction import InteractionStore
+from spade_memory.interaction.notes import ExportConversation
+from spade_memory.interaction.store import InteractionStore
 from spade_memory.testing import MemoryServiceProcess, free_port
 
 

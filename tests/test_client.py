@@ -10,7 +10,7 @@ from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour, OneShotBehaviour
 from spade.message import Message
 
-from spade_memory import InternalServerError, Stored, StoreMemory, protocol
+from spade_memory import InternalServerError, Stored, StoreMemory, wire
 from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.testing import MemoryServiceProcess
 
@@ -30,7 +30,7 @@ class AnswerGarbage(CyclicBehaviour):  # type: ignore[misc]
     async def run(self) -> None:
         request = await self.receive(timeout=1.0)
         if request is not None:
-            reply = protocol.inform(request, Stored(id="x"))
+            reply = wire.inform(request, Stored(id="x"))
             reply.body = "{not json"
             await self.send(reply)
 
@@ -54,17 +54,17 @@ async def alice(memory_service: MemoryServiceProcess, peer: Agent) -> AsyncItera
 
 async def test_a_reply_from_another_sender_is_ignored(alice: ClientAgent, peer: Agent) -> None:
     target = unique_jid("absent")  # nobody answers for it
-    request = protocol.request_message(target, StoreMemory(category="fact", content="x"), "t-1")
+    request = wire.request_message(target, StoreMemory(category="fact", content="x"), "t-1")
     waiting = asyncio.create_task(alice.memory.round_trip(request))
     await asyncio.sleep(0.1)
-    spoof = protocol.inform(request, Stored(id="forged"))
+    spoof = wire.inform(request, Stored(id="forged"))
     spoof.to, spoof.sender = alice.jid, peer.jid  # right thread, wrong replier
     peer.add_behaviour(SendOnce(spoof))
     assert await waiting is None
 
 
 async def test_a_malformed_reply_is_a_typed_error(alice: ClientAgent, peer: Agent) -> None:
-    peer.add_behaviour(AnswerGarbage(), protocol.request_template())
+    peer.add_behaviour(AnswerGarbage(), wire.request_template())
     with pytest.raises(InternalServerError, match="malformed reply"):
         await alice.memory.store_memory("fact", "anything")
 

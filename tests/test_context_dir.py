@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.context_dir import ContextDirectory, safe_name
+from spade_memory.interaction.context_dir import ContextDirectory, safe_name
 
 ALICE = "alice@localhost"
 

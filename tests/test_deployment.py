@@ -36,11 +36,13 @@ def test_prosody_runs_the_configuration_the_tests_use() -> None:
 
 
 def test_the_agents_read_what_compose_sets() -> None:
-    environment = (ROOT / "agents" / "environment.py").read_text()
+    environment = (ROOT / "agents" / "environment.py").read_text() + "".join(
+        path.read_text() for path in (ROOT / "spade_memory").glob("*/service.py")
+    )  # the run's variables, and each service's own (``from_environment``)
     for name in ("base-memory", "interaction-memory", "beads-sync"):
         for variable in compose()["services"][name]["environment"]:
             assert variable in environment, (name, variable)
     example = (ROOT / "examples" / "llm_agent.py").read_text()
-    providers = (ROOT / "spade_memory" / "providers.py").read_text()
+    providers = (ROOT / "spade_memory" / "llm" / "providers.py").read_text()
     for variable in compose()["services"]["llm-agent"]["environment"]:
         assert variable in example + providers, variable

@@ -17,12 +17,11 @@ from spade_memory import (
     MemoryTimeout,
     NotAuthorized,
     ResourceConstraint,
-    Stored,
     StoreMemory,
 )
 from spade_memory.lifecycle import stop_agent
-from spade_memory.protocol import ONTOLOGY, request_message
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.wire import ONTOLOGY, request_message
 
 from .harness import ClientAgent, send_raw, start_client, unique_jid
 
@@ -112,7 +111,6 @@ async def test_failures_reach_the_caller_as_typed_exceptions(alice: ClientAgent)
         await alice.memory.request(
             alice.memory.base_memory_jid,
             StoreMemory(category="fact", content="x", owner="someone@localhost"),
-            Stored,
         )
 
 

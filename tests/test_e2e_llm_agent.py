@@ -12,8 +12,8 @@ import pytest
 
 from spade_memory import ChatUser, MemoryLLMAgent, Recall, Reply, ScriptedProvider, ToolCall
 from spade_memory.lifecycle import start_agent, stop_agent
-from spade_memory.providers import last_tool_result, last_user_message, recalled
-from spade_memory.runtime import PASSWORD_ENV
+from spade_memory.llm.providers import last_tool_result, last_user_message, recalled
+from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
 from .harness import unique_jid

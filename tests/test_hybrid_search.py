@@ -8,16 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.embeddings import Embedder, MiniLMEmbedder
-from spade_memory.ops import (
+from spade_memory.base_memory.embeddings import Embedder, MiniLMEmbedder
+from spade_memory.base_memory.ops import (
+    Category,
     DeleteMemory,
+    MemoryList,
+    MemoryStats,
     MemoryStatsOp,
     SearchMemories,
+    Stored,
     StoreMemory,
     UpdateMemory,
 )
-from spade_memory.records import Category, MemoryList, MemoryStats, Stored
-from spade_memory.stores.longterm import LongTermStore
+from spade_memory.base_memory.store import LongTermStore
 
 ALICE, BOB = "alice@localhost", "bob@localhost"
 PETS = [

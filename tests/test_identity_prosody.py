@@ -19,10 +19,9 @@ import pytest
 from spade.message import Message
 
 from spade_memory import Clarification, EntityRef, Finding, Focus
-from spade_memory.beads_ops import BEADS_SYNC_RESULTS
-from spade_memory.interaction_ops import INTERACTION_RESULTS
 from spade_memory.lifecycle import stop_agent
-from spade_memory.protocol import BASE_MEMORY_RESULTS
+from spade_memory.ops import op_types
+from spade_memory.registry import SERVICES
 from spade_memory.testing import MemoryServiceProcess
 
 from .harness import ClientAgent, send_raw, start_client, unique_jid
@@ -181,9 +180,7 @@ def test_the_matrix_covers_every_op_of_every_agent() -> None:
 
     covered = {svc: {body["op"] for body in bodies} for svc, bodies in attacks(Stub()).items()}  # type: ignore[arg-type]
     assert covered == {
-        "base-memory": set(BASE_MEMORY_RESULTS),
-        "interaction-memory": set(INTERACTION_RESULTS),
-        "beads-sync": set(BEADS_SYNC_RESULTS),
+        service.name: {op.tag() for op in op_types(service.union)} for service in SERVICES
     }
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.interaction_ops import (
+from spade_memory.interaction.notes import (
     AddInformation,
     ClearConversation,
     Cleared,
@@ -23,7 +23,7 @@ from spade_memory.interaction_ops import (
     InteractionsFile,
     Notes,
 )
-from spade_memory.stores.interaction import InteractionStore
+from spade_memory.interaction.store import InteractionStore
 
 ALICE = "alice@localhost"
 BOB = "bob@localhost"
@@ -140,7 +140,7 @@ async def test_notes_persist_across_reopen(tmp_path: Path) -> None:
 async def test_old_request_ids_are_forgotten_while_running(
     store: InteractionStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from spade_memory.stores import requests
+    from spade_memory.storage import requests
 
     monkeypatch.setattr(requests, "KEEP_SECONDS", -1)  # every recorded id is already old
     monkeypatch.setattr(requests.RequestLog, "FORGET_EVERY", 2)

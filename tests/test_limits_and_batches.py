@@ -19,9 +19,9 @@ from spade_memory import (
     Stored,
     StoreMemory,
 )
-from spade_memory.interaction_ops import AddInformation, GetInformation, Notes
+from spade_memory.base_memory.ops import GetMemory
+from spade_memory.interaction.notes import AddInformation, GetInformation, Notes
 from spade_memory.lifecycle import stop_agent
-from spade_memory.ops import GetMemory
 from spade_memory.testing import MemoryServiceProcess
 
 from .harness import ClientAgent, condition_of, send_raw, start_client, unique_jid

@@ -10,20 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.errors import ItemNotFound
-from spade_memory.ops import (
+from spade_memory.base_memory.access import AccessLog
+from spade_memory.base_memory.ops import (
     DeleteMemory,
     GetMemory,
     ListMemories,
+    Memory,
+    MemoryList,
     MemoryStatsOp,
     RecentMemories,
     SearchMemories,
+    Stored,
     StoreMemory,
     UpdateMemory,
 )
-from spade_memory.records import Memory, MemoryList, Stored
-from spade_memory.stores.access import AccessLog
-from spade_memory.stores.longterm import LongTermStore
+from spade_memory.base_memory.store import LongTermStore
+from spade_memory.errors import ItemNotFound
 
 ALICE = "alice@localhost"
 BOB = "bob@localhost"

@@ -13,7 +13,7 @@ import pytest
 
 from spade_memory.lifecycle import stop_agent
 from spade_memory.reconnect import reconnector_of
-from spade_memory.runtime import PASSWORD_ENV
+from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
 from . import prosody

@@ -15,7 +15,7 @@ from spade_llm.memory import AgentMemoryTool
 from spade_llm.memory.agent_base_memory_tools import create_base_memory_tools
 
 from spade_memory import TOOL_SPECS, MemoryConnection, MemoryLLMAgent, ScriptedProvider
-from spade_memory.tools import MemoryTool, memory_tools
+from spade_memory.llm.tools import MemoryTool, memory_tools
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "memory_tools.json"
 
@@ -107,7 +107,7 @@ def test_arguments_are_coerced_bounded_and_defaulted_like_spade_llms() -> None:
 def test_importing_spade_memory_leaves_spade_llm_unloaded() -> None:
     """The memory agents never pay for litellm; the LLM names load on first use."""
     check = (
-        "import sys, spade_memory, spade_memory.runtime;"
+        "import sys, spade_memory, spade_memory.server.runtime, spade_memory.registry;"
         "assert 'spade_llm' not in sys.modules, 'loaded early';"
         "spade_memory.MemoryLLMAgent;"
         "assert 'spade_llm' in sys.modules, 'not loaded on use'"

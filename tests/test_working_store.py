@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from spade_memory.errors import ItemNotFound
-from spade_memory.stores.interaction import InteractionStore
-from spade_memory.working_memory import Focus
-from spade_memory.working_memory_ops import (
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.interaction.working_memory import Focus
+from spade_memory.interaction.working_ops import (
     CreateWorkingMemory,
     GetWorkingMemory,
     SetFocus,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 import random
+import subprocess
+import sys
 
 from spade_memory import xml_escape
 
@@ -30,8 +31,17 @@ def test_same_output_as_slixmpp_for_text_and_cdata() -> None:
             assert xml_escape.escape(text, cdata) == xml_escape.slixmpp_escape(text, cdata)
 
 
-def test_installed_into_slixmpp_serialisation() -> None:
-    import spade_memory.protocol  # noqa: F401  (installs on import)
-
-    tostring = importlib.import_module("slixmpp.xmlstream.tostring")
-    assert tostring.escape is xml_escape.escape
+def test_installed_by_a_memory_agent_not_by_importing() -> None:
+    """Importing spade_memory patches nothing; building a memory agent installs the escape."""
+    script = (
+        "import importlib\n"
+        "import spade_memory\n"
+        "from spade_memory import xml_escape\n"
+        "from spade_memory.serving import MemoryAgent\n"
+        "tostring = importlib.import_module('slixmpp.xmlstream.tostring')\n"
+        "assert tostring.escape is not xml_escape.escape, 'patched at import'\n"
+        "MemoryAgent('someone@localhost', 'secret', service=None)\n"
+        "assert tostring.escape is xml_escape.escape, 'not installed by the agent'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

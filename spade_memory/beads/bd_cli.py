@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from .engine import BeadsError, IssueNotFound
+from .errors import BeadsError, IssueNotFound
 from .issue import Issue, IssueChanges, IssueFilter, NewIssue
 
 

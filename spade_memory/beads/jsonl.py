@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..files import write_atomically
+from ..storage.files import write_atomically
 
 KEY_ORDER = (
     "id",

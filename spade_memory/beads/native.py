@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from .engine import BeadsError, IssueNotFound
+from .errors import BeadsError, IssueNotFound
 from .issue import Issue, IssueChanges, IssueFilter, NewIssue
 from .jsonl import Line, common_prefix, read_lines, write_lines
 from .timestamps import nanoseconds, now_after

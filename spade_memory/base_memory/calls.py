@@ -1,0 +1,104 @@
+"""The client's calls to the base memory agent; they mirror spade_llm's ``AgentBaseMemory``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ItemNotFound
+from ..transport import Transport
+from . import NAME
+from .ops import (
+    Category,
+    DeleteMemory,
+    GetMemory,
+    ListMemories,
+    Memory,
+    MemoryStats,
+    MemoryStatsOp,
+    RecentMemories,
+    SearchMemories,
+    StoreMemory,
+    UpdateMemory,
+)
+
+
+class Memories(list[Memory]):
+    """A list of memories that says whether it is a degraded (empty) answer."""
+
+    def __init__(self, memories: list[Memory] | None = None, *, degraded: bool = False) -> None:
+        super().__init__(memories or [])
+        self.degraded = degraded
+        """True when memory did not answer and the client is in degraded mode."""
+
+
+class BaseMemoryCalls(Transport):
+    """Long-term memories of the sender, at the base memory agent.
+
+    Every call raises the reply's typed error (``MemoryServiceError``) or
+    ``MemoryTimeout``; a degraded client returns None or an empty, degraded
+    ``Memories`` instead of raising a timeout.
+    """
+
+    @property
+    def base_memory_jid(self) -> str:
+        """The base memory agent's JID."""
+        return self.jids[NAME]
+
+    async def _memories(self, op: SearchMemories | ListMemories | RecentMemories) -> Memories:
+        result = await self.request(self.base_memory_jid, op)
+        return Memories(degraded=True) if result is None else Memories(result.memories)
+
+    async def store_memory(
+        self,
+        category: Category,
+        content: str,
+        context: str | None = None,
+        confidence: float = 1.0,
+    ) -> str | None:
+        """Store a memory (the same content in the same category is reinforced, not
+        added twice). Returns its id."""
+        op = StoreMemory(category=category, content=content, context=context, confidence=confidence)
+        result = await self.request(self.base_memory_jid, op)
+        return None if result is None else result.id
+
+    async def search_memories(
+        self,
+        query: str,
+        limit: int = 10,
+        category: Category | None = None,
+        mode: str = "semantic",
+    ) -> Memories:
+        """Memories ranked by relevance to ``query``, best first (see ``SearchMemories.mode``)."""
+        op = SearchMemories(query=query, limit=limit, category=category, mode=mode)
+        return await self._memories(op)
+
+    async def get_memories_by_category(self, category: Category, limit: int = 50) -> Memories:
+        """Memories of one category, most recently used first."""
+        return await self._memories(ListMemories(category=category, limit=limit))
+
+    async def get_recent_memories(self, limit: int = 10) -> Memories:
+        """Memories of any category, most recently used first."""
+        return await self._memories(RecentMemories(limit=limit))
+
+    async def get_memory(self, memory_id: str) -> Memory | None:
+        """One memory; raises ``ItemNotFound`` if the sender has none with this id."""
+        return await self.request(self.base_memory_jid, GetMemory(id=memory_id))
+
+    async def update_memory(self, memory_id: str, **changes: Any) -> Memory | None:
+        """Change any of ``content``, ``category``, ``context``, ``confidence``.
+
+        Returns the memory as updated; raises ``ItemNotFound`` or ``BadRequest``.
+        """
+        return await self.request(self.base_memory_jid, UpdateMemory(id=memory_id, **changes))
+
+    async def delete_memory(self, memory_id: str) -> bool:
+        """True if deleted; False if there was no such memory (or degraded)."""
+        try:
+            result = await self.request(self.base_memory_jid, DeleteMemory(id=memory_id))
+        except ItemNotFound:
+            return False
+        return result is not None
+
+    async def get_memory_stats(self) -> MemoryStats | None:
+        """Counts by category, average confidence, oldest and newest, and the ranking used."""
+        return await self.request(self.base_memory_jid, MemoryStatsOp())

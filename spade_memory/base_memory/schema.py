@@ -1,0 +1,155 @@
+"""Schema of the long-term store, and the one-time import of spade_llm's table.
+
+Our table has an ``INTEGER PRIMARY KEY`` (``seq``) so the external-content
+FTS5 index can point at stable rowids (``VACUUM`` may renumber the implicit
+rowids of spade_llm's ``agent_memories``, which would silently break an index
+built on them). When the file already holds spade_llm's ``agent_memories``,
+its rows are copied once, with ids, counts and timestamps kept; the original
+table is left untouched so spade_llm can still open the file.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import aiosqlite
+
+from ..storage import requests
+from ..storage.connection import Migration
+
+_V1 = (
+    """CREATE TABLE memories (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        owner TEXT NOT NULL,
+        category TEXT NOT NULL,
+        content TEXT NOT NULL,
+        context TEXT,
+        confidence REAL NOT NULL DEFAULT 1.0,
+        created_at REAL NOT NULL,
+        last_accessed REAL NOT NULL,
+        access_count INTEGER NOT NULL DEFAULT 0
+    )""",
+    "CREATE INDEX memories_owner_recent ON memories(owner, last_accessed DESC)",
+    "CREATE INDEX memories_owner_category ON memories(owner, category, last_accessed DESC)",
+    """CREATE VIRTUAL TABLE memories_fts USING fts5(
+        content, context,
+        content='memories', content_rowid='seq',
+        tokenize='porter unicode61 remove_diacritics 2'
+    )""",
+    # rank = bm25 with content weighing twice context; lets ORDER BY rank use FTS5's fast path
+    "INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)')",
+    """CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts(rowid, content, context)
+        VALUES (new.seq, new.content, new.context);
+    END""",
+    """CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, content, context)
+        VALUES ('delete', old.seq, old.content, old.context);
+    END""",
+    """CREATE TRIGGER memories_au AFTER UPDATE OF content, context ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, content, context)
+        VALUES ('delete', old.seq, old.content, old.context);
+        INSERT INTO memories_fts(rowid, content, context)
+        VALUES (new.seq, new.content, new.context);
+    END""",
+    *requests.CREATE_TABLE,
+)
+
+
+async def _create_v1(db: aiosqlite.Connection) -> None:
+    for statement in _V1:
+        await db.execute(statement)
+    await import_spade_llm_rows(db)
+
+
+async def import_spade_llm_rows(db: aiosqlite.Connection) -> int:
+    """Copy every row of spade_llm's ``agent_memories`` table, if there is one."""
+    async with db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='agent_memories'"
+    ) as cursor:
+        if await cursor.fetchone() is None:
+            return 0
+    async with db.execute(
+        "SELECT id, agent_id, category, content, context, confidence,"
+        " created_at, last_accessed, access_count FROM agent_memories"
+    ) as cursor:
+        rows = list(await cursor.fetchall())
+    await db.executemany(
+        "INSERT OR IGNORE INTO memories (id, owner, category, content, context,"
+        " confidence, created_at, last_accessed, access_count)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [_from_spade_llm(tuple(row)) for row in rows],
+    )
+    return len(rows)
+
+
+def _from_spade_llm(row: tuple[object, ...]) -> tuple[object, ...]:
+    memory_id, agent_id, category, content, context, confidence, created, accessed, count = row
+    created_at = _epoch(created)
+    return (
+        str(memory_id),
+        str(agent_id),
+        str(category),
+        str(content),
+        None if context is None else str(context),
+        1.0 if confidence is None else float(str(confidence)),
+        created_at,
+        _epoch(accessed, default=created_at),
+        int(str(count or 0)),
+    )
+
+
+def _epoch(value: object, default: float = 0.0) -> float:
+    """spade_llm writes naive local-time ISO strings; read them as local time."""
+    if value is None:
+        return default
+    try:
+        return datetime.fromisoformat(str(value)).timestamp()
+    except ValueError:
+        return default
+
+
+_V2 = (
+    # AUTOINCREMENT: a change number is never reused, even after the mirror's
+    # confirmation lets older changes be forgotten.
+    """CREATE TABLE changes (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        owner TEXT NOT NULL
+    )""",
+    # memories stored before the feed existed reach the mirror too
+    "INSERT INTO changes (kind, memory_id, owner) SELECT 'stored', id, owner FROM memories"
+    " ORDER BY seq",
+)
+
+
+async def _add_change_feed(db: aiosqlite.Connection) -> None:
+    for statement in _V2:
+        await db.execute(statement)
+
+
+def content_key(content: str) -> str:
+    """What makes two contents "the same" for de-duplication: whitespace and case folded."""
+    return " ".join(content.split()).casefold()
+
+
+async def _add_vectors_and_content_keys(db: aiosqlite.Connection) -> None:
+    await db.execute(
+        """CREATE TABLE embeddings (
+            seq INTEGER PRIMARY KEY REFERENCES memories(seq) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            vector BLOB NOT NULL
+        )"""
+    )
+    await db.execute("ALTER TABLE memories ADD COLUMN content_key TEXT")
+    rows = await db.execute_fetchall("SELECT seq, content FROM memories")
+    await db.executemany(
+        "UPDATE memories SET content_key = ? WHERE seq = ?",
+        [(content_key(str(content)), seq) for seq, content in rows],
+    )
+    await db.execute("CREATE INDEX memories_same ON memories(owner, category, content_key)")
+
+
+MIGRATIONS: list[Migration] = [_create_v1, _add_change_feed, _add_vectors_and_content_keys]

@@ -1,0 +1,108 @@
+"""Typed calls to the beads sync agent (``client.beads``), over the client's transport."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..beads.mapping import MemoryType
+from ..transport import Transport
+from .ops import (
+    BeadsMemory,
+    BeadsStored,
+    BeadsStoreMemory,
+    DeleteBeadsMemory,
+    GetSessionContext,
+    LinkMemories,
+    MarkMemoryAccessed,
+    Relationship,
+    RestoreSession,
+    RetrieveMemories,
+    SearchBeadsMemories,
+    SessionContext,
+)
+
+
+class BeadsClient:
+    """The beads sync agent's ops, for the sender's memories.
+
+    Results are None (or empty) only from a degraded client; calls raise the
+    reply's typed error (``MemoryServiceError``) or ``MemoryTimeout``.
+    """
+
+    def __init__(self, client: Transport, jid: str) -> None:
+        self.client = client
+        self.jid = jid
+        """The beads sync agent's JID."""
+
+    async def store_memory(
+        self,
+        content: str,
+        memory_type: MemoryType = "context",
+        *,
+        title: str | None = None,
+        tags: Sequence[str] = (),
+        importance: int | None = None,
+        session: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> BeadsStored | None:
+        """Store a memory as a new issue in ``session`` (default: the agent's current one).
+
+        Returns its issue id and session; raises ``BadRequest`` for reserved tags or metadata.
+        """
+        op = BeadsStoreMemory(
+            content=content, memory_type=memory_type, title=title, tags=list(tags),
+            importance=importance, session=session, metadata=metadata or {},
+        )  # fmt: skip
+        return await self.client.request(self.jid, op)
+
+    async def retrieve_memories(
+        self,
+        memory_type: MemoryType | None = None,
+        tags: Sequence[str] = (),
+        session: str | None = None,
+        limit: int = 20,
+        all_sessions: bool = False,
+        agent: str | None = None,
+    ) -> list[BeadsMemory]:
+        """Open memories, newest first: the sender's, or ``agent``'s where the sender may
+        read them; the current session unless ``session`` or ``all_sessions`` says otherwise."""
+        op = RetrieveMemories(
+            memory_type=memory_type, tags=list(tags), session=session, limit=limit,
+            all_sessions=all_sessions, agent=agent,
+        )  # fmt: skip
+        result = await self.client.request(self.jid, op)
+        return [] if result is None else result.memories
+
+    async def restore_session(self, session_id: str) -> list[BeadsMemory]:
+        """Every memory the sender kept in a session, oldest first, with their links."""
+        result = await self.client.request(self.jid, RestoreSession(session_id=session_id))
+        return [] if result is None else result.memories
+
+    async def get_session_context(self, session_id: str | None = None) -> SessionContext | None:
+        """A session's memories, active agents, open issues and ready work."""
+        op = GetSessionContext(session_id=session_id)
+        return await self.client.request(self.jid, op)
+
+    async def mark_memory_accessed(self, memory_id: str) -> BeadsMemory | None:
+        """Count one access; the memory after it. Raises ``ItemNotFound``/``NotAuthorized``."""
+        op = MarkMemoryAccessed(memory_id=memory_id)
+        return await self.client.request(self.jid, op)
+
+    async def link_memories(
+        self, child: str, parent: str, relationship: Relationship = "related"
+    ) -> bool:
+        """``child`` depends on ``parent``; True once linked. Only the child's owner may."""
+        op = LinkMemories(child=child, parent=parent, relationship=relationship)
+        return await self.client.request(self.jid, op) is not None
+
+    async def delete_memory(self, memory_id: str, reason: str | None = None) -> bool:
+        """Close the memory's issue (it stays as an audit trail); True once closed."""
+        op = DeleteBeadsMemory(memory_id=memory_id, reason=reason)
+        return await self.client.request(self.jid, op) is not None
+
+    async def search_memories(self, query: str, limit: int = 10) -> list[BeadsMemory]:
+        """The sender's memories matching ``query``."""
+        op = SearchBeadsMemories(query=query, limit=limit)
+        result = await self.client.request(self.jid, op)
+        return [] if result is None else result.memories

@@ -1,0 +1,203 @@
+"""What the beads sync agent serves, as tagged pydantic ops, and what it answers.
+
+A beads memory is one issue in the project's beads tracker (see
+``beads/mapping.py``). As everywhere, the owner is the sender's bare JID: an
+``agent`` (or ``owner``) field is accepted only so that a body naming another
+agent can be refused.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Generic, Literal
+
+from pydantic import AliasChoices, BaseModel, Field, TypeAdapter, field_validator
+
+from ..beads.mapping import OUR_METADATA, RESERVED_LABEL_PREFIXES, MemoryType
+from ..ops import Limit, MemoryId, Op, R, Record
+
+Relationship = Literal["related", "blocks", "discovered-from"]
+SessionId = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\s,]+$")]
+Importance = Annotated[int, Field(ge=1, le=10)]
+
+
+class Link(BaseModel):
+    memory_id: str
+    relationship: str
+
+
+class BeadsMemory(Record):
+    """One memory as kept in beads (``id`` is the issue id)."""
+
+    id: str
+    title: str
+    content: str
+    memory_type: MemoryType
+    agent: str | None
+    session: str | None
+    tags: list[str]
+    metadata: dict[str, Any]
+    importance: int
+    status: str
+    created_at: str
+    updated_at: str
+    parent: str | None = None
+    links: list[Link] = Field(default_factory=list)
+    access_count: int = 0
+    last_accessed: str | None = None
+    category: str | None = None
+    base_memory_id: str | None = None
+    """Set when the memory mirrors one of the base memory agent's memories."""
+
+
+class BeadsMemories(Record):
+    memories: list[BeadsMemory] = Field(default_factory=list)
+    session: str | None = None
+
+
+class BeadsStored(Record):
+    id: str
+    session: str
+
+
+class IssueSummary(Record):
+    id: str
+    title: str
+    status: str
+    priority: int
+    issue_type: str
+
+
+class SessionContext(Record):
+    session_id: str
+    memories: list[BeadsMemory]
+    active_agents: list[str]
+    open_issues: list[IssueSummary]
+    ready_work: list[IssueSummary]
+    metadata: dict[str, Any]
+
+
+class Done(Record):
+    id: str
+    done: bool = True
+
+
+class BeadsOp(Op[R], Generic[R]):
+    """A beads op: ``agent`` may name the owner too (and is refused if it is not the sender)."""
+
+    owner: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("agent", "owner", "agent_id"),
+        description="Optional. If given it must equal the sender's bare JID, "
+        "otherwise the request is refused with not-authorized.",
+    )
+
+
+class BeadsStoreMemory(BeadsOp[BeadsStored]):
+    """Store a memory as a new issue (written before the reply)."""
+
+    op: Literal["store_memory"] = "store_memory"
+    content: str = Field(min_length=1, description="What to remember (the issue description)")
+    title: str | None = Field(
+        default=None, max_length=200, description="Issue title; the content's first line if omitted"
+    )
+    memory_type: MemoryType = "context"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: list[Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[^\s,]+$")]] = Field(
+        default_factory=list, max_length=20
+    )
+    importance: Importance | None = None
+    session: SessionId | None = Field(default=None, description="Default: the current session")
+
+    @field_validator("metadata")
+    @classmethod
+    def _no_reserved_metadata(cls, metadata: dict[str, Any]) -> dict[str, Any]:
+        if OUR_METADATA in metadata:
+            raise ValueError(f"metadata may not use the reserved key {OUR_METADATA!r}")
+        return metadata
+
+    @field_validator("tags")
+    @classmethod
+    def _no_reserved_tags(cls, tags: list[str]) -> list[str]:
+        for tag in tags:
+            if tag.startswith(RESERVED_LABEL_PREFIXES):
+                raise ValueError(f"tags may not start with {', '.join(RESERVED_LABEL_PREFIXES)}")
+        return tags
+
+
+class RetrieveMemories(Op[BeadsMemories]):
+    """Open memories of one agent (the sender unless ``agent`` names another), newest first.
+
+    Another agent's memories are returned only where the sender may read them
+    (sessions both have written to). The session is the current one unless
+    ``session`` or ``all_sessions`` says otherwise.
+    """
+
+    op: Literal["retrieve_memories"] = "retrieve_memories"
+    agent: str | None = Field(default=None, max_length=300, description="Whose memories")
+    memory_type: MemoryType | None = None
+    tags: list[str] = Field(default_factory=list, max_length=20, description="Any of these")
+    session: SessionId | None = None
+    all_sessions: bool = False
+    limit: Limit = 20
+
+
+class RestoreSession(BeadsOp[BeadsMemories]):
+    """Every memory of a session, oldest first, with their links."""
+
+    op: Literal["restore_session"] = "restore_session"
+    session_id: SessionId
+
+
+class GetSessionContext(BeadsOp[SessionContext]):
+    op: Literal["get_session_context"] = "get_session_context"
+    session_id: SessionId | None = None
+
+
+class MarkMemoryAccessed(BeadsOp[BeadsMemory]):
+    op: Literal["mark_memory_accessed"] = "mark_memory_accessed"
+    memory_id: MemoryId
+
+
+class LinkMemories(BeadsOp[Done]):
+    """``child`` depends on ``parent`` (stored on the child, as bd does)."""
+
+    op: Literal["link_memories"] = "link_memories"
+    child: MemoryId
+    parent: MemoryId
+    relationship: Relationship = "related"
+
+
+class DeleteBeadsMemory(BeadsOp[Done]):
+    """Close the memory's issue; it stays in the file as an audit trail."""
+
+    op: Literal["delete_memory"] = "delete_memory"
+    memory_id: MemoryId
+    reason: str | None = Field(default=None, max_length=500)
+
+
+class SearchBeadsMemories(BeadsOp[BeadsMemories]):
+    op: Literal["search_memories"] = "search_memories"
+    query: str = Field(min_length=1)
+    limit: Limit = 10
+
+
+BeadsSyncOp = Annotated[
+    BeadsStoreMemory
+    | RetrieveMemories
+    | RestoreSession
+    | GetSessionContext
+    | MarkMemoryAccessed
+    | LinkMemories
+    | DeleteBeadsMemory
+    | SearchBeadsMemories,
+    Field(discriminator="op"),
+]
+beads_sync_ops: TypeAdapter[BeadsSyncOp] = TypeAdapter(BeadsSyncOp)
+
+WRITES: tuple[type[Op[Any]], ...] = (
+    BeadsStoreMemory,
+    MarkMemoryAccessed,
+    LinkMemories,
+    DeleteBeadsMemory,
+)
+"""Ops that change the beads file (a retry of one is answered, not applied again)."""

@@ -1,0 +1,179 @@
+"""The beads sync agent: memories as beads issues that travel with git, and its registry entry.
+
+It serves the beads memory ops to any agent and, given a ``Mirror``, mirrors
+the base memory agent (see ``mirror``). A retried write (same request id) is
+applied once: a store finds the request id recorded in its issue, other
+writes are answered from ``RecentAnswers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import TypeAdapter
+from spade.agent import Agent
+
+from .. import base_memory
+from ..base_memory.notices import change_notice_template
+from ..beads import open_engine
+from ..beads.engine import EngineName
+from ..beads.errors import BeadsError
+from ..beads.git import GitCommitter
+from ..errors import MemoryServiceError
+from ..limits import Limits
+from ..ops import AppliesOps, Outcome, Request, in_place
+from ..serving import Behaviours, MemoryService, ServiceConfig, ServiceContext, ServicePlugin
+from ..storage.answers import RecentAnswers
+from ..transport import Transport
+from . import NAME
+from .mirror import Mirror, MirrorBaseMemory, SyncCursor
+from .ops import WRITES, BeadsSyncOp, beads_sync_ops
+from .store import BeadsMemoryStore
+
+CURSOR = "beads-sync-cursor.json"
+"""The mirror's cursor file in the data directory."""
+
+
+class BeadsSyncService(AppliesOps):
+    """Serves the beads memory ops; mirrors the base memory agent when given a ``Mirror``."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        memories: BeadsMemoryStore,
+        limits: Limits | None = None,
+        *,
+        mirror: Mirror | None = None,
+        answers: RecentAnswers | None = None,
+    ) -> None:
+        self.memories = memories
+        self.limits = limits or Limits()
+        self.ops: TypeAdapter[BeadsSyncOp] = beads_sync_ops
+        self.mirror = mirror
+        self.answers = answers or RecentAnswers()
+        """Answers to recent writes, so a retry within this run is not applied twice."""
+        self.wrote = False
+        """Set after a direct write, so the next flush commits it to git."""
+
+    async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
+        """The ops applied in order; a write already answered is answered again."""
+        replayed = {
+            index: answer
+            for index, request in enumerate(requests)
+            if isinstance(request.op, WRITES)
+            and (answer := self.answers.get(owner, request.id)) is not None
+        }
+        fresh = [request for index, request in enumerate(requests) if index not in replayed]
+        applied = await self.memories.batch(owner, fresh) if fresh else []
+        for request, outcome in zip(fresh, applied, strict=True):
+            if isinstance(request.op, WRITES) and not isinstance(outcome, MemoryServiceError):
+                self.wrote = True
+                self.answers.keep(owner, request.id, outcome)
+        return in_place(len(requests), replayed, applied)
+
+    def behaviours(self, agent: Agent) -> Behaviours:
+        """With a mirror: the debounced catch-up from the base memory agent's feed."""
+        if self.mirror is None:
+            return []
+        base = base_memory.NAME
+        transport = Transport(agent, {base: self.mirror.base_memory_jid}, timeout=5.0)
+        return [(MirrorBaseMemory(self, self.mirror, transport), change_notice_template())]
+
+
+def new_session_id() -> str:
+    """A session id that sorts by start time: ``20261122-083000-1a2b``."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(2)
+
+
+@dataclass(frozen=True)
+class BeadsSyncConfig(ServiceConfig):
+    project: Path | None = None
+    """The project whose ``.beads/issues.jsonl`` holds the memories (default: DATA_DIR/beads)."""
+    engine: EngineName = "auto"
+    prefix: str = "mem"
+    debounce: float = 5.0
+    poll: float = 30.0
+    git_commit: bool = False
+    session: str | None = None
+    """The current session (default: one new id per run)."""
+
+    def project_dir(self, data_dir: Path) -> Path:
+        return self.project or data_dir / "beads"
+
+
+class BeadsSyncPlugin(ServicePlugin):
+    """Registry entry of the beads sync service."""
+
+    name = NAME
+    title = "beads sync agent"
+    union = BeadsSyncOp
+    ops = beads_sync_ops
+    default_config = BeadsSyncConfig()
+    follows = base_memory.NAME
+
+    async def open(self, config: BeadsSyncConfig, context: ServiceContext) -> MemoryService:
+        project = config.project_dir(context.data_dir)
+        try:
+            engine = open_engine(project, config.engine, config.prefix)
+        except BeadsError as error:
+            raise RuntimeError(f"cannot start the beads sync agent: {error}") from None
+        issues = project / ".beads" / "issues.jsonl"
+        mirror = Mirror(
+            base_memory_jid=context.jids[base_memory.NAME],
+            cursor=SyncCursor(context.data_dir / CURSOR),
+            debounce=config.debounce,
+            poll=config.poll,
+            git=GitCommitter(project, [issues]) if config.git_commit else None,
+        )
+        store = BeadsMemoryStore(engine, config.session or new_session_id())
+        return BeadsSyncService(store, context.limits, mirror=mirror)
+
+    def add_arguments(self, parser: argparse._ActionsContainer) -> None:
+        parser.add_argument(
+            "--beads-project", type=Path, default=None,
+            help="project whose .beads/issues.jsonl keeps the memories, e.g. your git repository"
+            " (default: DATA_DIR/beads)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--beads-engine", choices=["auto", "native", "bd"], default="auto",
+            help="bd on PATH (auto, when present) or the built-in JSONL engine",
+        )  # fmt: skip
+        parser.add_argument(
+            "--beads-debounce", type=float, default=5.0,
+            help="seconds to gather base memory changes before one beads write",
+        )  # fmt: skip
+        parser.add_argument(
+            "--beads-git-commit", action="store_true",
+            help="commit .beads/issues.jsonl to git after each beads write",
+        )  # fmt: skip
+        parser.add_argument(
+            "--session", default=None, help="the beads sync agent's current session id"
+        )
+
+    def configure(self, args: argparse.Namespace) -> BeadsSyncConfig:
+        return BeadsSyncConfig(
+            project=args.beads_project,
+            engine=args.beads_engine,
+            debounce=args.beads_debounce,
+            git_commit=args.beads_git_commit,
+            session=args.session,
+        )
+
+    def from_environment(self, environ: Mapping[str, str]) -> BeadsSyncConfig:
+        project = environ.get("SPADE_MEMORY_BEADS_PROJECT")
+        return BeadsSyncConfig(
+            project=Path(project) if project else None,
+            git_commit=environ.get("SPADE_MEMORY_BEADS_GIT_COMMIT", "").lower() == "true",
+        )
+
+    def places(self, config: BeadsSyncConfig, data_dir: Path) -> list[tuple[str, str]]:
+        return [("beads issues", str(config.project_dir(data_dir) / ".beads" / "issues.jsonl"))]
+
+
+PLUGIN = BeadsSyncPlugin()

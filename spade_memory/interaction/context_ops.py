@@ -1,0 +1,73 @@
+"""Context-directory ops and replies, served by the interaction memory agent's service
+(the files are not the store's: see ``context_dir``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ..ops import Limit, Op, Record
+
+ContextType = Literal["conversation", "preferences", "knowledge"]
+Name = Annotated[str, Field(min_length=1, max_length=512)]
+
+
+class ContextEntry(Record):
+    type: ContextType
+    path: str
+    """Relative to the sender's directory in the context directory."""
+    title: str
+    text: str
+
+
+class ContextEntries(Record):
+    """Result of ``search_context``, best match first."""
+
+    entries: list[ContextEntry]
+
+
+class Preferences(Record):
+    user: str
+    preferences: dict[str, Any]
+
+
+class EndConversation(Op[ContextEntry]):
+    """Write the conversation's summary file (its notes unless ``summary`` is given)."""
+
+    op: Literal["end_conversation"] = "end_conversation"
+    conversation_id: Name
+    summary: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    clear: bool = False
+    """Also clear the conversation's notes."""
+
+
+class SavePreferences(Op[Preferences]):
+    op: Literal["save_preferences"] = "save_preferences"
+    user: Name
+    preferences: dict[str, Any]
+
+
+class GetPreferences(Op[Preferences]):
+    op: Literal["get_preferences"] = "get_preferences"
+    user: Name
+
+
+class SaveKnowledge(Op[ContextEntry]):
+    op: Literal["save_knowledge"] = "save_knowledge"
+    name: Name
+    content: str = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list)
+
+
+class SearchContext(Op[ContextEntries]):
+    """Keyword search over the sender's context directory, best first."""
+
+    op: Literal["search_context"] = "search_context"
+    query: str
+    type: ContextType | None = None
+    limit: Limit = 5
+
+
+ContextOp = EndConversation | SavePreferences | GetPreferences | SaveKnowledge | SearchContext

@@ -1,0 +1,250 @@
+"""The interaction memory agent: notes and working memory from its store, the context
+directory from files, and its registry entry.
+
+A batch goes to the store in runs: consecutive note and working-memory ops
+are one store transaction; a context-directory op between them is applied
+on its own (files are not transactional) and answered from ``RecentAnswers``
+when its request id comes again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter
+from spade.agent import Agent
+
+from ..errors import BadRequest, InternalServerError, ItemNotFound, MemoryServiceError
+from ..limits import Limits
+from ..ops import AppliesOps, Op, Outcome, Record, Request
+from ..serving import (
+    Behaviours,
+    MemoryAgent,
+    MemoryService,
+    ServiceConfig,
+    ServiceContext,
+    ServicePlugin,
+)
+from ..storage.answers import RecentAnswers
+from . import NAME
+from .context_dir import ContextDirectory, ContextFile
+from .context_ops import (
+    ContextEntries,
+    ContextEntry,
+    EndConversation,
+    GetPreferences,
+    Preferences,
+    SaveKnowledge,
+    SavePreferences,
+    SearchContext,
+)
+from .notes import ClearConversation, GetInformation, context_summary
+from .ops import InteractionOp, interaction_ops
+from .store import InteractionStore
+
+logger = logging.getLogger("spade_memory.interaction")
+DATABASE = "interaction-memory.db"
+"""The store's file in the data directory."""
+
+FileHandler = Callable[[ContextDirectory, str, Any, str | None], Awaitable[Record]]
+
+
+class InteractionMemoryService(AppliesOps):
+    """Serves notes and working memory from a store, and the context directory."""
+
+    name = NAME
+
+    def __init__(
+        self,
+        store: InteractionStore,
+        context: ContextDirectory | None = None,
+        limits: Limits | None = None,
+        answers: RecentAnswers | None = None,
+    ) -> None:
+        self.store = store
+        self.context = context
+        self.limits = limits or Limits()
+        self.ops: TypeAdapter[InteractionOp] = interaction_ops
+        self.answers = answers or RecentAnswers()
+        """Answers to recent context-directory requests (files are not transactional)."""
+        self._files: dict[type[Op[Any]], FileHandler] = {
+            EndConversation: self._end,
+            ClearConversation: self._end,
+            SavePreferences: self._save_preferences,
+            GetPreferences: self._preferences,
+            SaveKnowledge: self._save_knowledge,
+            SearchContext: self._search,
+        }
+
+    def behaviours(self, agent: Agent) -> Behaviours:
+        """None beyond serving."""
+        return []
+
+    async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
+        """Runs of store ops in one transaction each; file ops one by one, in order."""
+        outcomes: list[Outcome] = []
+        run: list[Request] = []
+        for request in requests:
+            if self._in_store(request.op):
+                run.append(request)
+                continue
+            if run:
+                outcomes += await self.store.batch(owner, run)
+                run = []
+            outcomes.append(await self._file_op(owner, request, alone=len(requests) == 1))
+        if run:
+            outcomes += await self.store.batch(owner, run)
+        return outcomes
+
+    def _in_store(self, op: Op[Any]) -> bool:
+        archiving = isinstance(op, ClearConversation) and op.archive
+        return self.store.applies(op) and not archiving
+
+    async def _file_op(self, owner: str, request: Request, *, alone: bool) -> Outcome:
+        answered = self.answers.get(owner, request.id)
+        if answered is not None:
+            return answered
+        try:
+            if self.context is None:
+                raise BadRequest("this interaction memory agent has no context directory")
+            handler = self._files[type(request.op)]
+            result = await handler(self.context, owner, request.op, request.id)
+        except MemoryServiceError as error:
+            return error
+        except Exception:
+            if alone:
+                raise
+            logger.exception("a batched %s failed", request.op.tag())
+            return InternalServerError("the memory agent failed")
+        self.answers.keep(owner, request.id, result)
+        return result
+
+    async def _end(
+        self,
+        context: ContextDirectory,
+        owner: str,
+        op: EndConversation | ClearConversation,
+        request_id: str | None,
+    ) -> Record:
+        """Write the conversation's summary file; clear its notes if asked."""
+        conversation = op.conversation_id
+        notes = await self.store.apply(owner, GetInformation(conversation_id=conversation))
+        given = op.summary if isinstance(op, EndConversation) else None
+        summary = given or context_summary(notes.notes)
+        written = None
+        if summary is not None:
+            tags = op.tags if isinstance(op, EndConversation) else []
+            written = await asyncio.to_thread(
+                context.write_conversation, owner, conversation, summary, tags
+            )
+        clear = ClearConversation(conversation_id=conversation)
+        if isinstance(op, ClearConversation):
+            return await self.store.apply(owner, clear, request_id)
+        if written is None:
+            raise ItemNotFound(f"conversation {conversation!r} has no notes to summarize")
+        if op.clear:
+            await self.store.apply(owner, clear)
+        return _entry(written)
+
+    async def _save_preferences(
+        self, context: ContextDirectory, owner: str, op: SavePreferences, _request_id: str | None
+    ) -> Record:
+        saved = await asyncio.to_thread(context.save_preferences, owner, op.user, op.preferences)
+        return Preferences(user=op.user, preferences=saved)
+
+    async def _preferences(
+        self, context: ContextDirectory, owner: str, op: GetPreferences, _request_id: str | None
+    ) -> Record:
+        found = await asyncio.to_thread(context.preferences, owner, op.user)
+        return Preferences(user=op.user, preferences=found)
+
+    async def _save_knowledge(
+        self, context: ContextDirectory, owner: str, op: SaveKnowledge, _request_id: str | None
+    ) -> Record:
+        written = await asyncio.to_thread(
+            context.write_knowledge, owner, op.name, op.content, op.tags
+        )
+        return _entry(written)
+
+    async def _search(
+        self, context: ContextDirectory, owner: str, op: SearchContext, _request_id: str | None
+    ) -> Record:
+        found = await asyncio.to_thread(context.search, owner, op.query, op.type, op.limit)
+        return ContextEntries(entries=[_entry(file) for file in found])
+
+
+def _entry(file: ContextFile) -> ContextEntry:
+    return ContextEntry(type=file.type, path=file.path, title=file.title, text=file.text)
+
+
+class InteractionMemoryAgent(MemoryAgent):
+    """A memory agent serving the interaction memory from ``store`` and ``context``."""
+
+    def __init__(
+        self,
+        jid: str,
+        password: str,
+        store: InteractionStore,
+        context: ContextDirectory | None = None,
+        limits: Limits | None = None,
+        **agent_options: Any,
+    ) -> None:
+        service = InteractionMemoryService(store, context, limits)
+        super().__init__(jid, password, service, **agent_options)
+
+
+@dataclass(frozen=True)
+class InteractionConfig(ServiceConfig):
+    context_directory: Path | None = None
+    """Where the human-readable context lives (default: DATA_DIR/context)."""
+
+    def context_dir(self, data_dir: Path) -> Path:
+        return self.context_directory or data_dir / "context"
+
+
+class InteractionMemoryPlugin(ServicePlugin):
+    """Registry entry of the interaction memory service."""
+
+    name = NAME
+    title = "interaction memory agent"
+    union = InteractionOp
+    ops = interaction_ops
+    default_config = InteractionConfig()
+
+    async def open(self, config: InteractionConfig, context: ServiceContext) -> MemoryService:
+        store = await InteractionStore.open(context.data_dir / DATABASE, context.synchronous)
+        context.closing.push_async_callback(store.close)
+        files = ContextDirectory(config.context_dir(context.data_dir))
+        return InteractionMemoryService(store, files, context.limits)
+
+    def add_arguments(self, parser: argparse._ActionsContainer) -> None:
+        parser.add_argument(
+            "--interaction-jid", default=None,
+            help="JID of the interaction memory agent (default: interaction-memory@DOMAIN)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--context-dir", type=Path, default=None,
+            help="human-readable context directory, e.g. inside your git repository"
+            " (default: DATA_DIR/context)",
+        )  # fmt: skip
+
+    def configure(self, args: argparse.Namespace) -> InteractionConfig:
+        return InteractionConfig(jid=args.interaction_jid, context_directory=args.context_dir)
+
+    def from_environment(self, environ: Mapping[str, str]) -> InteractionConfig:
+        return InteractionConfig(jid=environ.get("SPADE_MEMORY_INTERACTION_JID"))
+
+    def places(self, config: InteractionConfig, data_dir: Path) -> list[tuple[str, str]]:
+        return [
+            ("conversation notes", str(data_dir / DATABASE)),
+            ("context directory", str(config.context_dir(data_dir))),
+        ]
+
+
+PLUGIN = InteractionMemoryPlugin()

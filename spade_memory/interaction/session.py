@@ -1,0 +1,97 @@
+"""SessionMemory: the working memory of one session, through the interaction memory agent.
+
+Get one from ``MemoryClient.session(session_id)``. Every change returns the
+session's new state (``None`` only from a degraded client that got no reply).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..ops import Op
+from .working_memory import Clarification, EntityRef, Finding, Focus, WorkingMemory
+from .working_ops import (
+    AddEntity,
+    AddFinding,
+    ClearClarification,
+    ClearFocus,
+    CreateWorkingMemory,
+    GetWorkingMemory,
+    MergeWorkingMemory,
+    RecentEntities,
+    SetClarification,
+    SetFocus,
+    UpdateContext,
+    WorkingMemoryState,
+)
+
+if TYPE_CHECKING:
+    from ..transport import Transport
+
+State = WorkingMemoryState | None
+
+
+class SessionMemory:
+    """Typed calls on one session's working memory.
+
+    Each change returns the session's new ``WorkingMemoryState`` (a change to
+    a session that does not exist creates it); ``get`` of a session that does
+    not exist raises ``ItemNotFound``. Calls raise the reply's typed error
+    (``MemoryServiceError``) or ``MemoryTimeout``.
+    """
+
+    def __init__(self, client: Transport, jid: str, session_id: str) -> None:
+        self.client = client
+        self.jid = jid
+        """The interaction memory agent keeping this session."""
+        self.session_id = session_id
+
+    async def _state(self, op: Op[WorkingMemoryState]) -> State:
+        return await self.client.request(self.jid, op)
+
+    async def create(self, user_id: str | None = None) -> State:
+        """Create the session (``user_id`` defaults to the sender), or get it if it exists."""
+        return await self._state(CreateWorkingMemory(session_id=self.session_id, user_id=user_id))
+
+    async def get(self) -> State:
+        """The session's state; raises ``ItemNotFound`` if it was never created."""
+        return await self._state(GetWorkingMemory(session_id=self.session_id))
+
+    async def set_focus(self, focus: Focus) -> State:
+        """Focus on something new; the previous focus moves to the history."""
+        return await self._state(SetFocus(session_id=self.session_id, focus=focus))
+
+    async def clear_focus(self) -> State:
+        """No focus; the previous one moves to the history."""
+        return await self._state(ClearFocus(session_id=self.session_id))
+
+    async def add_entity(self, entity: EntityRef) -> State:
+        """Note something the session referred to."""
+        return await self._state(AddEntity(session_id=self.session_id, entity=entity))
+
+    async def recent_entities(self, limit: int = 10) -> list[EntityRef]:
+        """The ``limit`` most recently referred entities, newest first."""
+        op = RecentEntities(session_id=self.session_id, limit=limit)
+        result = await self.client.request(self.jid, op)
+        return [] if result is None else result.entities
+
+    async def add_finding(self, finding: Finding) -> State:
+        """Note something the session found out."""
+        return await self._state(AddFinding(session_id=self.session_id, finding=finding))
+
+    async def set_clarification(self, clarification: Clarification) -> State:
+        """Ask a question; it is pending until cleared or its timeout passes."""
+        op = SetClarification(session_id=self.session_id, clarification=clarification)
+        return await self._state(op)
+
+    async def clear_clarification(self) -> State:
+        """The question was answered."""
+        return await self._state(ClearClarification(session_id=self.session_id))
+
+    async def update_context(self, values: dict[str, Any]) -> State:
+        """Merge ``values`` into the session's free context (given keys win)."""
+        return await self._state(UpdateContext(session_id=self.session_id, values=values))
+
+    async def merge(self, update: WorkingMemory) -> State:
+        """Apply ``update`` on top (see ``WorkingMemory.merged``)."""
+        return await self._state(MergeWorkingMemory(session_id=self.session_id, update=update))

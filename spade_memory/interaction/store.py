@@ -1,0 +1,204 @@
+"""Conversation notes on SQLite, one row per note, beside the working memories.
+
+spade_llm keeps every note of an agent in one JSON file and rewrites all of
+it on each append. Here an append is one INSERT, so its cost does not grow
+with the conversation and concurrent appends cannot overwrite each other.
+Notes keep spade_llm's timestamp strings, so its files import and export
+unchanged. Like every store, ``batch`` applies a list of ops in one
+transaction, each through its handler in a dispatch table (working-memory
+ops through ``working_store``'s).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from ..ops import AppliesOps, Op, Outcome, Record, Request
+from ..storage import requests
+from ..storage.batches import apply_all
+from ..storage.connection import Migration, Synchronous, Transactions, open_migrated
+from . import working_store
+from .notes import (
+    AddInformation,
+    ClearConversation,
+    Cleared,
+    Confirmation,
+    ContextSummary,
+    ConversationInfo,
+    Conversations,
+    ExportConversation,
+    GetAllConversations,
+    GetContextSummary,
+    GetInformation,
+    InteractionsFile,
+    NoteEntry,
+    Notes,
+    context_summary,
+)
+
+_V1 = (
+    """CREATE TABLE notes (
+        seq INTEGER PRIMARY KEY,
+        owner TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        content TEXT NOT NULL,
+        timestamp TEXT NOT NULL
+    )""",
+    "CREATE INDEX notes_by_conversation ON notes(owner, conversation_id, seq)",
+    *requests.CREATE_TABLE,
+)
+
+
+async def _create_v1(db: aiosqlite.Connection) -> None:
+    for statement in _V1:
+        await db.execute(statement)
+
+
+async def _create_v2(db: aiosqlite.Connection) -> None:
+    await db.execute(working_store.CREATE_TABLE)
+
+
+MIGRATIONS: list[Migration] = [_create_v1, _create_v2]
+
+
+class InteractionStore(AppliesOps):
+    """Conversation notes and working memories of many owners in one SQLite file."""
+
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self._tx = Transactions(db)
+        self._requests = requests.RequestLog()
+        working = working_store.WorkingMemories(self._requests)
+        self._handlers: dict[type[Op[Any]], working_store.Handler] = {
+            AddInformation: self._add,
+            GetInformation: self._read_notes,
+            GetContextSummary: self._read_notes,
+            ExportConversation: self._read_notes,
+            ClearConversation: self._clear,
+            GetAllConversations: self._conversations,
+            **working.handlers(),
+        }
+
+    @classmethod
+    async def open(cls, path: str | Path, synchronous: Synchronous = "NORMAL") -> InteractionStore:
+        """Open (creating or migrating) the store at ``path``.
+
+        Returns the open store; raises ``sqlite3.Error`` when the file is not usable.
+        """
+        store = cls(await open_migrated(path, MIGRATIONS, synchronous))
+        async with store._tx.write() as tx:
+            await requests.forget_old(tx)
+        return store
+
+    async def close(self) -> None:
+        """Close the file."""
+        await self._tx.db.close()
+
+    def applies(self, op: Op[Any]) -> bool:
+        """Whether this store applies ``op`` (context-directory ops are the service's)."""
+        return type(op) in self._handlers
+
+    async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
+        """Apply the ops of ``requests`` to ``owner``'s notes and working memories,
+        in one transaction."""
+        return await apply_all(
+            self._tx, requests, lambda db, r: self._handlers[type(r.op)](db, owner, r)
+        )
+
+    async def _add(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
+        op = request.op
+        assert isinstance(op, AddInformation)
+        confirmation = Confirmation(
+            text=f"Remembered information about this interaction: {op.information}"
+        )
+        if not await self._requests.claim(db, owner, request.id, confirmation):
+            return confirmation  # applied before; the confirmation is the same
+        await db.execute(
+            "INSERT INTO notes (owner, conversation_id, content, timestamp) VALUES (?, ?, ?, ?)",
+            (owner, op.conversation_id, op.information, _now()),
+        )
+        return confirmation
+
+    async def _clear(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
+        op = request.op
+        assert isinstance(op, ClearConversation)
+        if earlier := await requests.earlier(db, owner, request.id, Cleared.model_validate_json):
+            return earlier
+        cursor = await db.execute(
+            "DELETE FROM notes WHERE owner = ? AND conversation_id = ?",
+            (owner, op.conversation_id),
+        )
+        result = Cleared(cleared=cursor.rowcount > 0)
+        await self._requests.claim(db, owner, request.id, result)
+        return result
+
+    async def _read_notes(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
+        op = request.op
+        assert isinstance(op, GetInformation | GetContextSummary | ExportConversation)
+        entries = await _entries(db, owner, op.conversation_id)
+        notes = [entry.content for entry in entries]
+        if isinstance(op, GetInformation):
+            return Notes(conversation_id=op.conversation_id, notes=notes)
+        if isinstance(op, GetContextSummary):
+            return ContextSummary(summary=context_summary(notes))
+        exported = {op.conversation_id: entries} if entries else {}
+        return InteractionsFile(agent_id=owner, interactions=exported)
+
+    async def _conversations(
+        self, db: aiosqlite.Connection, owner: str, _request: Request
+    ) -> Conversations:
+        # with MAX(), SQLite takes the bare column (timestamp) from the row holding the maximum
+        rows = await db.execute_fetchall(
+            "SELECT conversation_id, COUNT(*), MAX(seq), timestamp FROM notes WHERE owner = ?"
+            " GROUP BY conversation_id ORDER BY MAX(seq) DESC",
+            (owner,),
+        )
+        return Conversations(
+            conversations=[
+                ConversationInfo(conversation_id=cid, notes=int(count), last_note_at=str(stamp))
+                for cid, count, _seq, stamp in rows
+            ]
+        )
+
+    async def import_spade_llm(self, path: str | Path, owner: str | None = None) -> int:
+        """Append the notes of a spade_llm ``{agent}_interactions.json`` file.
+
+        The owner is the file's ``agent_id`` (as a bare JID) unless given.
+        Returns the number of notes; raises ``OSError`` or pydantic's
+        ``ValidationError`` for a file that cannot be read as one.
+        """
+        data = InteractionsFile.model_validate_json(Path(path).read_bytes())
+        owner = bare_jid(owner or data.agent_id)
+        rows = [
+            (owner, conversation_id, entry.content, entry.timestamp)
+            for conversation_id, entries in data.interactions.items()
+            for entry in entries
+        ]
+        async with self._tx.write() as db:
+            await db.executemany(
+                "INSERT INTO notes (owner, conversation_id, content, timestamp)"
+                " VALUES (?, ?, ?, ?)",
+                rows,
+            )
+        return len(rows)
+
+
+def bare_jid(jid: str) -> str:
+    """``name@domain`` of a full or bare JID, case-folded as XMPP compares them."""
+    return jid.split("/", 1)[0].lower()
+
+
+async def _entries(db: aiosqlite.Connection, owner: str, conversation_id: str) -> list[NoteEntry]:
+    rows = await db.execute_fetchall(
+        "SELECT content, timestamp FROM notes WHERE owner = ? AND conversation_id = ? ORDER BY seq",
+        (owner, conversation_id),
+    )
+    return [NoteEntry(content=content, timestamp=timestamp) for content, timestamp in rows]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()

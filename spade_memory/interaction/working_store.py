@@ -1,0 +1,162 @@
+"""Working memories on SQLite: one JSON document per (owner, session).
+
+Every change is read, applied and written back inside the store's
+transaction, so two changes to a session never lose each other; a change
+carrying a request id is applied once. Each op has its entry in a dispatch
+table: reads, the create, and the changes (each a small function on the
+``WorkingMemory`` model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiosqlite
+
+from ..errors import ItemNotFound
+from ..ops import Op, Record, Request
+from ..storage import requests
+from .working_memory import WorkingMemory
+from .working_ops import (
+    AddEntity,
+    AddFinding,
+    ClearClarification,
+    ClearFocus,
+    CreateWorkingMemory,
+    Entities,
+    GetWorkingMemory,
+    MergeWorkingMemory,
+    RecentEntities,
+    SetClarification,
+    SetFocus,
+    UpdateContext,
+    WorkingMemoryState,
+)
+
+Handler = Callable[[aiosqlite.Connection, str, Request], Awaitable[Record]]
+"""Applies one request of one owner inside the store's open transaction."""
+
+CREATE_TABLE = """CREATE TABLE working_memories (
+    owner TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    document TEXT NOT NULL,
+    PRIMARY KEY (owner, session_id)
+) WITHOUT ROWID"""
+
+
+def _merge(memory: WorkingMemory, op: MergeWorkingMemory) -> WorkingMemory:
+    return memory.merged(op.update)
+
+
+def _set_focus(memory: WorkingMemory, op: SetFocus) -> WorkingMemory:
+    memory.set_focus(op.focus)
+    return memory
+
+
+def _clear_focus(memory: WorkingMemory, _op: ClearFocus) -> WorkingMemory:
+    memory.clear_focus()
+    return memory
+
+
+def _add_entity(memory: WorkingMemory, op: AddEntity) -> WorkingMemory:
+    memory.add_entity(op.entity)
+    return memory
+
+
+def _add_finding(memory: WorkingMemory, op: AddFinding) -> WorkingMemory:
+    memory.add_finding(op.finding)
+    return memory
+
+
+def _set_clarification(memory: WorkingMemory, op: SetClarification) -> WorkingMemory:
+    memory.clarification = op.clarification
+    return memory
+
+
+def _clear_clarification(memory: WorkingMemory, _op: ClearClarification) -> WorkingMemory:
+    memory.clarification = None
+    return memory
+
+
+def _update_context(memory: WorkingMemory, op: UpdateContext) -> WorkingMemory:
+    memory.context.update(op.values)
+    return memory
+
+
+def _created(memory: WorkingMemory, _op: CreateWorkingMemory) -> WorkingMemory:
+    return memory
+
+
+CHANGES: dict[type[Op[Any]], Callable[[WorkingMemory, Any], WorkingMemory]] = {
+    CreateWorkingMemory: _created,
+    SetFocus: _set_focus,
+    ClearFocus: _clear_focus,
+    AddEntity: _add_entity,
+    AddFinding: _add_finding,
+    SetClarification: _set_clarification,
+    ClearClarification: _clear_clarification,
+    UpdateContext: _update_context,
+    MergeWorkingMemory: _merge,
+}
+"""How each change applies to a session's working memory (a new session is created first)."""
+
+
+class WorkingMemories:
+    """The working-memory half of the interaction store (same connection, same transaction)."""
+
+    def __init__(self, request_log: requests.RequestLog) -> None:
+        self._requests = request_log
+
+    def handlers(self) -> dict[type[Op[Any]], Handler]:
+        """The store's dispatch table entries for working-memory ops."""
+        reads: dict[type[Op[Any]], Handler] = {
+            GetWorkingMemory: self._read,
+            RecentEntities: self._read,
+        }
+        return {**reads, **dict.fromkeys(CHANGES, self._change)}
+
+    async def _read(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
+        op = request.op
+        assert isinstance(op, GetWorkingMemory | RecentEntities)
+        memory = await _load(db, owner, op.session_id)
+        if memory is None:
+            raise ItemNotFound(f"no working memory for session {op.session_id!r}")
+        if isinstance(op, RecentEntities):
+            return Entities(entities=memory.recent_entities(op.limit))
+        return _state(memory)
+
+    async def _change(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
+        op: Any = request.op
+        parse = WorkingMemoryState.model_validate_json
+        if earlier := await requests.earlier(db, owner, request.id, parse):
+            return earlier
+        memory = await _load(db, owner, op.session_id)
+        if memory is None:
+            user_id = op.user_id if isinstance(op, CreateWorkingMemory) else None
+            memory = WorkingMemory(session_id=op.session_id, user_id=user_id or owner)
+        memory = CHANGES[type(op)](memory, op)
+        await db.execute(
+            "INSERT INTO working_memories VALUES (?, ?, ?) ON CONFLICT DO UPDATE"
+            " SET document = excluded.document",
+            (owner, op.session_id, memory.model_dump_json()),
+        )
+        result = _state(memory)
+        await self._requests.claim(db, owner, request.id, result)
+        return result
+
+
+def _state(memory: WorkingMemory) -> WorkingMemoryState:
+    return WorkingMemoryState(
+        working_memory=memory, pending_clarification=memory.pending_clarification()
+    )
+
+
+async def _load(db: aiosqlite.Connection, owner: str, session_id: str) -> WorkingMemory | None:
+    rows = await db.execute_fetchall(
+        "SELECT document FROM working_memories WHERE owner = ? AND session_id = ?",
+        (owner, session_id),
+    )
+    for (document,) in rows:
+        return WorkingMemory.model_validate_json(document)
+    return None

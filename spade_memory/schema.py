@@ -1,0 +1,29 @@
+"""JSON Schema of every request and reply of every registered service, for peers in
+any language (``spade-memory schema``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import wire
+from .batch import Batch
+from .ops import op_types
+from .registry import SERVICES
+from .serving import ServicePlugin
+
+
+def json_schemas() -> dict[str, Any]:
+    """The envelope, then each service's request union and the reply of each op."""
+    return {
+        "envelope": wire.envelope_schema(),
+        "services": {service.name: _service_schema(service) for service in SERVICES},
+        "batch": {"request": Batch.model_json_schema(), "reply": Batch.result.model_json_schema()},
+        "failure": wire.Failure.model_json_schema(),
+    }
+
+
+def _service_schema(service: ServicePlugin) -> dict[str, Any]:
+    return {
+        "request": service.ops.json_schema(),
+        "replies": {op.tag(): op.result.model_json_schema() for op in op_types(service.union)},
+    }

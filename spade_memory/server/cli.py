@@ -1,0 +1,216 @@
+"""The ``spade-memory`` command: ``run`` the memory agents, ``demo`` an LLM agent with
+memory, print the protocol ``schema``, ``import-interactions`` from spade_llm."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+
+from .. import wire
+from ..interaction.service import DATABASE as NOTES_DATABASE
+from ..interaction.store import InteractionStore
+from ..limits import Limits
+from ..registry import NAMES, SERVICES
+from ..schema import json_schemas
+from .runtime import PASSWORD_ENV, RunConfig, serve, use_uvloop
+
+DATA_ENV = "SPADE_MEMORY_DATA"
+
+
+def default_data_dir() -> Path:
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV])
+    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(xdg) / "spade-memory"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spade-memory", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run the memory agents (and an embedded XMPP server)")
+    run.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help=f"where memories live (default: ${DATA_ENV} or ~/.local/share/spade-memory)",
+    )
+    run.add_argument(
+        "--domain",
+        default="localhost",
+        help="XMPP domain of the agents, and the host they connect to",
+    )
+    run.add_argument("--port", type=int, default=5222, help="XMPP client port")
+    run.add_argument(
+        "--s2s-port", type=int, default=5269, help="server-to-server port of the embedded server"
+    )
+    run.add_argument(
+        "--external-server",
+        action="store_true",
+        help=f"connect to an XMPP server already running at DOMAIN:PORT instead of"
+        f" starting the embedded one (password from ${PASSWORD_ENV})",
+    )
+    limits = run.add_argument_group("limits (exceeding one is answered resource-constraint)")
+    limits.add_argument(
+        "--max-content-chars", type=int, default=Limits.max_content_chars,
+        help="longest content, context or query (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-results", type=int, default=Limits.max_results,
+        help="largest limit a query may ask for (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-batch-ops", type=int, default=Limits.max_batch_ops,
+        help="most ops in one batch request (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-in-flight", type=int, default=Limits.max_in_flight,
+        help="most requests of one sender served at once (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-body-bytes", type=int, default=Limits.max_body_bytes,
+        help="largest request body in bytes (default: %(default)s)",
+    )  # fmt: skip
+    run.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=15.0,
+        help="seconds to wait for the XMPP server before giving up",
+    )
+    run.add_argument(
+        "--services",
+        default=",".join(NAMES),
+        help=f"which memory agents to run, comma-separated (default: {','.join(NAMES)})",
+    )
+    run.add_argument(
+        "--durable",
+        action="store_true",
+        help="fsync every commit (survives power loss, not only crashes)",
+    )
+    for service in SERVICES:
+        service.add_arguments(run.add_argument_group(service.title))
+
+    demo = commands.add_parser(
+        "demo", help="an LLM agent learns something, restarts, and recalls it (no network)"
+    )
+    demo.add_argument(
+        "--data-dir", type=Path, default=None, help="keep the demo's memories here (default: none)"
+    )
+
+    commands.add_parser("schema", help="print the JSON Schema of every request and reply")
+
+    notes = commands.add_parser(
+        "import-interactions", help="import a spade_llm {agent}_interactions.json file"
+    )
+    notes.add_argument("file", type=Path)
+    notes.add_argument("--data-dir", type=Path, default=None)
+    notes.add_argument("--owner", default=None, help="owner JID (default: the file's agent_id)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "demo":
+        return _demo(args.data_dir)
+    if args.command == "schema":
+        print(json.dumps(json_schemas(), indent=2))
+        return 0
+    if args.command == "import-interactions":
+        database = (args.data_dir or default_data_dir()) / NOTES_DATABASE
+        try:
+            count = asyncio.run(_import_interactions(database, args.file, args.owner))
+        except (OSError, ValidationError) as error:
+            print(f"spade-memory: cannot import {args.file}: {error}", file=sys.stderr)
+            return 1
+        print(f"imported {count} notes into {database}")
+        return 0
+    config = RunConfig(
+        data_dir=args.data_dir or default_data_dir(),
+        domain=args.domain,
+        port=args.port,
+        s2s_port=args.s2s_port,
+        embedded_server=not args.external_server,
+        limits=Limits(
+            max_content_chars=args.max_content_chars,
+            max_results=args.max_results,
+            max_batch_ops=args.max_batch_ops,
+            max_in_flight=args.max_in_flight,
+            max_body_bytes=args.max_body_bytes,
+        ),
+        synchronous="FULL" if args.durable else "NORMAL",
+        connect_timeout=args.connect_timeout,
+        services=tuple(name.strip() for name in args.services.split(",") if name.strip()),
+        settings={service.name: service.configure(args) for service in SERVICES},
+    )
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    use_uvloop()
+    try:
+        console = Console()
+        asyncio.run(serve(config, lambda ready: _print_banner(ready, console)))
+        console.print("stopped.")
+    except RuntimeError as error:
+        print(f"spade-memory: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _demo(data_dir: Path | None) -> int:
+    # spade_llm imports litellm, which otherwise fetches a price list from the network.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from .demo import run_demo
+
+    logging.basicConfig(level=logging.ERROR)
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="spade-memory-demo-") as scratch:
+        asyncio.run(run_demo(data_dir or Path(scratch), console))
+    return 0
+
+
+async def _import_interactions(database: Path, file: Path, owner: str | None) -> int:
+    store = await InteractionStore.open(database)
+    try:
+        return await store.import_spade_llm(file, owner)
+    finally:
+        await store.close()
+
+
+def _print_banner(config: RunConfig, console: Console) -> None:
+    table = Table(show_header=False, box=None)
+    server = "embedded (SPADE's pyjabber)" if config.embedded_server else "external"
+    table.add_row("XMPP server", f"{server} at {config.domain}:{config.port}")
+    running = [service for service in SERVICES if service.name in config.services]
+    for service in running:
+        table.add_row(service.title, config.jid_of(service.name))
+    table.add_row("ontology", wire.ONTOLOGY)
+    table.add_row("data directory", str(config.data_dir))
+    for service in running:
+        for label, place in service.places(config.config_of(service.name), config.data_dir):
+            table.add_row(label, place)
+    console.print(table)
+    if config.embedded_server:
+        console.print(
+            "[bold yellow]warning:[/] the embedded XMPP server does not authenticate senders:"
+            " any client can send as any JID, so memories are not private from other local"
+            " clients. Use Prosody or another production server (--external-server) when"
+            " identity matters."
+        )
+    jids = [config.jid_of(service.name) for service in running]
+    listed = ", ".join(jids[:-1]) + (" and " if len(jids) > 1 else "") + jids[-1]
+    console.print(f"spade-memory is ready; send requests to {listed}. Stop with Ctrl-C.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""``spade-memory demo``: an LLM agent learns something, restarts, and still knows it.
+
+One process starts SPADE's embedded XMPP server, the memory agents, an LLM
+agent with memory and a user agent. In a first conversation the user says
+something worth keeping and the model stores it; the LLM agent is then
+stopped and started again (its context is gone); in a second conversation
+recall and ``search_memories`` bring it back. The model is scripted unless
+``SPADE_MEMORY_LLM_MODEL`` names a real one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..lifecycle import start_agent, stop_agent
+from ..llm.agent import MemoryLLMAgent
+from ..llm.chat_user import ChatUser
+from ..llm.providers import Prompt, Reply, ScriptedProvider, ToolCall, provider_from_env
+from ..testing import free_port
+from .runtime import MemoryRuntime, RunConfig
+
+ASSISTANT = "assistant@localhost"
+USER = "user@localhost"
+FIRST = ("demo-session-1", "Hi, I'm Ada. I drink green tea in the morning, never coffee.")
+SECOND = ("demo-session-2", "Good morning! What should I drink today?")
+SYSTEM_PROMPT = (
+    "You are a helpful assistant with long-term memory. Store what the user tells you "
+    "about themselves with store_memory, and search your memory before answering."
+)
+
+
+def _first_session_script() -> list[Any]:
+    return [
+        ToolCall(
+            "store_memory",
+            {
+                "category": "preference",
+                "content": "Ada drinks green tea in the morning, never coffee",
+                "context": "told in the first session",
+            },
+        ),
+        ToolCall("remember_interaction_info", {"information": "The user's name is Ada"}),
+        Reply("Nice to meet you, Ada! I'll remember that you prefer green tea."),
+    ]
+
+
+def _answer_from_memory(prompt: Prompt) -> str:
+    found = [m["content"] for m in prompt if m["role"] == "tool"][-1]
+    lines = [line.split("] ", 1)[-1] for line in str(found).splitlines() if line.startswith("- ")]
+    if not lines:
+        return "I don't remember anything about that, sorry."
+    return f"Good morning! I remember this: {lines[0]}. So: green tea."
+
+
+def _second_session_script() -> list[Any]:
+    return [ToolCall("search_memories", {"query": "drink", "limit": 3}), Reply(_answer_from_memory)]
+
+
+async def run_demo(data_dir: Path, console: Console, port: int | None = None) -> str:
+    """Play the demo; the LLM agent's answer in the second session."""
+    real = provider_from_env()
+    model = (
+        "a real model" if real else "a scripted model (set SPADE_MEMORY_LLM_MODEL for a real one)"
+    )
+    config = RunConfig(data_dir=data_dir, port=port or free_port(), s2s_port=free_port())
+    runtime = MemoryRuntime(config)
+    console.print(f"[bold]spade-memory demo[/]: memory agents on SPADE's embedded server, {model}")
+    await runtime.start()
+    user = ChatUser(USER, "user-secret", port=config.port)
+    try:
+        await start_agent(user)
+        await _session(1, real or ScriptedProvider(_first_session_script()), config, user, console)
+        console.print("\n[bold]The LLM agent stops and starts again: its context is empty.[/]")
+        return await _session(
+            2, real or ScriptedProvider(_second_session_script()), config, user, console
+        )
+    finally:
+        await stop_agent(user)
+        await runtime.stop()
+
+
+async def _session(
+    number: int, provider: Any, config: RunConfig, user: ChatUser, console: Console
+) -> str:
+    thread, text = FIRST if number == 1 else SECOND
+    assistant = MemoryLLMAgent(
+        ASSISTANT, "assistant-secret", provider, port=config.port,
+        interaction_memory=True, agent_base_memory=True, system_prompt=SYSTEM_PROMPT,
+    )  # fmt: skip
+    await start_agent(assistant)
+    try:
+        console.print(f"\n[bold]Session {number}[/] (conversation {thread})")
+        console.print(f"[cyan]user[/] → assistant: {escape(text)}")
+        answer = await user.ask(ASSISTANT, text, thread)
+        _show_turn(assistant.context.get_conversation_history(thread), console)
+        console.print(f"[green]assistant[/] → user: {escape(answer)}")
+        return answer
+    finally:
+        await stop_agent(assistant)
+
+
+def _show_turn(history: list[dict[str, Any]], console: Console) -> None:
+    """What happened inside the turn: the recall and each tool call with its result."""
+    calls: dict[str, str] = {}
+    for message in history:
+        if message.get("role") == "system":
+            recall = escape(str(message["content"])).replace("\n", "\n  ")
+            console.print(f"  [magenta]recall[/] {recall}")
+        for call in message.get("tool_calls") or []:
+            arguments = json.loads(call["function"]["arguments"] or "{}")
+            shown = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
+            calls[call["id"]] = f"{call['function']['name']}({shown})"
+        if message.get("role") == "tool":
+            call = escape(calls.get(str(message.get("tool_call_id")), "tool"))
+            result = escape(str(message["content"])).replace("\n", "\n      ")
+            console.print(f"  [yellow]tool[/] {call}\n    → {result}")

@@ -1,0 +1,1 @@
+"""Storage helpers every store shares: connections, request ids, FTS queries, files."""

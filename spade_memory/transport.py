@@ -1,0 +1,175 @@
+"""The client's transport: requests to memory agents and their replies, over XMPP.
+
+Each request goes out with a fresh request id in ``thread`` and waits on a
+future keyed by that id; one reply-router behaviour resolves the futures, so
+many calls can be in flight from one agent and late duplicate replies are
+dropped. A request that gets no reply in time is sent once more with the
+same request id (the agent applies a repeated write once), then raises
+``MemoryTimeout``; a transport built with ``degraded=True`` returns None
+instead, so a memory outage never blocks an agent. The result type of a
+request is the op's own (``Op[Stored]`` answers ``Stored``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+from spade.agent import Agent
+from spade.behaviour import CyclicBehaviour
+from spade.message import Message
+
+from . import wire, xml_escape
+from .batch import Batch
+from .errors import InternalServerError, MemoryServiceError, MemoryTimeout, error_for
+from .limits import Limits
+from .ops import Op, Record, describe
+from .reconnect import keep_connected
+
+R = TypeVar("R", bound=Record)
+
+
+@dataclass
+class _Pending:
+    request: Message
+    replier: str
+    """Bare JID the reply must come from."""
+    answer: asyncio.Future[Message]
+
+
+class ReplyRouter(CyclicBehaviour):  # type: ignore[misc]
+    """Hands each memory reply to the call waiting for its request id.
+
+    A reply is taken only from the agent the request went to; late
+    duplicates and replies nobody waits for are dropped.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: dict[str, _Pending] = {}
+
+    async def on_start(self) -> None:
+        keep_connected(self.agent, self, self.resend_pending)
+
+    async def resend_pending(self) -> None:
+        """After a reconnection, send every unanswered request again (same request id):
+        what was sent while the connection was down is lost."""
+        for waiting in list(self.pending.values()):
+            if not waiting.answer.done():
+                await self.send(_from_this_connection(self.agent, waiting.request))
+
+    async def run(self) -> None:
+        reply = await self.receive(timeout=1.0)
+        if reply is None or reply.thread is None:
+            return
+        waiting = self.pending.get(reply.thread)
+        if waiting is None or waiting.answer.done():
+            return
+        if wire.bare(reply.sender) == waiting.replier:
+            waiting.answer.set_result(reply)
+
+
+def _from_this_connection(agent: Agent, request: Message) -> Message:
+    """``request`` sent from the agent's current full JID, so the reply comes back to
+    this connection: SPADE would send from the bare JID, and SPADE's embedded server
+    then routes the reply to a previous, closed connection of the same agent.
+    A ``sender`` naming another JID is left as it is (tests forge it on purpose)."""
+    ours = request.empty_sender() or wire.bare(request.sender) == wire.bare(agent.jid)
+    if ours and agent.client is not None:
+        request.sender = str(agent.client.boundjid.full)
+    return request
+
+
+class Transport:
+    """Sends ops to memory agents on behalf of ``agent`` and awaits their replies."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        jids: Mapping[str, str],
+        *,
+        timeout: float = 5.0,
+        attempts: int = 2,
+        max_in_flight: int = Limits.max_in_flight,
+        degraded: bool = False,
+    ) -> None:
+        xml_escape.install()
+        self.agent = agent
+        self.jids = dict(jids)
+        """Each memory service's agent, by service name."""
+        self.timeout = timeout
+        self.attempts = attempts
+        """Times a request is sent (same request id) before it times out."""
+        self.degraded = degraded
+        self._in_flight = asyncio.Semaphore(max_in_flight)
+        """Calls beyond the memory agents' per-sender limit wait here instead of being refused."""
+        self._router = ReplyRouter()
+        agent.add_behaviour(self._router, wire.reply_template())
+
+    async def request(self, to: str, op: Op[R]) -> R | None:
+        """Send ``op`` to the memory agent ``to``.
+
+        Returns the op's result, or None from a degraded transport that got no
+        reply; raises the reply's typed error (``MemoryServiceError``), or
+        ``MemoryTimeout`` when no reply came.
+        """
+        async with self._in_flight:
+            reply = await self.round_trip(wire.request_message(to, op, uuid.uuid4().hex))
+        if reply is None:
+            if self.degraded:
+                return None
+            raise MemoryTimeout(
+                f"no reply from {to} within {self.timeout}s (sent {self.attempts} times)"
+            )
+        try:
+            if reply.get_metadata("performative") == "inform":
+                result: R = type(op).result.model_validate_json(reply.body)  # type: ignore[assignment]
+                return result
+            failure = wire.Failure.model_validate_json(reply.body)
+        except ValidationError as error:
+            raise InternalServerError(f"malformed reply from {to}: {describe(error)}") from None
+        raise error_for(failure.condition, failure.text)
+
+    async def round_trip(self, request: Message) -> Message | None:
+        """Send a prepared request (its ``thread`` is the request id) and await the reply.
+
+        Sent at most ``attempts`` times, with the same request id, and once more
+        after each reconnection. Returns the reply, or None if none came.
+        """
+        request_id = str(request.thread)
+        answer: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._router.pending[request_id] = _Pending(request, wire.bare(request.to), answer)
+        try:
+            for _attempt in range(self.attempts):
+                await self._router.send(_from_this_connection(self.agent, request))
+                try:
+                    return await asyncio.wait_for(asyncio.shield(answer), self.timeout)
+                except asyncio.TimeoutError:
+                    continue
+            return None
+        finally:
+            self._router.pending.pop(request_id, None)
+
+    async def batch(self, to: str, ops: Sequence[Op[Any]]) -> list[Record | MemoryServiceError]:
+        """Send ``ops`` to the memory agent ``to`` in one message: fewer messages, far
+        more ops per second (and one transaction in the agent's store).
+
+        Returns each op's result or typed error, in order (``MemoryTimeout`` for
+        each from a degraded transport that got no reply); raises
+        ``MemoryServiceError`` when the batch as a whole is refused.
+        """
+        batch = Batch(ops=[op.model_dump(mode="json", exclude_none=True) for op in ops])
+        reply = await self.request(to, batch)
+        if reply is None:
+            return [MemoryTimeout(f"no reply from {to} (degraded)") for _ in ops]
+        outcomes: list[Record | MemoryServiceError] = []
+        for op, item in zip(ops, reply.results, strict=True):
+            if item.ok:
+                outcomes.append(type(op).result.model_validate(item.result))
+            else:
+                outcomes.append(error_for(item.condition or "", item.text or ""))
+        return outcomes

@@ -1,0 +1,123 @@
+"""The wire: how requests and replies look as SPADE/XMPP messages (the envelope only).
+
+A request is a ``<message type="chat">`` whose SPADE metadata (an XEP-0004
+form titled ``spade:x:metadata``) carries ``performative=request``,
+``ontology=spade-memory`` and ``language=json``; its ``thread`` is the request
+id and its body is one op as JSON. The reply keeps the thread and ontology;
+its performative is ``inform`` (body: the op's result as JSON), ``failure``
+or ``refuse`` (body: ``{"condition", "text"}``; ``refuse`` is used for
+``not-authorized``). SPADE only sends the thread when metadata is present,
+which it always is here.
+
+Nothing here knows which services exist: that is the registry's business.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+from slixmpp import JID
+from spade.message import Message
+from spade.template import Template
+
+from .errors import Condition, MemoryServiceError
+from .ops import Record
+
+ONTOLOGY = "spade-memory"
+LANGUAGE = "json"
+
+
+class Failure(Record):
+    """Body of a ``failure`` or ``refuse`` reply."""
+
+    condition: str
+    text: str
+
+
+def bare(jid: JID | str) -> str:
+    """The bare JID (``name@domain``) of a full or bare JID.
+
+    Raises slixmpp's ``InvalidJID`` for text that is not a JID.
+    """
+    return str(JID(str(jid)).bare)
+
+
+def request_message(to: str, op: BaseModel, request_id: str) -> Message:
+    """The request carrying ``op`` to the memory agent ``to``."""
+    return Message(
+        to=to,
+        body=op.model_dump_json(exclude_none=True, by_alias=True),
+        thread=request_id,
+        metadata={"performative": "request", "ontology": ONTOLOGY, "language": LANGUAGE},
+    )
+
+
+def inform(request: Message, result: Record) -> Message:
+    """The reply carrying ``result``."""
+    return _reply(request, "inform", result.model_dump_json())
+
+
+def failure(request: Message, error: MemoryServiceError) -> Message:
+    """The reply saying why ``request`` was not served (``refuse`` for not-authorized)."""
+    performative = "refuse" if error.condition is Condition.NOT_AUTHORIZED else "failure"
+    body = Failure(condition=error.condition.value, text=error.text).model_dump_json()
+    return _reply(request, performative, body)
+
+
+def reply_to(request: Message, outcome: Record | MemoryServiceError) -> Message:
+    """``inform`` with a result, ``failure``/``refuse`` with an error."""
+    if isinstance(outcome, MemoryServiceError):
+        return failure(request, outcome)
+    return inform(request, outcome)
+
+
+def _reply(request: Message, performative: str, body: str) -> Message:
+    return Message(
+        to=str(request.sender),
+        sender=str(request.to),
+        body=body,
+        thread=request.thread,
+        metadata={"performative": performative, "ontology": ONTOLOGY, "language": LANGUAGE},
+    )
+
+
+def notice(to: str, ontology: str) -> Message:
+    """A one-way notice (``inform`` without a thread) under its own ontology."""
+    return Message(
+        to=to,
+        body="{}",
+        metadata={"performative": "inform", "ontology": ontology, "language": LANGUAGE},
+    )
+
+
+def notice_template(ontology: str) -> Template:
+    """Matches the notices of ``ontology``."""
+    return Template(metadata={"performative": "inform", "ontology": ontology})
+
+
+def request_template() -> Template:
+    """Matches memory requests (what a memory agent serves)."""
+    return Template(metadata={"performative": "request", "ontology": ONTOLOGY})
+
+
+def reply_template() -> Template:
+    """Matches memory replies (what a client's reply router takes)."""
+    templates = [
+        Template(metadata={"performative": performative, "ontology": ONTOLOGY})
+        for performative in ("inform", "failure", "refuse")
+    ]
+    return templates[0] | templates[1] | templates[2]
+
+
+def envelope_schema() -> dict[str, object]:
+    """The envelope, described for peers in any language."""
+    return {
+        "message_type": "chat",
+        "metadata_form_title": "spade:x:metadata",
+        "metadata": {
+            "performative": ["request", "inform", "failure", "refuse"],
+            "ontology": ONTOLOGY,
+            "language": LANGUAGE,
+        },
+        "thread": "request id; the form field _thread_node carries it on the wire",
+        "conditions": [condition.value for condition in Condition],
+    }
