@@ -285,7 +285,9 @@ async def _all_reconnected(
 
 @dataclass
 class CrashResult:
-    kills: int
+    kills: int = 0
+    acked_at_kill: list[int] = field(default_factory=list)
+    """Writes acknowledged when each kill came (each kill lands among running writes)."""
     seconds: float = 0.0
     acked: Counter[str] = field(default_factory=Counter)
     missing: Counter[str] = field(default_factory=Counter)
@@ -301,11 +303,17 @@ class CrashResult:
         return sum(self.missing.values()) == 0 and self.duplicated_notes == 0
 
 
-async def run_crash(kills: int = 5, writes: int = 10_000, writers: int = 8) -> CrashResult:
+async def run_crash(
+    kills: int = 5, writes: int = 10_000, writers: int = 8, timeout: float = 900.0
+) -> CrashResult:
     """A writer storing as fast as it can (``writers`` calls at a time: memories, notes,
-    working memory) while the memory agents are SIGKILLed at random moments; after the
-    last restart every acknowledged write must be there, and every memory in beads."""
-    result = CrashResult(kills)
+    working memory) while the memory agents are SIGKILLed ``kills`` times, each after
+    another share of the ``writes`` was acknowledged and a random moment more; after the
+    last restart every acknowledged write must be there, and every memory in beads.
+
+    The kills follow the writes' progress, not the clock, so a slow machine gets the
+    same run, only longer (``TimeoutError`` after ``timeout`` seconds without it)."""
+    result = CrashResult()
     memories: dict[str, str] = {}
     notes: dict[str, list[str]] = {}
     context: dict[str, dict[str, int]] = {}
@@ -342,14 +350,22 @@ async def run_crash(kills: int = 5, writes: int = 10_000, writers: int = 8) -> C
                 except MemoryServiceError:
                     result.failed_typed += 1
 
+        async def acknowledged(count: int) -> None:
+            while result.total_acked < count:
+                if time.monotonic() - started > timeout:
+                    raise TimeoutError(f"{result.total_acked} of {count} writes acknowledged")
+                await asyncio.sleep(0.05)
+
         async def kill_at_random() -> None:
-            done = 0
-            while done < kills or result.total_acked < writes:
-                await asyncio.sleep(random.uniform(1.0, 4.0))
+            share = max(1, writes // (kills + 1))
+            for _ in range(kills):
+                await acknowledged(result.total_acked + share)
+                await asyncio.sleep(random.uniform(0.0, 1.0))  # somewhere among the writes
+                result.acked_at_kill.append(result.total_acked)
                 running.memory.kill()
-                done += 1
+                result.kills += 1
                 await asyncio.to_thread(running.memory.start, 60)
-            result.kills = done
+            await acknowledged(writes)
             enough.set()
 
         try:
@@ -443,6 +459,7 @@ def print_restart(console: Console, r: RestartResult) -> None:
 def print_crash(console: Console, r: CrashResult) -> None:
     rows = [
         ("SIGKILLs of the memory agents", str(r.kills)),
+        ("writes acknowledged at each kill", ", ".join(f"{n:,}" for n in r.acked_at_kill)),
         ("seconds", f"{r.seconds:.0f}"),
         ("calls failed typed (unacknowledged)", str(r.failed_typed)),
         ("notes stored twice", str(r.duplicated_notes)),

@@ -28,7 +28,10 @@ async def start_agent(
     attempts: int = 3,
     auto_register: bool = True,
 ) -> None:
-    """Start ``agent``, each attempt bounded by ``attempt_timeout`` seconds."""
+    """Start ``agent``, each attempt bounded by ``attempt_timeout`` seconds.
+
+    Raises ``AgentStartError`` (naming the server tried) after ``attempts`` attempts.
+    """
     for _ in range(attempts):
         try:
             await asyncio.wait_for(agent.start(auto_register=auto_register), attempt_timeout)

@@ -66,9 +66,17 @@ class MemoryService(Protocol):
     ops: TypeAdapter[Any]
     limits: Limits
 
-    async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]: ...
-    async def apply(self, owner: str, op: Any, request_id: str | None = None) -> Any: ...
-    def behaviours(self, agent: Agent) -> Behaviours: ...
+    async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
+        """Apply ``requests`` for ``owner``; one outcome (result or typed error) each."""
+        ...
+
+    async def apply(self, owner: str, op: Any, request_id: str | None = None) -> Any:
+        """One op: its result, or its typed error raised."""
+        ...
+
+    def behaviours(self, agent: Agent) -> Behaviours:
+        """Behaviours the agent runs beside serving (with their templates)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -296,6 +304,7 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         xml_escape.install()
 
     async def setup(self) -> None:
+        """Serve requests, and add the service's own behaviours."""
         # pyjabber (SPADE's embedded server) stops routing bare-JID messages to a
         # re-started session until it announces presence again.
         self.presence.set_available()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import os
 from collections.abc import AsyncIterator, Iterator
 
@@ -16,6 +18,23 @@ from .harness import ClientAgent, start_client, unique_jid
 
 # spade_llm imports litellm, which otherwise fetches a price list from the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+_EXIT_LOOPS: list[asyncio.AbstractEventLoop] = []
+
+
+def pytest_sessionfinish() -> None:
+    """litellm (imported with spade_llm) closes its HTTP clients at exit, on the current
+    event loop; pytest-asyncio leaves its closed loop current, so litellm's closing
+    coroutine was never run ("never awaited"). Give it an open loop to run on."""
+    _EXIT_LOOPS.append(asyncio.new_event_loop())
+    asyncio.set_event_loop(_EXIT_LOOPS[-1])
+
+
+@atexit.register  # registered before litellm's handler, so it runs after it
+def _close_the_exit_loop() -> None:
+    for loop in _EXIT_LOOPS:
+        loop.close()
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.beads import IssueChanges, IssueFilter, NewIssue, open_engine
+from spade_memory.beads import IssueChanges, IssueFilter, NewIssue
 from spade_memory.beads.bd_cli import BdCliEngine
+from spade_memory.beads.engines import open_engine
 from spade_memory.beads.errors import BeadsError, IssueNotFound
 
 STANDIN = Path(__file__).parent / "bd_standin.py"

@@ -26,7 +26,7 @@ console = Console(width=120)
 async def test_acknowledged_writes_survive_a_sigkill_of_the_memory_agents() -> None:
     result = await run_crash(kills=1, writes=300, writers=4)
     print_crash(console, result)
-    assert result.kills == 1 and result.total_acked >= 300
+    assert result.kills == 1 and result.acked_at_kill[0] >= 150 and result.total_acked >= 300
     assert result.acked["memories"] and result.acked["notes"] and result.acked["working memory"]
     assert result.ok, result.missing
 
@@ -51,5 +51,5 @@ async def test_two_server_restarts_under_load() -> None:
 async def test_five_sigkills_and_ten_thousand_acknowledged_writes() -> None:
     result = await run_crash(kills=5, writes=10_000)
     print_crash(console, result)
-    assert result.kills >= 5 and result.total_acked >= 10_000
+    assert result.kills == 5 and result.total_acked >= 10_000
     assert sum(result.missing.values()) == 0 and result.duplicated_notes == 0

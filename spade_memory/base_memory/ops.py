@@ -16,6 +16,7 @@ from pydantic import Field, TypeAdapter, model_validator
 from ..ops import Limit, MemoryId, Op, Record, op_types
 
 Category = Literal["fact", "pattern", "preference", "capability"]
+"""What kind of thing a memory is (spade_llm's four categories)."""
 CATEGORIES: tuple[Category, ...] = ("fact", "pattern", "preference", "capability")
 
 # -- replies ----------------------------------------------------------------------
@@ -101,6 +102,8 @@ class ChangeList(Record):
 
 
 class StoreMemory(Op[Stored]):
+    """Keep a memory (the same content in the same category is reinforced, not added)."""
+
     op: Literal["store_memory"] = "store_memory"
     category: Category = Field(
         description="Type of memory: fact (concrete info), pattern (observed behavior), "
@@ -118,6 +121,8 @@ class StoreMemory(Op[Stored]):
 
 
 class GetMemory(Op[Memory]):
+    """One of the sender's memories by id (``item-not-found`` for anyone else's)."""
+
     op: Literal["get_memory"] = "get_memory"
     id: MemoryId
 
@@ -181,11 +186,15 @@ class UpdateMemory(Op[Memory]):
 
 
 class DeleteMemory(Op[Deleted]):
+    """Forget one of the sender's memories."""
+
     op: Literal["delete_memory"] = "delete_memory"
     id: MemoryId
 
 
 class MemoryStatsOp(Op[MemoryStats]):
+    """Counts of the sender's memories, by category, and how search ranks."""
+
     op: Literal["memory_stats"] = "memory_stats"
 
 

@@ -20,8 +20,8 @@ from spade.agent import Agent
 
 from .. import base_memory
 from ..base_memory.notices import change_notice_template
-from ..beads import open_engine
 from ..beads.engine import EngineName
+from ..beads.engines import open_engine
 from ..beads.errors import BeadsError
 from ..beads.git import GitCommitter
 from ..errors import MemoryServiceError

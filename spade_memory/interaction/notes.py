@@ -43,6 +43,8 @@ class Cleared(Record):
 
 
 class ConversationInfo(Record):
+    """One conversation: its id, how many notes, when the last was noted."""
+
     conversation_id: str
     notes: int
     last_note_at: str
@@ -55,6 +57,8 @@ class Conversations(Record):
 
 
 class NoteEntry(Record):
+    """One note as spade_llm's interaction file keeps it."""
+
     content: str
     timestamp: str
 
@@ -67,6 +71,8 @@ class InteractionsFile(Record):
 
 
 class AddInformation(Op[Confirmation]):
+    """Note ``information`` in one of the sender's conversations."""
+
     op: Literal["add_information"] = "add_information"
     conversation_id: ConversationId
     information: str = Field(
@@ -77,16 +83,22 @@ class AddInformation(Op[Confirmation]):
 
 
 class GetInformation(Op[Notes]):
+    """The conversation's notes, oldest first."""
+
     op: Literal["get_information"] = "get_information"
     conversation_id: ConversationId
 
 
 class GetContextSummary(Op[ContextSummary]):
+    """``Previous interactions:`` and one ``- note`` line per note (None without notes)."""
+
     op: Literal["get_context_summary"] = "get_context_summary"
     conversation_id: ConversationId
 
 
 class ClearConversation(Op[Cleared]):
+    """Forget the conversation's notes (``archive``: write their summary file first)."""
+
     op: Literal["clear_conversation"] = "clear_conversation"
     conversation_id: ConversationId
     archive: bool = False
@@ -94,6 +106,8 @@ class ClearConversation(Op[Cleared]):
 
 
 class GetAllConversations(Op[Conversations]):
+    """The sender's conversations, most recently noted first."""
+
     op: Literal["get_all_conversations"] = "get_all_conversations"
 
 

@@ -69,6 +69,7 @@ class Clarification(_Part):
     created_at: datetime = Field(default_factory=_now)
 
     def is_pending(self, now: datetime | None = None) -> bool:
+        """True until ``timeout_seconds`` after ``created_at`` (always, without a timeout)."""
         if self.timeout_seconds is None:
             return True
         deadline = self.created_at + timedelta(seconds=self.timeout_seconds)
@@ -95,11 +96,13 @@ class WorkingMemory(_Part):
         self.current_focus = focus
 
     def clear_focus(self) -> None:
+        """No focus; the previous one goes to the history."""
         if self.current_focus is not None:
             self.focus_history.append(self.current_focus)
         self.current_focus = None
 
     def add_entity(self, entity: EntityRef) -> None:
+        """Note something the session referred to."""
         self.entities.append(entity)
 
     def recent_entities(self, count: int) -> list[EntityRef]:
@@ -107,6 +110,7 @@ class WorkingMemory(_Part):
         return sorted(self.entities, key=lambda e: e.timestamp, reverse=True)[:count]
 
     def add_finding(self, finding: Finding) -> None:
+        """Note something the session found out."""
         self.findings.append(finding)
 
     def pending_clarification(self, now: datetime | None = None) -> Clarification | None:
@@ -149,4 +153,5 @@ class WorkingMemory(_Part):
 
     @classmethod
     def deserialize(cls, data: dict[str, Any]) -> WorkingMemory:
+        """The memory ``serialize`` gave; raises pydantic's ``ValidationError`` if malformed."""
         return cls.model_validate(data, strict=False)

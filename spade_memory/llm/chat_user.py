@@ -32,6 +32,7 @@ class ChatUser(Agent):  # type: ignore[misc]
     """Chats with LLM agents: ``await user.ask(llm_jid, text, thread)``."""
 
     async def setup(self) -> None:
+        """Listen for answers tagged ``message_type=llm``."""
         self.listen = _Listen()
         template = Template()
         template.set_metadata("message_type", "llm")

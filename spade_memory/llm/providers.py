@@ -89,6 +89,7 @@ class ScriptedProvider(BaseLLMProvider):  # type: ignore[misc]
         conversation_id: str | None = None,
         output_schema: Any | None = None,
     ) -> dict[str, Any]:
+        """The next step of the script, as spade_llm's provider answer; the prompt is kept."""
         prompt: Prompt = context.get_prompt(conversation_id)
         self.prompts.append(prompt)
         step = self.steps.popleft() if self.steps else self.then

@@ -1,0 +1,147 @@
+"""One store shape: a batch of ops is one transaction, and a failing op is rolled back alone.
+
+Commits are counted with SQLite's statement trace on the store's own connection.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spade.message import Message
+
+from spade_memory import (
+    BaseMemoryService,
+    InteractionStore,
+    InternalServerError,
+    ItemNotFound,
+    LongTermStore,
+    Request,
+    StoreMemory,
+)
+from spade_memory.base_memory.ops import DeleteMemory, MemoryStatsOp, Stored, UpdateMemory
+from spade_memory.batch import BatchResults
+from spade_memory.interaction.notes import AddInformation, GetInformation
+from spade_memory.ops import AppliesOps
+from spade_memory.serving import ServeRequests
+
+ALICE = "alice@localhost"
+
+
+class Statements:
+    """Every statement the store's connection runs."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def watch(self, store: AppliesOps) -> None:
+        await store._tx.db.set_trace_callback(self.seen.append)  # type: ignore[attr-defined]
+
+    @property
+    def commits(self) -> int:
+        return sum(1 for statement in self.seen if statement.strip().upper() == "COMMIT")
+
+
+@pytest.fixture
+async def memories(tmp_path: Path) -> AsyncIterator[LongTermStore]:
+    store = await LongTermStore.open(tmp_path / "memory.db")
+    yield store
+    await store.close()
+
+
+def stores(count: int, prefix: str = "memory") -> list[Request]:
+    return [
+        Request(StoreMemory(category="fact", content=f"{prefix} {n}"), f"{prefix}-{n}")
+        for n in range(count)
+    ]
+
+
+async def test_a_batch_of_100_stores_is_one_commit(memories: LongTermStore) -> None:
+    statements = Statements()
+    await statements.watch(memories)
+    outcomes = await memories.batch(ALICE, stores(100))
+    assert all(isinstance(outcome, Stored) for outcome in outcomes)
+    assert statements.commits == 1
+    for request in stores(3, "alone"):  # the counter counts: one op alone, one commit
+        await memories.apply(ALICE, request.op, request.id)
+    assert statements.commits == 4
+    stats = await memories.apply(ALICE, MemoryStatsOp())
+    assert stats.total_memories == 103
+
+
+async def test_a_batch_request_reaches_the_store_as_one_transaction(
+    memories: LongTermStore,
+) -> None:
+    """Through the serving behaviour, as a peer's ``batch`` request arrives."""
+    statements = Statements()
+    await statements.watch(memories)
+    serving = ServeRequests(BaseMemoryService(memories))
+    ops = [request.op.model_dump(exclude_none=True) for request in stores(100)]
+    request = Message(
+        to="base-memory@localhost", sender=f"{ALICE}/laptop", thread="t-1",
+        body=json.dumps({"op": "batch", "ops": ops}),
+    )  # fmt: skip
+    reply = await serving.outcome(request)
+    assert isinstance(reply, BatchResults)
+    assert [item.ok for item in reply.results] == [True] * 100
+    assert statements.commits == 1
+
+
+async def test_a_failing_op_is_rolled_back_alone(
+    memories: LongTermStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stored = memories._handlers[StoreMemory]
+
+    async def store_then_fail(db: Any, request: Request, work: Any) -> Any:
+        result = await stored(db, request, work)  # the memory is written ...
+        if isinstance(request.op, StoreMemory) and request.op.content == "boom":
+            raise RuntimeError("... and then something breaks")
+        return result
+
+    monkeypatch.setitem(memories._handlers, StoreMemory, store_then_fail)
+    statements = Statements()
+    await statements.watch(memories)
+    boom = Request(StoreMemory(category="fact", content="boom"), "r-boom")
+    outcomes = await memories.batch(
+        ALICE,
+        [
+            *stores(1, "before"),
+            Request(UpdateMemory(id="missing", content="x")),
+            boom,
+            Request(DeleteMemory(id="missing")),
+            *stores(1, "after"),
+        ],
+    )
+    kinds = [type(outcome) for outcome in outcomes]
+    assert kinds == [Stored, ItemNotFound, InternalServerError, ItemNotFound, Stored]
+    assert statements.commits == 1
+    feed = await memories.changes_since(0)
+    contents = [change.memory.content for change in feed.changes if change.memory]
+    assert contents == ["before 0", "after 0"]  # "boom" and its change went with its savepoint
+    monkeypatch.undo()
+    again = await memories.apply(ALICE, boom.op, boom.id)  # its request id was not kept either
+    assert again.deduplicated is False
+
+
+async def test_a_batch_of_notes_is_one_commit(tmp_path: Path) -> None:
+    notes = await InteractionStore.open(tmp_path / "notes.db")
+    try:
+        statements = Statements()
+        await statements.watch(notes)
+        requests = [
+            Request(AddInformation(conversation_id="c1", information=f"note {n}"), f"n-{n}")
+            for n in range(100)
+        ]
+        outcomes = await notes.batch(
+            ALICE, [*requests, Request(GetInformation(conversation_id="c1"))]
+        )
+        assert statements.commits == 1
+        assert outcomes[-1].notes == [f"note {n}" for n in range(100)]  # type: ignore[union-attr]
+        await notes.batch(ALICE, requests)  # a retried batch: every note applied once
+        listed = await notes.apply(ALICE, GetInformation(conversation_id="c1"))
+        assert len(listed.notes) == 100
+    finally:
+        await notes.close()
