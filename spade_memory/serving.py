@@ -96,8 +96,6 @@ class ServiceContext:
     synchronous: Synchronous
     jids: Mapping[str, str]
     """Every registered service's JID in this deployment, by service name."""
-    running: frozenset[str]
-    """The services this process runs."""
     followers: tuple[str, ...]
     """JIDs of the running services that follow this one (its mirrors)."""
     closing: AsyncExitStack

@@ -16,7 +16,6 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from spade.behaviour import CyclicBehaviour
 
@@ -26,9 +25,7 @@ from ..beads.git import GitCommitter
 from ..errors import MemoryServiceError
 from ..storage.files import write_atomically
 from ..transport import Transport
-
-if TYPE_CHECKING:
-    from .service import BeadsSyncService
+from .store import BeadsMemoryStore
 
 logger = logging.getLogger("spade_memory.beads")
 
@@ -55,7 +52,7 @@ class SyncCursor:
         write_atomically(self.path, json.dumps({"cursor": cursor}))
 
 
-@dataclass(frozen=True)
+@dataclass
 class Mirror:
     """What the beads sync agent mirrors, and how often."""
 
@@ -64,6 +61,8 @@ class Mirror:
     debounce: float = 5.0
     poll: float = 30.0
     git: GitCommitter | None = None
+    direct_writes: bool = False
+    """Set after an agent wrote to beads directly, so the next flush commits it to git."""
 
 
 class MirrorBaseMemory(CyclicBehaviour):  # type: ignore[misc]
@@ -72,9 +71,9 @@ class MirrorBaseMemory(CyclicBehaviour):  # type: ignore[misc]
     PAGE = 500
     RETRY_AFTER = 2.0
 
-    def __init__(self, service: BeadsSyncService, mirror: Mirror, transport: Transport) -> None:
+    def __init__(self, memories: BeadsMemoryStore, mirror: Mirror, transport: Transport) -> None:
         super().__init__()
-        self.service = service
+        self.memories = memories
         self.mirror = mirror
         self.transport = transport
         self.cursor = mirror.cursor.load()
@@ -84,7 +83,7 @@ class MirrorBaseMemory(CyclicBehaviour):  # type: ignore[misc]
     async def run(self) -> None:
         notice = await self.receive(timeout=0.25)
         now = time.monotonic()
-        if (notice is not None or self.service.wrote) and self.due is None:
+        if (notice is not None or self.mirror.direct_writes) and self.due is None:
             self.due = now + self.mirror.debounce
         if self.due is None and now >= self.next_poll:
             self.due = now
@@ -99,7 +98,7 @@ class MirrorBaseMemory(CyclicBehaviour):  # type: ignore[misc]
 
     async def flush(self) -> None:
         """Write every change after the cursor, then commit whatever was written to git."""
-        wrote, self.service.wrote = self.service.wrote, False
+        wrote, self.mirror.direct_writes = self.mirror.direct_writes, False
         try:
             wrote = await self.catch_up() or wrote
         finally:
@@ -114,7 +113,7 @@ class MirrorBaseMemory(CyclicBehaviour):  # type: ignore[misc]
             feed = await self.transport.request(self.mirror.base_memory_jid, op)
             if feed is None or not feed.changes:
                 return wrote
-            wrote = await self.service.memories.mirror(feed.changes) > 0 or wrote
+            wrote = await self.memories.mirror(feed.changes) > 0 or wrote
             self.cursor = feed.changes[-1].seq
             self.mirror.cursor.save(self.cursor)  # after the beads file is on disk
             logger.info("mirrored base memory changes up to %d into beads", self.cursor)

@@ -58,8 +58,6 @@ class BeadsSyncService(AppliesOps):
         self.mirror = mirror
         self.answers = answers or RecentAnswers()
         """Answers to recent writes, so a retry within this run is not applied twice."""
-        self.wrote = False
-        """Set after a direct write, so the next flush commits it to git."""
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """The ops applied in order; a write already answered is answered again."""
@@ -73,7 +71,8 @@ class BeadsSyncService(AppliesOps):
         applied = await self.memories.batch(owner, fresh) if fresh else []
         for request, outcome in zip(fresh, applied, strict=True):
             if isinstance(request.op, WRITES) and not isinstance(outcome, MemoryServiceError):
-                self.wrote = True
+                if self.mirror is not None:
+                    self.mirror.direct_writes = True
                 self.answers.keep(owner, request.id, outcome)
         return in_place(len(requests), replayed, applied)
 
@@ -83,7 +82,8 @@ class BeadsSyncService(AppliesOps):
             return []
         base = base_memory.NAME
         transport = Transport(agent, {base: self.mirror.base_memory_jid}, timeout=5.0)
-        return [(MirrorBaseMemory(self, self.mirror, transport), change_notice_template())]
+        behaviour = MirrorBaseMemory(self.memories, self.mirror, transport)
+        return [(behaviour, change_notice_template())]
 
 
 def new_session_id() -> str:

@@ -76,6 +76,11 @@ class BeadsMemoryStore(AppliesOps):
                     logger.error("beads operation %s failed: %s", request.op.tag(), error)
                     failed = "the beads tracker could not be read or written"
                     outcomes.append(InternalServerError(failed))
+                except Exception:
+                    if len(requests) == 1:
+                        raise  # the serving behaviour logs it and answers for it
+                    logger.exception("a batched %s failed", request.op.tag())
+                    outcomes.append(InternalServerError("the memory agent failed"))
         return outcomes
 
     # -- writes by agents --------------------------------------------------------

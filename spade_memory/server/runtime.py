@@ -111,7 +111,6 @@ class MemoryRuntime:
             limits=config.limits,
             synchronous=config.synchronous,
             jids={registered.name: config.jid_of(registered.name) for registered in SERVICES},
-            running=frozenset(config.services),
             followers=tuple(
                 config.jid_of(other.name)
                 for other in SERVICES
