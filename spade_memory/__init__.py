@@ -62,7 +62,8 @@ from .llm.chat_user import ChatUser
 from .llm.recall import Recall
 from .mixin import MemoryMixin
 from .ops import Op, Record, Request
-from .serving import MemoryAgent, MemoryService, ServicePlugin
+from .plugin import MemoryService, ServicePlugin
+from .serving import MemoryAgent
 from .wire import ONTOLOGY
 
 if TYPE_CHECKING:

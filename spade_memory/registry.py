@@ -7,7 +7,7 @@ from __future__ import annotations
 from .base_memory.service import PLUGIN as BASE_MEMORY
 from .beads_sync.service import PLUGIN as BEADS_SYNC
 from .interaction.service import PLUGIN as INTERACTION_MEMORY
-from .serving import ServicePlugin
+from .plugin import ServicePlugin
 
 SERVICES: tuple[ServicePlugin, ...] = (BASE_MEMORY, INTERACTION_MEMORY, BEADS_SYNC)
 """Every memory service, in start order."""

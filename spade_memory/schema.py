@@ -8,8 +8,8 @@ from typing import Any
 from . import wire
 from .batch import Batch
 from .ops import op_types
+from .plugin import ServicePlugin
 from .registry import SERVICES
-from .serving import ServicePlugin
 
 
 def json_schemas() -> dict[str, Any]:

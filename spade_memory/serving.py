@@ -1,11 +1,5 @@
-"""What a memory agent is: a SPADE agent with one serving behaviour around a service.
-
-A memory service is a plugin in the manner of slixmpp's: a ``ServicePlugin``
-names it (``name``, the JID ``node``), lists its ops, carries its
-``default_config`` and its command-line flags, and opens the service object
-(``MemoryService``: the ops it parses, ``batch`` to apply them, and any extra
-behaviours). ``spade_memory.registry`` lists the plugins; nothing else names
-a service.
+"""What a memory agent is: a SPADE agent with one serving behaviour around a service
+(a ``MemoryService``, opened by its ``ServicePlugin``: see ``plugin``).
 
 The agent adds one behaviour that, for every request, decodes the body,
 authorises it against the sender's bare JID, lets the service apply it (a
@@ -23,23 +17,16 @@ is not served twice: both copies get the first copy's answer.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any
 
-from pydantic import TypeAdapter
 from pydantic_core import to_json
 from slixmpp.jid import InvalidJID
 from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
 from spade.message import Message
-from spade.template import Template
 
 from . import wire, xml_escape
 from .batch import BatchItem, BatchResults, item_request_id, parse_batch
@@ -51,99 +38,10 @@ from .errors import (
 )
 from .limits import Limits
 from .ops import Op, Outcome, Record, Request, in_place, parse_op
+from .plugin import MemoryService
 from .reconnect import keep_connected
-from .storage.connection import Synchronous
 
 logger = logging.getLogger("spade_memory.agent")
-
-Behaviours = Sequence[tuple[CyclicBehaviour, Template | None]]
-
-
-class MemoryService(Protocol):
-    """A memory service: the ops it parses, how it applies them, its extra behaviours."""
-
-    name: str
-    ops: TypeAdapter[Any]
-    limits: Limits
-
-    async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
-        """Apply ``requests`` for ``owner``; one outcome (result or typed error) each."""
-        ...
-
-    async def apply(self, owner: str, op: Any, request_id: str | None = None) -> Any:
-        """One op: its result, or its typed error raised."""
-        ...
-
-    def behaviours(self, agent: Agent) -> Behaviours:
-        """Behaviours the agent runs beside serving (with their templates)."""
-        ...
-
-
-@dataclass(frozen=True)
-class ServiceConfig:
-    """Settings of one service in a run; each service subclasses it with its own."""
-
-    jid: str | None = None
-    """The agent's JID (default: ``node@domain``)."""
-
-
-@dataclass
-class ServiceContext:
-    """Where a service opens: the run's data directory, limits and the other agents."""
-
-    data_dir: Path
-    limits: Limits
-    synchronous: Synchronous
-    jids: Mapping[str, str]
-    """Every registered service's JID in this deployment, by service name."""
-    followers: tuple[str, ...]
-    """JIDs of the running services that follow this one (its mirrors)."""
-    closing: AsyncExitStack
-    """Where the service registers what must be closed when the run stops."""
-
-
-class ServicePlugin:
-    """A registered memory service: its names, ops, configuration and how it opens."""
-
-    name: ClassVar[str]
-    """The service's name (``--services``, the schema); also its default JID node."""
-    title: ClassVar[str]
-    """What a person calls its agent ("base memory agent")."""
-    union: ClassVar[Any]
-    """The discriminated union of the service's ops (its classes name their replies)."""
-    ops: ClassVar[TypeAdapter[Any]]
-    """The parser of that union."""
-    default_config: ClassVar[ServiceConfig] = ServiceConfig()
-    follows: ClassVar[str | None] = None
-    """The service whose change notices this one follows, if any."""
-
-    @property
-    def node(self) -> str:
-        """The local part of the agent's default JID."""
-        return self.name
-
-    async def open(self, config: Any, context: ServiceContext) -> MemoryService:
-        """Open the service's stores (closed through ``context.closing``).
-
-        Returns the service to serve; raises ``RuntimeError`` with one sentence
-        when it cannot start.
-        """
-        raise NotImplementedError
-
-    def add_arguments(self, parser: argparse._ActionsContainer) -> None:
-        """Add the service's own flags to ``spade-memory run``."""
-
-    def configure(self, args: argparse.Namespace) -> ServiceConfig:
-        """The service's config from the parsed flags of ``spade-memory run``."""
-        return self.default_config
-
-    def from_environment(self, environ: Mapping[str, str]) -> ServiceConfig:
-        """The service's config from a deployment's environment variables."""
-        return self.default_config
-
-    def places(self, config: Any, data_dir: Path) -> list[tuple[str, str]]:
-        """Where the service keeps its data, for the start-up banner."""
-        return []
 
 
 class ServeRequests(CyclicBehaviour):  # type: ignore[misc]

@@ -31,7 +31,7 @@ OPS = (
     "interaction.working_memory", "beads_sync.ops",
 )  # fmt: skip
 KERNEL = (
-    "ops", "errors", "limits", "batch", "wire", "serving", "transport", "reconnect",
+    "ops", "errors", "limits", "batch", "wire", "plugin", "serving", "transport", "reconnect",
     "lifecycle", "xml_escape", "storage", "beads",
 )  # fmt: skip
 

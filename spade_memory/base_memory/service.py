@@ -17,14 +17,8 @@ from .. import wire
 from ..errors import MemoryServiceError, NotAuthorized
 from ..limits import Limits
 from ..ops import AppliesOps, Outcome, Request, in_place
-from ..serving import (
-    Behaviours,
-    MemoryAgent,
-    MemoryService,
-    ServiceConfig,
-    ServiceContext,
-    ServicePlugin,
-)
+from ..plugin import Behaviours, MemoryService, ServiceConfig, ServiceContext, ServicePlugin
+from ..serving import MemoryAgent
 from . import NAME
 from .embeddings import load_embedder
 from .notices import change_notice

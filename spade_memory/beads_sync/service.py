@@ -27,7 +27,7 @@ from ..beads.git import GitCommitter
 from ..errors import MemoryServiceError
 from ..limits import Limits
 from ..ops import AppliesOps, Outcome, Request, in_place
-from ..serving import Behaviours, MemoryService, ServiceConfig, ServiceContext, ServicePlugin
+from ..plugin import Behaviours, MemoryService, ServiceConfig, ServiceContext, ServicePlugin
 from ..storage.answers import RecentAnswers
 from ..transport import Transport
 from . import NAME

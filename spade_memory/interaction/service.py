@@ -23,14 +23,8 @@ from spade.agent import Agent
 from ..errors import BadRequest, InternalServerError, ItemNotFound, MemoryServiceError
 from ..limits import Limits
 from ..ops import AppliesOps, Op, Outcome, Record, Request
-from ..serving import (
-    Behaviours,
-    MemoryAgent,
-    MemoryService,
-    ServiceConfig,
-    ServiceContext,
-    ServicePlugin,
-)
+from ..plugin import Behaviours, MemoryService, ServiceConfig, ServiceContext, ServicePlugin
+from ..serving import MemoryAgent
 from ..storage.answers import RecentAnswers
 from . import NAME
 from .context_dir import ContextDirectory, ContextFile

@@ -16,8 +16,9 @@ from spade.agent import Agent
 
 from ..lifecycle import start_agent, stop_agent
 from ..limits import Limits
+from ..plugin import ServiceConfig, ServiceContext
 from ..registry import NAMES, SERVICES, service
-from ..serving import MemoryAgent, ServiceConfig, ServiceContext
+from ..serving import MemoryAgent
 from ..storage.connection import Synchronous
 from .xmpp_server import EmbeddedXMPPServer
 
