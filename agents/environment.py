@@ -13,18 +13,17 @@ SPADE_MEMORY_BEADS_GIT_COMMIT "true" to commit .beads/issues.jsonl after each wr
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from pathlib import Path
 
 from spade_memory.registry import SERVICES
-from spade_memory.server.runtime import RunConfig, serve
+from spade_memory.server import runtime
 
 
-def config_for(service: str) -> RunConfig:
+def config_for(service: str) -> runtime.RunConfig:
     """The run of one memory agent; every service reads its own variables."""
-    return RunConfig(
+    return runtime.RunConfig(
         data_dir=Path(os.environ.get("SPADE_MEMORY_DATA", "/data")),
         domain=os.environ.get("SPADE_MEMORY_DOMAIN", "localhost"),
         port=int(os.environ.get("SPADE_MEMORY_PORT", "5222")),
@@ -38,4 +37,4 @@ def config_for(service: str) -> RunConfig:
 
 def run_service(service: str) -> None:
     logging.basicConfig(level=logging.INFO)
-    asyncio.run(serve(config_for(service), lambda config: print(f"{service} ready")))
+    runtime.run_service(config_for(service), lambda config: print(f"{service} ready"))

@@ -40,6 +40,7 @@ from .errors import (
     MemoryTimeout,
     NotAuthorized,
     ResourceConstraint,
+    ServiceUnavailable,
 )
 from .interaction.notes import (
     AddInformation,
@@ -155,6 +156,7 @@ __all__ = [
     "ScriptedProvider",
     "SearchMemories",
     "ServicePlugin",
+    "ServiceUnavailable",
     "SessionMemory",
     "StoreMemory",
     "Stored",

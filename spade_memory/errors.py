@@ -21,6 +21,7 @@ class Condition(str, Enum):
     ITEM_NOT_FOUND = "item-not-found"
     RESOURCE_CONSTRAINT = "resource-constraint"
     INTERNAL_SERVER_ERROR = "internal-server-error"
+    SERVICE_UNAVAILABLE = "service-unavailable"
     REMOTE_SERVER_TIMEOUT = "remote-server-timeout"
 
 
@@ -67,6 +68,13 @@ class InternalServerError(MemoryServiceError):
     condition = Condition.INTERNAL_SERVER_ERROR
 
 
+class ServiceUnavailable(MemoryServiceError):
+    """The memory agent cannot serve this now: its store is damaged (see its log and
+    ``spade-memory check``); nothing is written until it is restored."""
+
+    condition = Condition.SERVICE_UNAVAILABLE
+
+
 class MemoryTimeout(MemoryServiceError):
     """No reply arrived in time, even after one retry with the same request id."""
 
@@ -81,6 +89,7 @@ _BY_CONDITION: dict[Condition, type[MemoryServiceError]] = {
         ItemNotFound,
         ResourceConstraint,
         InternalServerError,
+        ServiceUnavailable,
         MemoryTimeout,
     )
 }

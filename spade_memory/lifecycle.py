@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 
 from spade.agent import Agent, DisconnectedException
+from spade.behaviour import CyclicBehaviour
 
 
 class AgentStartError(RuntimeError):
@@ -44,12 +45,30 @@ async def start_agent(
     )
 
 
-async def stop_agent(agent: Agent) -> None:
-    """Stop ``agent`` for good (no keepalive ping left to reconnect it)."""
+async def stop_agent(agent: Agent, behaviours_timeout: float = 2.0) -> None:
+    """Stop ``agent`` for good (no keepalive ping left to reconnect it), and let its
+    behaviours end (within ``behaviours_timeout``): SPADE's loop ignores a cancellation
+    that comes before it sees the kill, so a behaviour left running can outlive the
+    event loop."""
+    behaviours = list(agent.behaviours)
     if agent.is_alive():
         await agent.stop()
     _stop_pings(agent)
     await _end_output_task(agent)
+    deadline = asyncio.get_running_loop().time() + behaviours_timeout
+    while any(behaviour.is_running for behaviour in behaviours):
+        if asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.01)
+
+
+class WakesWhenKilled(CyclicBehaviour):  # type: ignore[misc]
+    """A behaviour that ends as soon as it is killed, not when its ``receive`` times out."""
+
+    def kill(self, exit_code: object | None = None) -> None:
+        """Kill it, and wake a ``receive`` waiting for a message (it gets None)."""
+        super().kill(exit_code)
+        self.queue.put_nowait(None)
 
 
 async def _abort(agent: Agent) -> None:

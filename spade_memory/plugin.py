@@ -25,6 +25,7 @@ from spade.template import Template
 from .limits import Limits
 from .ops import Outcome, Request
 from .storage.connection import Synchronous
+from .storage.manifest import Manifest
 
 Behaviours = Sequence[tuple[CyclicBehaviour, Template | None]]
 """Behaviours a service's agent runs beside serving, each with its template."""
@@ -71,6 +72,8 @@ class ServiceContext:
     """JIDs of the running services that follow this one (its mirrors)."""
     closing: AsyncExitStack
     """Where the service registers what must be closed when the run stops."""
+    manifest: Manifest | None = None
+    """What the data directory's stores held, checked when they open."""
 
 
 class ServicePlugin:

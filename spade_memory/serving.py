@@ -20,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
+from pydantic import TypeAdapter
 from pydantic_core import to_json
 from slixmpp.jid import InvalidJID
 from spade.agent import Agent
-from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from . import wire, xml_escape
@@ -35,16 +36,18 @@ from .errors import (
     MemoryServiceError,
     NotAuthorized,
     ResourceConstraint,
+    ServiceUnavailable,
 )
+from .lifecycle import WakesWhenKilled
 from .limits import Limits
-from .ops import Op, Outcome, Record, Request, in_place, parse_op
-from .plugin import MemoryService
+from .ops import AppliesOps, Op, Outcome, Record, Request, in_place, parse_op
+from .plugin import Behaviours, MemoryService
 from .reconnect import keep_connected
 
 logger = logging.getLogger("spade_memory.agent")
 
 
-class ServeRequests(CyclicBehaviour):  # type: ignore[misc]
+class ServeRequests(WakesWhenKilled):
     """Answers every memory request addressed to the agent."""
 
     def __init__(self, service: MemoryService) -> None:
@@ -187,6 +190,25 @@ def check_limits(op: Op[Any], limits: Limits) -> None:
             raise ResourceConstraint(f"{field} is over {limits.max_content_chars} characters")
         if field == "limit" and isinstance(value, int) and value > limits.max_results:
             raise ResourceConstraint(f"limit is over {limits.max_results}")
+
+
+class OutOfService(AppliesOps):
+    """What an agent serves when its store could not open (``--allow-damaged``): every
+    op answered ``service-unavailable`` with the reason, nothing stored."""
+
+    def __init__(self, name: str, ops: TypeAdapter[Any], limits: Limits, reason: str) -> None:
+        self.name = name
+        self.ops = ops
+        self.limits = limits
+        self.reason = reason
+
+    async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
+        """``service-unavailable`` for each request."""
+        return [ServiceUnavailable(self.reason) for _ in requests]
+
+    def behaviours(self, agent: Agent) -> Behaviours:
+        """None."""
+        return []
 
 
 class MemoryAgent(Agent):  # type: ignore[misc]

@@ -20,12 +20,12 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from spade.agent import Agent
-from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from . import wire, xml_escape
 from .batch import Batch
 from .errors import InternalServerError, MemoryServiceError, MemoryTimeout, error_for
+from .lifecycle import WakesWhenKilled
 from .limits import Limits
 from .ops import Op, Record, describe
 from .reconnect import keep_connected
@@ -41,7 +41,7 @@ class _Pending:
     answer: asyncio.Future[Message]
 
 
-class ReplyRouter(CyclicBehaviour):  # type: ignore[misc]
+class ReplyRouter(WakesWhenKilled):
     """Hands each memory reply to the call waiting for its request id.
 
     A reply is taken only from the agent the request went to; late

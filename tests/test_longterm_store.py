@@ -264,7 +264,8 @@ async def test_close_after_many_searches_leaves_no_flush_behind(tmp_path: Path) 
         gc.collect()  # "Task exception was never retrieved" is reported on collection
     finally:
         loop.set_exception_handler(previous)
-    assert errors == []
+    # only this store's flush counts (the session's loop also carries other tests' agents)
+    assert [error for error in errors if "flush_accesses" in repr(error)] == []
 
 
 async def test_repeated_update_and_delete_request_ids_apply_once(store: LongTermStore) -> None:

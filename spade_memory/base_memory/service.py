@@ -75,10 +75,17 @@ class NotifyMirror(CyclicBehaviour):  # type: ignore[misc]
         super().__init__()
         self.service = service
 
+    def kill(self, exit_code: object | None = None) -> None:
+        """Kill it, and wake its wait for writes (so it ends at once, telling no one)."""
+        super().kill(exit_code)
+        self.service.changed.set()
+
     async def run(self) -> None:
         try:
             await asyncio.wait_for(self.service.changed.wait(), timeout=1.0)
         except asyncio.TimeoutError:
+            return
+        if self.is_killed():
             return
         self.service.changed.clear()
         assert self.service.mirror is not None
@@ -120,7 +127,8 @@ class BaseMemoryPlugin(ServicePlugin):
 
     async def open(self, config: BaseMemoryConfig, context: ServiceContext) -> MemoryService:
         embedder = await asyncio.to_thread(load_embedder) if config.dense_search else None
-        store = await LongTermStore.open(context.data_dir / DATABASE, context.synchronous, embedder)
+        path = context.data_dir / DATABASE
+        store = await LongTermStore.open(path, context.synchronous, embedder, context.manifest)
         context.closing.push_async_callback(store.close)
         mirror = config.mirror or next(iter(context.followers), None)
         return BaseMemoryService(store, context.limits, mirror)

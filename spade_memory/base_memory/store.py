@@ -13,6 +13,8 @@ a second memory.
 from __future__ import annotations
 
 import asyncio
+import logging
+import sqlite3
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -29,6 +31,7 @@ from ..ops import AppliesOps, Op, Outcome, Record, Request
 from ..storage import requests
 from ..storage.batches import apply_all
 from ..storage.connection import Synchronous, Transactions, open_migrated
+from ..storage.manifest import Manifest
 from .access import AccessLog
 from .ops import (
     Change,
@@ -55,6 +58,7 @@ from .schema import MIGRATIONS, content_key
 if TYPE_CHECKING:
     from .embeddings import Embedder
 
+logger = logging.getLogger("spade_memory.base_memory")
 _COLUMNS = (
     "m.id, m.owner, m.category, m.content, m.context, m.confidence,"
     " m.created_at, m.last_accessed, m.access_count, m.seq"
@@ -84,8 +88,15 @@ Handler = Callable[[aiosqlite.Connection, Request, _Work], Awaitable[Record]]
 class LongTermStore(AppliesOps):
     """Long-term memories of many owners in one SQLite file."""
 
-    def __init__(self, db: aiosqlite.Connection, embedder: Embedder | None = None) -> None:
-        self._tx = Transactions(db)
+    def __init__(
+        self,
+        db: aiosqlite.Connection,
+        embedder: Embedder | None = None,
+        *,
+        path: Path | None = None,
+        manifest: Manifest | None = None,
+    ) -> None:
+        self._tx = Transactions(db, path, manifest)
         self.ranking = Ranking(embedder)
         self._requests = requests.RequestLog()
         self._accesses = AccessLog()
@@ -105,26 +116,31 @@ class LongTermStore(AppliesOps):
 
     @classmethod
     async def open(
-        cls, path: str | Path, synchronous: Synchronous = "NORMAL", embedder: Embedder | None = None
+        cls,
+        path: str | Path,
+        synchronous: Synchronous = "NORMAL",
+        embedder: Embedder | None = None,
+        manifest: Manifest | None = None,
     ) -> LongTermStore:
         """Open (creating or migrating) the store at ``path``; an embedder adds dense search.
 
-        Returns the open store; raises ``sqlite3.Error`` when the file is not usable.
+        Returns the open store; raises ``StoreFault`` naming the file when it is
+        damaged, lost (held more, says ``manifest``) or cannot be opened.
         """
-        store = cls(await open_migrated(path, MIGRATIONS, synchronous), embedder)
-        async with store._tx.write() as tx:
-            await requests.forget_old(tx)
-        return store
+        db = await open_migrated(path, MIGRATIONS, synchronous, manifest, requests.forget_old)
+        return cls(db, embedder, path=Path(path), manifest=manifest)
 
     async def close(self) -> None:
-        """Write pending access counts and close the file."""
+        """Write pending access counts (if the disk lets it) and close the file, always."""
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
-        if self._flush_task is not None:
-            await self._flush_task
-        await self.flush_accesses()
-        await self._tx.db.close()
+        try:
+            if self._flush_task is not None:
+                await self._flush_task
+            await self.flush_accesses()
+        finally:
+            await self._tx.close()
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Apply the ops of ``requests`` to ``owner``'s memories, in one transaction."""
@@ -142,9 +158,15 @@ class LongTermStore(AppliesOps):
         return await self.apply("", ChangesSince(after=after, limit=limit))
 
     async def flush_accesses(self) -> None:
-        """Write the access counts noted by reads (see ``AccessLog``)."""
-        async with self._tx.write() as db:
-            await self._accesses.flush(db)
+        """Write the access counts noted by reads (see ``AccessLog``); kept for a later
+        try when the file cannot take them (a full disk, a damaged file)."""
+        if self._tx.out_of_service is not None:
+            return
+        try:
+            async with self._tx.write() as db:
+                await self._accesses.flush(db)
+        except (sqlite3.Error, OSError) as error:
+            logger.warning("%s: access counts not written yet (%s)", self._tx.path, error)
 
     async def _apply_one(self, db: aiosqlite.Connection, request: Request, work: _Work) -> Record:
         work.current = {}

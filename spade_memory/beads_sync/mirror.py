@@ -17,12 +17,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from spade.behaviour import CyclicBehaviour
-
 from ..base_memory.ops import ChangesSince
 from ..beads.errors import BeadsError
 from ..beads.git import GitCommitter
 from ..errors import MemoryServiceError
+from ..lifecycle import WakesWhenKilled
 from ..storage.files import write_atomically
 from ..transport import Transport
 from .store import BeadsMemoryStore
@@ -65,7 +64,7 @@ class Mirror:
     """Set after an agent wrote to beads directly, so the next flush commits it to git."""
 
 
-class MirrorBaseMemory(CyclicBehaviour):  # type: ignore[misc]
+class MirrorBaseMemory(WakesWhenKilled):
     """Debounced, batched catch-up from the base memory agent's change feed."""
 
     PAGE = 500
@@ -82,6 +81,8 @@ class MirrorBaseMemory(CyclicBehaviour):  # type: ignore[misc]
 
     async def run(self) -> None:
         notice = await self.receive(timeout=0.25)
+        if self.is_killed():
+            return
         now = time.monotonic()
         if (notice is not None or self.mirror.direct_writes) and self.due is None:
             self.due = now + self.mirror.debounce

@@ -212,7 +212,8 @@ class InteractionMemoryPlugin(ServicePlugin):
     default_config = InteractionConfig()
 
     async def open(self, config: InteractionConfig, context: ServiceContext) -> MemoryService:
-        store = await InteractionStore.open(context.data_dir / DATABASE, context.synchronous)
+        path = context.data_dir / DATABASE
+        store = await InteractionStore.open(path, context.synchronous, context.manifest)
         context.closing.push_async_callback(store.close)
         files = ContextDirectory(config.context_dir(context.data_dir))
         return InteractionMemoryService(store, files, context.limits)

@@ -22,6 +22,7 @@ from ..ops import AppliesOps, Op, Outcome, Record, Request
 from ..storage import requests
 from ..storage.batches import apply_all
 from ..storage.connection import Migration, Synchronous, Transactions, open_migrated
+from ..storage.manifest import Manifest
 from . import working_store
 from .notes import (
     AddInformation,
@@ -69,8 +70,14 @@ MIGRATIONS: list[Migration] = [_create_v1, _create_v2]
 class InteractionStore(AppliesOps):
     """Conversation notes and working memories of many owners in one SQLite file."""
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
-        self._tx = Transactions(db)
+    def __init__(
+        self,
+        db: aiosqlite.Connection,
+        *,
+        path: Path | None = None,
+        manifest: Manifest | None = None,
+    ) -> None:
+        self._tx = Transactions(db, path, manifest)
         self._requests = requests.RequestLog()
         working = working_store.WorkingMemories(self._requests)
         self._handlers: dict[type[Op[Any]], working_store.Handler] = {
@@ -84,19 +91,20 @@ class InteractionStore(AppliesOps):
         }
 
     @classmethod
-    async def open(cls, path: str | Path, synchronous: Synchronous = "NORMAL") -> InteractionStore:
+    async def open(
+        cls, path: str | Path, synchronous: Synchronous = "NORMAL", manifest: Manifest | None = None
+    ) -> InteractionStore:
         """Open (creating or migrating) the store at ``path``.
 
-        Returns the open store; raises ``sqlite3.Error`` when the file is not usable.
+        Returns the open store; raises ``StoreFault`` naming the file when it is
+        damaged, lost (held more, says ``manifest``) or cannot be opened.
         """
-        store = cls(await open_migrated(path, MIGRATIONS, synchronous))
-        async with store._tx.write() as tx:
-            await requests.forget_old(tx)
-        return store
+        db = await open_migrated(path, MIGRATIONS, synchronous, manifest, requests.forget_old)
+        return cls(db, path=Path(path), manifest=manifest)
 
     async def close(self) -> None:
-        """Close the file."""
-        await self._tx.db.close()
+        """Record what the store holds and close the file."""
+        await self._tx.close()
 
     def applies(self, op: Op[Any]) -> bool:
         """Whether this store applies ``op`` (context-directory ops are the service's)."""

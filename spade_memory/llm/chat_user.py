@@ -10,12 +10,13 @@ import asyncio
 from collections import defaultdict
 
 from spade.agent import Agent
-from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 from spade.template import Template
 
+from ..lifecycle import WakesWhenKilled
 
-class _Listen(CyclicBehaviour):  # type: ignore[misc]
+
+class _Listen(WakesWhenKilled):
     """Keeps answers by thread, so concurrent conversations each get their own."""
 
     def __init__(self) -> None:

@@ -8,8 +8,11 @@ import asyncio
 import json
 import logging
 import os
+import sqlite3
 import sys
 import tempfile
+import threading
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,7 +26,8 @@ from ..interaction.store import InteractionStore
 from ..limits import Limits
 from ..registry import NAMES, SERVICES
 from ..schema import json_schemas
-from .runtime import PASSWORD_ENV, RunConfig, serve, use_uvloop
+from ..storage.faults import StoreFault
+from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
 
 DATA_ENV = "SPADE_MEMORY_DATA"
 
@@ -98,6 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="fsync every commit (survives power loss, not only crashes)",
     )
+    run.add_argument(
+        "--allow-damaged",
+        action="store_true",
+        help="start the other services when a store is damaged (its agent answers"
+        " service-unavailable) instead of refusing to start",
+    )
+    run.add_argument(
+        "--debug", action="store_true", help="show the traceback of a failure to start or stop"
+    )
     for service in SERVICES:
         service.add_arguments(run.add_argument_group(service.title))
 
@@ -130,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         database = (args.data_dir or default_data_dir()) / NOTES_DATABASE
         try:
             count = asyncio.run(_import_interactions(database, args.file, args.owner))
-        except (OSError, ValidationError) as error:
+        except (OSError, ValidationError, StoreFault, sqlite3.Error) as error:
             print(f"spade-memory: cannot import {args.file}: {error}", file=sys.stderr)
             return 1
         print(f"imported {count} notes into {database}")
@@ -152,19 +165,61 @@ def main(argv: Sequence[str] | None = None) -> int:
         connect_timeout=args.connect_timeout,
         services=tuple(name.strip() for name in args.services.split(",") if name.strip()),
         settings={service.name: service.configure(args) for service in SERVICES},
+        allow_damaged=args.allow_damaged,
     )
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
     use_uvloop()
+    status = _run(config, debug=args.debug)
+    return _exit_cleanly(status)
+
+
+def _run(config: RunConfig, *, debug: bool) -> int:
+    """Serve until stopped; 0, or 1 with one line saying what failed (and how to mend it)."""
+    console = Console()
     try:
-        console = Console()
-        asyncio.run(serve(config, lambda ready: _print_banner(ready, console)))
-        console.print("stopped.")
-    except RuntimeError as error:
-        print(f"spade-memory: {error}", file=sys.stderr)
+        run_service(config, lambda ready: _print_banner(ready, console))
+    except KeyboardInterrupt:
+        return EXIT_AT_ONCE
+    except Exception as error:
+        if debug:
+            traceback.print_exc()
+        print(f"spade-memory: {_one_line(error, config)}", file=sys.stderr)
         return 1
+    console.print("stopped.")
     return 0
+
+
+def _one_line(error: Exception, config: RunConfig) -> str:
+    if isinstance(error, OSError) and not isinstance(error, StoreFault):
+        where = error.filename or config.data_dir
+        return (
+            f"cannot use the data directory: {error.strerror or error} ({where});"
+            " give the service a writable --data-dir"
+        )
+    if isinstance(error, asyncio.TimeoutError):
+        return f"a step of the stop took over {STEP_SECONDS:.0f}s and was abandoned"
+    text = " ".join(str(error).split()) or type(error).__name__
+    return (
+        text if isinstance(error, RuntimeError | StoreFault) else f"{type(error).__name__}: {text}"
+    )
+
+
+def _exit_cleanly(status: int) -> int:
+    """Nothing the service started may keep the process alive: a thread still running
+    after the stop (a library's, a leaked connection's) is named, and the process ends."""
+    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    for thread in stuck:
+        thread.join(timeout=2.0)
+    stuck = [t for t in stuck if t.is_alive()]
+    if stuck:
+        names = ", ".join(thread.name for thread in stuck)
+        print(f"spade-memory: still running after the stop: {names}; exiting", file=sys.stderr)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(status or 1)
+    return status
 
 
 def _demo(data_dir: Path | None) -> int:

@@ -1,13 +1,20 @@
 """Start and stop the memory agents of the registry (and, by default, the embedded XMPP
-server)."""
+server).
+
+Start and stop never hang: each step of the stop is bounded in time and runs
+even if an earlier one failed, a failure while starting stops what had
+started, and a second SIGINT or SIGTERM ends the process at once.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import secrets
 import signal
-from collections.abc import Callable
+import tempfile
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,13 +23,20 @@ from spade.agent import Agent
 
 from ..lifecycle import start_agent, stop_agent
 from ..limits import Limits
-from ..plugin import ServiceConfig, ServiceContext
+from ..plugin import MemoryService, ServiceConfig, ServiceContext
 from ..registry import NAMES, SERVICES, service
-from ..serving import MemoryAgent
+from ..serving import MemoryAgent, OutOfService
 from ..storage.connection import Synchronous
+from ..storage.faults import DamagedStore
+from ..storage.manifest import Manifest
 from .xmpp_server import EmbeddedXMPPServer
 
+logger = logging.getLogger("spade_memory.runtime")
 PASSWORD_ENV = "SPADE_MEMORY_PASSWORD"
+STEP_SECONDS = 15.0
+"""The longest one step of a stop (an agent, a store, the server) may take."""
+EXIT_AT_ONCE = 130
+"""The status after a second signal (what a shell reports for Ctrl-C)."""
 
 
 @dataclass
@@ -42,6 +56,8 @@ class RunConfig:
     synchronous: Synchronous = "NORMAL"
     settings: dict[str, ServiceConfig] = field(default_factory=dict)
     """Each service's own settings, by service name (its ``default_config`` if absent)."""
+    allow_damaged: bool = False
+    """Start the other services when a store is damaged; its agent answers service-unavailable."""
 
     def config_of(self, name: str) -> ServiceConfig:
         """The settings of the service called ``name``."""
@@ -67,6 +83,16 @@ def agent_password(config: RunConfig) -> str:
     return path.read_text().strip()
 
 
+def _writable(data_dir: Path) -> None:
+    """The data directory exists and takes files; raises ``OSError`` naming it if not."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with tempfile.TemporaryFile(dir=data_dir):
+            pass
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(data_dir)) from None
+
+
 class MemoryRuntime:
     """Everything `spade-memory run` starts, in start order, stopped in reverse."""
 
@@ -79,26 +105,35 @@ class MemoryRuntime:
         """Start the embedded server (unless external) and every configured service's agent.
 
         Raises ``RuntimeError`` with one sentence when something cannot start
-        (an unknown service, a busy port, no XMPP server, a beads engine).
+        (an unknown service, a busy port, no XMPP server, a beads engine),
+        ``StoreFault`` naming a store's file, or ``OSError`` for the data directory.
         """
         config = self.config
-        config.data_dir.mkdir(parents=True, exist_ok=True)
-        password = agent_password(config)
         try:
+            _writable(config.data_dir)
+            password = agent_password(config)
             if config.embedded_server:
                 server = EmbeddedXMPPServer(
                     config.data_dir, config.domain, config.port, config.s2s_port
                 )
                 await server.start()
-                self._running.push_async_callback(server.stop)
+                self._push(server.stop)
             for name in config.services:
                 agent = await self._open(name, password)
-                self._running.push_async_callback(stop_agent, agent)
+                self._push(stop_agent, agent)
                 self.agents.append(agent)
                 await start_agent(agent, attempt_timeout=config.connect_timeout / 3)
         except BaseException:
             await self.stop()
             raise
+
+    def _push(self, step: Callable[..., Awaitable[None]], *args: object) -> None:
+        """A step of the stop, bounded by ``STEP_SECONDS``."""
+
+        async def bounded() -> None:
+            await asyncio.wait_for(step(*args), STEP_SECONDS)
+
+        self._running.push_async_callback(bounded)
 
     async def _open(self, name: str, password: str) -> Agent:
         """Open the service's stores (closed at stop) and build its agent."""
@@ -107,6 +142,8 @@ class MemoryRuntime:
             plugin = service(name)
         except KeyError as unknown:
             raise RuntimeError(unknown.args[0]) from None
+        closing = AsyncExitStack()
+        self._push(closing.aclose)  # the service's own closers, each run whatever failed
         context = ServiceContext(
             data_dir=config.data_dir,
             limits=config.limits,
@@ -117,23 +154,43 @@ class MemoryRuntime:
                 for other in SERVICES
                 if other.follows == name and other.name in config.services
             ),
-            closing=self._running,
+            closing=closing,
+            manifest=Manifest(config.data_dir),
         )
-        opened = await plugin.open(config.config_of(name), context)
+        opened: MemoryService
+        try:
+            opened = await plugin.open(config.config_of(name), context)
+        except DamagedStore as damaged:
+            if not config.allow_damaged:
+                raise
+            logger.error("%s; its agent answers service-unavailable", damaged)
+            opened = OutOfService(name, plugin.ops, config.limits, str(damaged))
         return MemoryAgent(config.jid_of(name), password, opened, port=config.port)
 
     async def stop(self) -> None:
-        """Stop every agent, then the stores and the server, in reverse start order."""
-        await self._running.aclose()
-        self.agents.clear()
+        """Stop every agent, then the stores and the server, in reverse start order.
+
+        Every step runs, each within ``STEP_SECONDS``; raises the last failure after all.
+        """
+        try:
+            await self._running.aclose()
+        finally:
+            self.agents.clear()
 
 
 async def serve(config: RunConfig, on_ready: Callable[[RunConfig], None] | None = None) -> None:
-    """Run the memory agents until SIGINT or SIGTERM, then stop them cleanly."""
+    """Run the memory agents until SIGINT or SIGTERM, then stop them cleanly; a second
+    signal ends the process at once."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        if stop.is_set():
+            os._exit(EXIT_AT_ONCE)
+        stop.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, on_signal)
     runtime = MemoryRuntime(config)
     await runtime.start()
     try:
@@ -142,6 +199,41 @@ async def serve(config: RunConfig, on_ready: Callable[[RunConfig], None] | None 
         await stop.wait()
     finally:
         await runtime.stop()
+
+
+LEFTOVER_SECONDS = 5.0
+"""How long tasks still running after the stop get to end once cancelled."""
+
+
+def run_service(config: RunConfig, on_ready: Callable[[RunConfig], None] | None = None) -> None:
+    """``serve`` on a new event loop, like ``asyncio.run`` except that tasks left behind
+    (a library's) get ``LEFTOVER_SECONDS`` to end once cancelled and are then given up
+    (and named in the log): ``asyncio.run`` would wait for them forever.
+
+    Raises what ``serve`` raised.
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(serve(config, on_ready))
+    finally:
+        try:
+            _cancel_leftovers(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in tasks:
+        task.cancel()
+    if not tasks:
+        return
+    _, pending = loop.run_until_complete(asyncio.wait(tasks, timeout=LEFTOVER_SECONDS))
+    if pending:
+        names = ", ".join(sorted(str(task.get_coro()) for task in pending))
+        logger.warning("given up after the stop, still running: %s", names)
 
 
 def use_uvloop() -> None:

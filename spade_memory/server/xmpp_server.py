@@ -80,12 +80,14 @@ class EmbeddedXMPPServer:
             raise RuntimeError(f"the embedded XMPP server could not listen on port {self.port}")
 
     async def stop(self) -> None:
+        """Stop listening and end the server's tasks and its password-hashing threads."""
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, SystemExit):
                 await task
         self._tasks = []
+        AppConfig.app_config.process_pool_exe.shutdown(wait=False, cancel_futures=True)
 
 
 def _hash_passwords_in_threads() -> None:

@@ -6,6 +6,11 @@ runs in a savepoint: an op that fails (a typed error, or an unexpected
 exception answered ``internal-server-error``) is rolled back alone and the
 others go on. A lone op needs no savepoint: its error rolls the transaction
 back, and an unexpected exception propagates to the serving behaviour.
+
+A named fault of the file (a full disk, damage, an I/O error: see ``faults``)
+rolls the whole transaction back and fails every op of it with the fault's
+typed failure, since none of them was committed; damage also puts the store
+out of service until it is restored.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import aiosqlite
 from ..errors import InternalServerError, MemoryServiceError
 from ..ops import Outcome, Record, Request
 from .connection import Transactions
+from .faults import is_damage, serving_fault
 
 logger = logging.getLogger("spade_memory.storage")
 
@@ -33,12 +39,25 @@ async def apply_all(
     Returns one outcome per request (its result or its typed error); raises
     only when a lone request fails unexpectedly or the commit itself fails.
     """
-    async with tx.write() as db:
-        if len(requests) == 1:
-            return [await _alone(db, requests[0], apply_one)]
-        if not db.in_transaction:
-            await db.execute("BEGIN IMMEDIATE")
-        return [await _in_savepoint(db, request, apply_one) for request in requests]
+    if tx.out_of_service is not None:
+        return [tx.out_of_service] * len(requests)
+    try:
+        async with tx.write() as db:
+            if len(requests) == 1:
+                return [await _alone(db, requests[0], apply_one)]
+            if not db.in_transaction:
+                await db.execute("BEGIN IMMEDIATE")
+            return [await _in_savepoint(db, tx, request, apply_one) for request in requests]
+    except Exception as error:
+        failure = serving_fault(tx.path, error)
+        if failure is None:
+            raise
+        if is_damage(error):
+            tx.out_of_service = failure
+            logger.error("%s is damaged (%s): its store is out of service", tx.path, error)
+        else:
+            logger.warning("%s: %s", tx.path, failure.text)
+        return [failure] * len(requests)
 
 
 async def _alone(db: aiosqlite.Connection, request: Request, apply_one: ApplyOne) -> Outcome:
@@ -50,11 +69,15 @@ async def _alone(db: aiosqlite.Connection, request: Request, apply_one: ApplyOne
         return error
 
 
-async def _in_savepoint(db: aiosqlite.Connection, request: Request, apply_one: ApplyOne) -> Outcome:
+async def _in_savepoint(
+    db: aiosqlite.Connection, tx: Transactions, request: Request, apply_one: ApplyOne
+) -> Outcome:
     await db.execute("SAVEPOINT op")
     try:
         result = await apply_one(db, request)
     except Exception as error:
+        if serving_fault(tx.path, error) is not None:
+            raise  # the file's fault: the whole transaction goes
         await db.execute("ROLLBACK TO op")
         await db.execute("RELEASE op")
         if isinstance(error, MemoryServiceError):

@@ -7,11 +7,18 @@ transaction across a crash of the process (``kill -9``) and FULL adds
 durability across power loss at the cost of an fsync per commit. The schema
 version lives in ``PRAGMA user_version`` and advances through a list of
 migrations, each run in its own transaction.
+
+Opening checks the file (``PRAGMA quick_check``, bounded in time) and, with a
+``Manifest``, that it still holds what it held; any failure closes the new
+connection (its thread would otherwise keep the process alive) and is raised
+as a named ``StoreFault``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,37 +26,120 @@ from typing import Literal
 
 import aiosqlite
 
+from ..errors import MemoryServiceError
+from .faults import DamagedStore, StoreFault, opening_fault
+from .manifest import Manifest
+
+logger = logging.getLogger("spade_memory.storage")
+QUICK_CHECK_SECONDS = 5.0
+"""How long the check at open may take; a larger file is checked fully by ``spade-memory check``."""
+
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
 Synchronous = Literal["NORMAL", "FULL"]
 
 
-async def connect(path: str | Path, synchronous: Synchronous = "NORMAL") -> aiosqlite.Connection:
-    """Open a connection whose first write statement begins an IMMEDIATE transaction.
+async def connect(
+    path: str | Path, synchronous: Synchronous = "NORMAL", manifest: Manifest | None = None
+) -> aiosqlite.Connection:
+    """Open a checked connection whose first write statement begins an IMMEDIATE transaction.
 
     Letting sqlite3 issue the BEGIN itself saves a round trip to aiosqlite's
-    thread per write transaction (each trip is a thread wake-up).
+    thread per write transaction (each trip is a thread wake-up). Returns the
+    connection; raises ``StoreFault`` (``DamagedStore``, ``UnreachableStore``)
+    naming the file and the way out.
     """
-    if str(path) != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    db = await aiosqlite.connect(str(path), isolation_level="IMMEDIATE")
-    await db.execute("PRAGMA journal_mode=WAL")
-    await db.execute(f"PRAGMA synchronous={synchronous}")
-    await db.execute("PRAGMA busy_timeout=5000")
-    await db.execute("PRAGMA foreign_keys=ON")
+    path = Path(path)
+    try:
+        if str(path) != ":memory:":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _still_there(path, manifest)
+        db = await aiosqlite.connect(str(path), isolation_level="IMMEDIATE")
+    except StoreFault:
+        raise
+    except Exception as error:
+        raise opening_fault(path, error) or error from None
+    try:
+        await db.execute("PRAGMA journal_mode=WAL")
+        await db.execute(f"PRAGMA synchronous={synchronous}")
+        await db.execute("PRAGMA busy_timeout=5000")
+        await db.execute("PRAGMA foreign_keys=ON")
+        await _quick_check(db, path)
+    except BaseException as error:
+        await db.close()
+        fault = opening_fault(path, error) if isinstance(error, Exception) else None
+        if fault is None:
+            raise
+        raise fault from None
     return db
+
+
+def _still_there(path: Path, manifest: Manifest | None) -> None:
+    """A store the manifest knows must not be missing or empty."""
+    held = 0 if manifest is None else manifest.pages(path)
+    if held and (not path.exists() or path.stat().st_size == 0):
+        state = "is missing" if not path.exists() else "is empty"
+        raise DamagedStore(path, f"{state}, but held {held} pages when the service last ran")
+
+
+async def _quick_check(db: aiosqlite.Connection, path: Path) -> None:
+    """``PRAGMA quick_check``, given up (and said) after ``QUICK_CHECK_SECONDS``."""
+    deadline = time.monotonic() + QUICK_CHECK_SECONDS
+    await db.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+    try:
+        rows = await db.execute_fetchall("PRAGMA quick_check")
+    except aiosqlite.OperationalError as error:
+        if "interrupted" not in str(error):
+            raise
+        logger.warning("%s is too large to check at start; run spade-memory check", path)
+        return
+    finally:
+        await db.set_progress_handler(None, 0)  # type: ignore[arg-type]
+    problems = [str(row[0]) for row in rows if str(row[0]) != "ok"]
+    if problems:
+        raise DamagedStore(path, f"fails its integrity check ({problems[0]})")
 
 
 async def open_migrated(
-    path: str | Path, migrations: Sequence[Migration], synchronous: Synchronous = "NORMAL"
+    path: str | Path,
+    migrations: Sequence[Migration],
+    synchronous: Synchronous = "NORMAL",
+    manifest: Manifest | None = None,
+    on_open: Migration | None = None,
 ) -> aiosqlite.Connection:
-    """``connect`` and ``migrate``; the connection is closed if a migration fails."""
-    db = await connect(path, synchronous)
+    """``connect`` and ``migrate``, hold the store to what the manifest says it held, and
+    run ``on_open`` (in a transaction of its own).
+
+    Returns the connection (closed again if anything fails); raises ``StoreFault``.
+    """
+    db = await connect(path, synchronous, manifest)
     try:
         await migrate(db, migrations)
-    except BaseException:
+        if manifest is not None and str(path) != ":memory:":
+            await _holds_what_it_held(db, Path(path), manifest)
+        if on_open is not None:
+            await on_open(db)
+            await db.commit()
+    except BaseException as error:
         await db.close()
-        raise
+        fault = opening_fault(path, error) if isinstance(error, Exception) else None
+        if fault is None:
+            raise
+        raise fault from None
     return db
+
+
+async def _holds_what_it_held(db: aiosqlite.Connection, path: Path, manifest: Manifest) -> None:
+    pages = await page_count(db)
+    held = manifest.pages(path)
+    if pages < held:
+        raise DamagedStore(path, f"holds {pages} pages, but held {held} when the service last ran")
+    manifest.record(path, pages)
+
+
+async def page_count(db: aiosqlite.Connection) -> int:
+    """How many pages the database holds (with what is still in its WAL)."""
+    (row,) = await db.execute_fetchall("PRAGMA page_count")
+    return int(row[0])
 
 
 async def migrate(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> int:
@@ -70,16 +160,33 @@ async def migrate(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> 
 
 
 class Transactions:
-    """Serialises transactions of coroutines sharing one connection.
+    """A store's connection: serialises the transactions of coroutines sharing it.
 
     aiosqlite runs statements one at a time, but two coroutines could still
     interleave their statements inside each other's BEGIN ... COMMIT; the lock
     keeps each transaction whole.
     """
 
-    def __init__(self, db: aiosqlite.Connection) -> None:
+    def __init__(
+        self, db: aiosqlite.Connection, path: Path | None = None, manifest: Manifest | None = None
+    ) -> None:
         self.db = db
+        self.path = path or Path(":memory:")
+        self.manifest = manifest
+        self.out_of_service: MemoryServiceError | None = None
+        """Set when the file was found damaged while serving: every later op fails with it."""
         self._lock = asyncio.Lock()
+
+    async def close(self) -> None:
+        """Record what the store holds in the manifest, then close the connection; the
+        connection is closed whatever failed before."""
+        try:
+            if self.manifest is not None and self.out_of_service is None:
+                self.manifest.record(self.path, await page_count(self.db))
+        except Exception as error:
+            logger.warning("%s: what it holds was not recorded at close (%s)", self.path, error)
+        finally:
+            await self.db.close()
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -94,7 +201,10 @@ class Transactions:
                 yield self.db
             except BaseException:
                 if self.db.in_transaction:
-                    await self.db.rollback()
+                    try:
+                        await self.db.rollback()
+                    except Exception as failed:  # the error that brought us here matters more
+                        logger.warning("%s: rollback failed (%s)", self.path, failed)
                 raise
             if self.db.in_transaction:
                 await self.db.commit()

@@ -1,0 +1,220 @@
+"""Faults a deployment meets: damaged or lost stores, an unusable data directory, a full disk.
+
+`spade-memory run` is started as a user starts it, in its own process; a
+fault at start must end it with a non-zero status and one line naming the
+file (the subprocess timeout only guards against a hang, it measures nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from spade_memory import (
+    InteractionStore,
+    LongTermStore,
+    Request,
+    ResourceConstraint,
+    ServiceUnavailable,
+    StoreMemory,
+)
+from spade_memory.base_memory.ops import MemoryStatsOp, SearchMemories
+from spade_memory.interaction.notes import AddInformation, GetInformation
+from spade_memory.lifecycle import stop_agent
+from spade_memory.storage.faults import DamagedStore
+from spade_memory.storage.manifest import Manifest
+from spade_memory.testing import MemoryServiceProcess, free_port
+
+from .harness import start_client, unique_jid
+
+ALICE = "alice@localhost"
+STORES = ("base-memory.db", "interaction-memory.db")
+
+
+async def _fill(data_dir: Path) -> None:
+    """A data directory as the service leaves it: both stores with data, and the manifest."""
+    manifest = Manifest(data_dir)
+    memories = await LongTermStore.open(data_dir / STORES[0], manifest=manifest)
+    for n in range(200):
+        await memories.apply(ALICE, StoreMemory(category="fact", content=f"memory {n} " * 30))
+    await memories.close()
+    notes = await InteractionStore.open(data_dir / STORES[1], manifest=manifest)
+    for n in range(200):
+        await notes.apply(ALICE, AddInformation(conversation_id="c", information=f"note {n} " * 30))
+    await notes.close()
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data_dir = tmp_path_factory.mktemp("filled")
+    asyncio.run(_fill(data_dir))
+    return data_dir
+
+
+def _overwrite_pages(path: Path) -> None:
+    with path.open("r+b") as file:
+        for page in (1, 2, 3):
+            file.seek(page * 4096)
+            file.write(os.urandom(4096))
+
+
+def _remove(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+DAMAGES: dict[str, Callable[[Path], None]] = {
+    "garbage": lambda path: path.write_bytes(os.urandom(64 * 1024)),
+    "truncated to half": lambda path: os.truncate(path, path.stat().st_size // 2),
+    "truncated to zero": lambda path: os.truncate(path, 0),
+    "pages overwritten": _overwrite_pages,
+    "missing": _remove,
+}
+
+
+def run_once(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable, "-m", "spade_memory", "run", "--data-dir", str(data_dir),
+        "--port", str(free_port()), "--s2s-port", str(free_port()), *args,
+    ]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def one_line_naming(result: subprocess.CompletedProcess[str], named: str) -> str:
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.startswith("spade-memory:")]
+    assert len(lines) == 1, result.stderr
+    assert named in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+@pytest.mark.parametrize("store", STORES)
+def test_a_damaged_or_lost_store_stops_run_with_one_line(
+    filled: Path, tmp_path: Path, store: str, damage: str
+) -> None:
+    data_dir = tmp_path / "data"
+    shutil.copytree(filled, data_dir)
+    DAMAGES[damage](data_dir / store)
+    line = one_line_naming(run_once(data_dir), str(data_dir / store))
+    assert "restore it from a backup" in line
+
+
+def test_an_unusable_data_directory_is_one_line(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory")
+    line = one_line_naming(run_once(a_file / "data"), str(a_file / "data"))
+    assert "writable --data-dir" in line
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[Path]:
+    """A read-only file system (a bind mount): root may write anywhere else."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(folder), str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount here: {mounted.stderr.decode().strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(folder)], check=True)
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_a_read_only_data_directory_is_one_line(read_only_dir: Path) -> None:
+    line = one_line_naming(run_once(read_only_dir), str(read_only_dir))
+    assert "Read-only file system" in line
+
+
+async def test_with_allow_damaged_the_other_services_serve(filled: Path, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    shutil.copytree(filled, data_dir)
+    DAMAGES["garbage"](data_dir / STORES[0])
+    service = MemoryServiceProcess(data_dir, "--allow-damaged")
+    service.start()
+    try:
+        client = await start_client(unique_jid("client"), service.port)
+        try:
+            with pytest.raises(ServiceUnavailable, match=r"base-memory\.db"):
+                await client.memory.store_memory("fact", "goes nowhere")
+            assert await client.memory.add_information("c", "still noted")
+            assert await client.memory.get_information("c") == ["still noted"]
+        finally:
+            await stop_agent(client)
+    finally:
+        service.stop()
+    assert service.process is None  # stopped by SIGINT, not killed
+    assert (data_dir / STORES[0]).read_bytes()[:16] != b"SQLite format 3\x00"  # left as it was
+
+
+async def test_a_full_disk_is_named_reads_go_on_and_writes_resume(tmp_path: Path) -> None:
+    """SQLite's own size limit gives the store the real SQLITE_FULL a full disk gives."""
+    store = await LongTermStore.open(tmp_path / "memory.db")
+    try:
+        db = store._tx.db
+        (pages,) = await db.execute_fetchall("PRAGMA page_count")
+        await db.execute(f"PRAGMA max_page_count = {pages[0] + 2}")
+        kept, refused = [], 0
+        for n in range(200):
+            content = f"memory {n} " + "x" * 3000
+            try:
+                kept.append(
+                    (await store.apply(ALICE, StoreMemory(category="fact", content=content))).id
+                )
+            except ResourceConstraint as full:
+                assert "disk full" in full.text
+                refused += 1
+        assert refused > 0 and kept
+        stats = await store.apply(ALICE, MemoryStatsOp())  # reads go on
+        assert stats.total_memories == len(kept)
+        assert (await store.apply(ALICE, SearchMemories(query="memory", limit=1000))).memories
+        await db.execute("PRAGMA max_page_count = 1073741823")  # space is back
+        await store.apply(ALICE, StoreMemory(category="fact", content="after the disk was freed"))
+        assert (await store.apply(ALICE, MemoryStatsOp())).total_memories == len(kept) + 1
+    finally:
+        await store.close()
+
+
+async def test_a_batch_that_fills_the_disk_acknowledges_nothing(tmp_path: Path) -> None:
+    notes = await InteractionStore.open(tmp_path / "notes.db")
+    try:
+        db = notes._tx.db
+        (pages,) = await db.execute_fetchall("PRAGMA page_count")
+        await db.execute(f"PRAGMA max_page_count = {pages[0] + 3}")
+        batch = [
+            Request(AddInformation(conversation_id="c", information=f"{n} " + "y" * 2000))
+            for n in range(50)
+        ]
+        outcomes = await notes.batch(ALICE, batch)
+        assert all(isinstance(outcome, ResourceConstraint) for outcome in outcomes)
+        assert (await notes.apply(ALICE, GetInformation(conversation_id="c"))).notes == []
+    finally:
+        await notes.close()
+
+
+async def test_a_store_damaged_while_serving_goes_out_of_service(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    store = await LongTermStore.open(path)
+    try:
+        for n in range(300):
+            await store.apply(ALICE, StoreMemory(category="fact", content=f"memory {n} " * 40))
+        await store._tx.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        _overwrite_pages(path)
+        await store._tx.db.execute("PRAGMA cache_size = 0")  # read from the file again
+        with pytest.raises(ServiceUnavailable, match=r"memory\.db is damaged"):
+            await store.apply(ALICE, SearchMemories(query="memory", limit=1000))
+        with pytest.raises(ServiceUnavailable):  # out of service: no write is acknowledged
+            await store.apply(ALICE, StoreMemory(category="fact", content="into a damaged file"))
+    finally:
+        await store.close()
+    with pytest.raises(DamagedStore):
+        await LongTermStore.open(path)
