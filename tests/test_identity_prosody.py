@@ -5,8 +5,9 @@ real JID), mallory tries every operation of the base memory, interaction
 memory and beads sync agents against alice's memories in three ways: with a
 forged ``from`` naming alice, with alice named as owner in the body, and
 both. Every attempt must come back to mallory, reveal none of alice's
-secrets, and claims of alice's identity are refused; alice's view of her own
-memories is the same afterwards.
+secrets, and claims of alice's identity are refused; an attempt on alice's
+items is answered exactly as the same attempt on items that do not exist
+(no existence oracle); alice's view of her own memories is the same afterwards.
 """
 
 from __future__ import annotations
@@ -173,6 +174,23 @@ async def attempt(
     return await send_raw(mallory.memory, to, json.dumps(body), sender=sender)
 
 
+def with_missing_ids(body: dict[str, Any], alice: Alice) -> dict[str, Any]:
+    """The same request about memories that do not exist (ids of the same shape)."""
+    text = json.dumps(body).replace(alice.memory_id, "00000000-0000-4000-8000-000000000000")
+    for bead in alice.bead_ids:
+        text = text.replace(bead, bead.split("-")[0] + "-000000000000")
+    replaced: dict[str, Any] = json.loads(text)
+    return replaced
+
+
+def answer_kind(reply: Message) -> tuple[str, str | None]:
+    """What a reply tells about what exists: its performative and failure condition."""
+    performative = str(reply.get_metadata("performative"))
+    if performative == "inform":
+        return performative, None
+    return performative, str(json.loads(reply.body)["condition"])
+
+
 def test_the_matrix_covers_every_op_of_every_agent() -> None:
     class Stub:
         memory_id, bead_ids = "m", ["b1", "b2"]
@@ -207,6 +225,9 @@ async def test_no_cross_owner_attempt_succeeds_on_prosody(
                         assert reply.get_metadata("performative") == "refuse", reply.body
                         assert json.loads(reply.body)["condition"] == "not-authorized"
                         refused += 1
+                    else:  # "alice's" and "does not exist" must not be told apart
+                        twin = await attempt(mallory, to, with_missing_ids(body, alice), sender)
+                        assert answer_kind(reply) == answer_kind(twin), (body, reply.body)
     assert tried == 2 * 3 * sum(len(b) for b in attacks(alice).values())
     assert refused == tried * 2 // 3
     assert await alice.view() == before

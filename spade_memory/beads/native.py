@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import os
 import re
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -27,6 +28,8 @@ from .timestamps import nanoseconds, now_after
 _in_batch: ContextVar[bool] = ContextVar("beads_batch", default=False)
 _PREFIX_SETTING = re.compile(r"""^\s*issue[-_]prefix\s*:\s*["']?([A-Za-z0-9_-]+)["']?\s*$""", re.M)
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+ID_LENGTH = 12
+"""Characters after the prefix in new ids (ids of existing issues are kept as they are)."""
 
 
 class NativeEngine:
@@ -232,14 +235,16 @@ class NativeEngine:
         self._seen = stamp
 
     def _new_id(self, title: str, now: str) -> str:
+        """``<prefix>-`` and 12 base-36 characters (62 bits, partly random): an id
+        cannot be guessed or enumerated, so it tells nothing about who holds what."""
         prefix = self._prefix()
-        digest = hashlib.sha256(f"{title}\0{now}\0{os.getpid()}".encode()).digest()
-        number = int.from_bytes(digest, "big")
+        seed = f"{title}\0{now}\0{os.getpid()}\0{secrets.token_hex(16)}"
+        number = int.from_bytes(hashlib.sha256(seed.encode()).digest(), "big")
         encoded = ""
         while number:
             number, digit = divmod(number, 36)
             encoded += _BASE36[digit]
-        for length in range(4, 9):
+        for length in range(ID_LENGTH, ID_LENGTH + 5):
             candidate = f"{prefix}-{encoded[:length]}"
             if candidate not in self._by_id:
                 return candidate

@@ -4,7 +4,8 @@ Reading rule: an agent reads its own memories only, whatever session they
 are in; another agent's memory in the same session stays private (naming a
 session is no proof of being invited to it). A session's context lists the
 agents active in it, to its participants. Changing, closing and linking a
-memory (child and parent) is for its owner only. Issues that are not memories
+memory (child and parent) is for its owner only; another agent's memory
+answers ``item-not-found``, exactly as one that does not exist. Issues that are not memories
 (the project's own work) are only shown as ``ready_work``.
 """
 
@@ -20,7 +21,7 @@ from ..beads.engine import BeadsEngine
 from ..beads.errors import BeadsError
 from ..beads.issue import Issue, IssueChanges, IssueFilter, NewIssue
 from ..beads.timestamps import nanoseconds, now_after
-from ..errors import InternalServerError, ItemNotFound, MemoryServiceError, NotAuthorized
+from ..errors import InternalServerError, ItemNotFound, MemoryServiceError
 from ..ops import AppliesOps, Op, Outcome, Record, Request
 from .ops import (
     BeadsMemories,
@@ -235,11 +236,10 @@ class BeadsMemoryStore(AppliesOps):
     # -- access ----------------------------------------------------------------------
 
     async def _owned(self, owner: str, memory_id: str) -> Issue:
+        """The owner's memory; another's answers exactly as one that does not exist."""
         issue = await self.engine.get(memory_id)
-        if issue is None or not m.is_memory(issue):
+        if issue is None or not m.is_memory(issue) or m.label_value(issue, m.AGENT_LABEL) != owner:
             raise ItemNotFound(f"no memory {memory_id!r}")
-        if m.label_value(issue, m.AGENT_LABEL) != owner:
-            raise NotAuthorized("only the owner of a memory may change it")
         return issue
 
     async def _readable(self, owner: str, memory_id: str) -> Issue:
