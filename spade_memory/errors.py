@@ -62,6 +62,15 @@ class ResourceConstraint(MemoryServiceError):
     condition = Condition.RESOURCE_CONSTRAINT
 
 
+class Busy(ResourceConstraint):
+    """The sender has too many requests in flight; the same request may be sent again
+    (same request id) after ``retry_after`` seconds. ``MemoryClient`` does so itself."""
+
+    def __init__(self, text: str, retry_after: float = 0.5) -> None:
+        super().__init__(text)
+        self.retry_after = retry_after
+
+
 class InternalServerError(MemoryServiceError):
     """The agent failed unexpectedly; details stay in the agent's log."""
 
@@ -95,8 +104,11 @@ _BY_CONDITION: dict[Condition, type[MemoryServiceError]] = {
 }
 
 
-def error_for(condition: str, text: str) -> MemoryServiceError:
-    """Rebuild the typed exception for a condition received over the wire."""
+def error_for(condition: str, text: str, retry_after: float | None = None) -> MemoryServiceError:
+    """Rebuild the typed exception for a condition received over the wire (``Busy`` when
+    the reply says when to try again)."""
+    if retry_after is not None and condition == Condition.RESOURCE_CONSTRAINT.value:
+        return Busy(text, retry_after)
     try:
         cls = _BY_CONDITION[Condition(condition)]
     except ValueError:

@@ -32,6 +32,7 @@ from spade.message import Message
 from . import wire, xml_escape
 from .batch import BatchItem, BatchResults, item_request_id, parse_batch
 from .errors import (
+    Busy,
     InternalServerError,
     MemoryServiceError,
     NotAuthorized,
@@ -43,8 +44,11 @@ from .limits import Limits
 from .ops import AppliesOps, Op, Outcome, Record, Request, in_place, parse_op
 from .plugin import Behaviours, MemoryService
 from .reconnect import keep_connected
+from .storage.answers import RecentAnswers
 
 logger = logging.getLogger("spade_memory.agent")
+RETRY_AFTER = 0.25
+"""Seconds a sender over its in-flight limit is told to wait before sending the request again."""
 
 
 class ServeRequests(WakesWhenKilled):
@@ -58,6 +62,9 @@ class ServeRequests(WakesWhenKilled):
         self._serving: dict[tuple[str, str], list[Message]] = {}
         """Requests being served by (sender, request id), with their repeats."""
         self._tasks: set[asyncio.Task[None]] = set()
+        self.answered = RecentAnswers()
+        """Results of recent requests by (sender, request id): a retry gets the first
+        answer at once, whatever the limits. Failures are not kept: they are served again."""
 
     async def on_start(self) -> None:
         # pyjabber (SPADE's embedded server) stops routing bare-JID messages to a
@@ -70,12 +77,17 @@ class ServeRequests(WakesWhenKilled):
             return
         sender = wire.bare(request.sender)
         key = (sender, str(request.thread))
-        if request.thread is not None and key in self._serving:
-            self._serving[key].append(request)
-            return
+        if request.thread is not None:  # a known request id is answered before any limit
+            if key in self._serving:
+                self._serving[key].append(request)
+                return
+            answered = self.answered.get(sender, request.thread)
+            if answered is not None:
+                await self.send(wire.inform(request, answered))
+                return
         limit = self.service.limits.max_in_flight
         if self.in_flight[sender] >= limit:
-            busy = ResourceConstraint(f"more than {limit} requests in flight from {sender}")
+            busy = Busy(f"more than {limit} requests in flight from {sender}", RETRY_AFTER)
             await self.send(wire.failure(request, busy))
             return
         self.in_flight[sender] += 1
@@ -88,6 +100,8 @@ class ServeRequests(WakesWhenKilled):
     async def _serve_and_reply(self, request: Message, sender: str, key: tuple[str, str]) -> None:
         try:
             outcome = await self.outcome(request)
+            if request.thread is not None and not isinstance(outcome, MemoryServiceError):
+                self.answered.keep(sender, request.thread, outcome)
             for copy in self._serving.pop(key, [request]):
                 await self.send(wire.reply_to(copy, outcome))
         finally:

@@ -8,11 +8,18 @@ same request id (the agent applies a repeated write once), then raises
 ``MemoryTimeout``; a transport built with ``degraded=True`` returns None
 instead, so a memory outage never blocks an agent. The result type of a
 request is the op's own (``Op[Stored]`` answers ``Stored``).
+
+Back-pressure is absorbed here: a ``Busy`` refusal (too many requests in
+flight) is waited out with jitter and the request sent again under the same
+id, within the call's time budget; and a request that timed out keeps its
+in-flight slot until its late reply comes (or ``LATE_REPLY_GRACE`` passes),
+so this side's limit never lets more through than the agent's limit takes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,13 +31,15 @@ from spade.message import Message
 
 from . import wire, xml_escape
 from .batch import Batch
-from .errors import InternalServerError, MemoryServiceError, MemoryTimeout, error_for
+from .errors import Busy, InternalServerError, MemoryServiceError, MemoryTimeout, error_for
 from .lifecycle import WakesWhenKilled
 from .limits import Limits
 from .ops import Op, Record, describe
 from .reconnect import keep_connected
 
 R = TypeVar("R", bound=Record)
+LATE_REPLY_GRACE = 60.0
+"""Seconds a timed-out request still counts as in flight, waiting for its late reply."""
 
 
 @dataclass
@@ -108,6 +117,7 @@ class Transport:
         self._in_flight = asyncio.Semaphore(max_in_flight)
         """Calls beyond the memory agents' per-sender limit wait here instead of being refused."""
         self._router = ReplyRouter()
+        self._late: set[asyncio.Task[None]] = set()
         agent.add_behaviour(self._router, wire.reply_template())
 
     async def request(self, to: str, op: Op[R]) -> R | None:
@@ -117,14 +127,40 @@ class Transport:
         reply; raises the reply's typed error (``MemoryServiceError``), or
         ``MemoryTimeout`` when no reply came.
         """
-        async with self._in_flight:
-            reply = await self.round_trip(wire.request_message(to, op, uuid.uuid4().hex))
-        if reply is None:
+        message = wire.request_message(to, op, uuid.uuid4().hex)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout * self.attempts
+        try:  # waiting for a slot is part of the call's time budget
+            await asyncio.wait_for(self._in_flight.acquire(), deadline - loop.time())
+        except asyncio.TimeoutError:
             if self.degraded:
                 return None
-            raise MemoryTimeout(
-                f"no reply from {to} within {self.timeout}s (sent {self.attempts} times)"
-            )
+            raise MemoryTimeout(f"{to}: no request slot free within the call's time") from None
+        timed_out = False
+        try:
+            while True:
+                reply = await self.round_trip(message, hold=self._in_flight)
+                if reply is None:
+                    timed_out = True  # the wait for its late reply now holds the slot
+                    break
+                try:
+                    return self._result(to, op, reply)
+                except Busy as busy:
+                    pause = busy.retry_after * random.uniform(0.5, 1.5)
+                    if loop.time() + pause > deadline:
+                        raise
+                    await asyncio.sleep(pause)  # then the same request id again
+        finally:
+            if not timed_out:
+                self._in_flight.release()
+        if self.degraded:
+            return None
+        raise MemoryTimeout(
+            f"no reply from {to} within {self.timeout}s (sent {self.attempts} times)"
+        )
+
+    @staticmethod
+    def _result(to: str, op: Op[R], reply: Message) -> R:
         try:
             if reply.get_metadata("performative") == "inform":
                 result: R = type(op).result.model_validate_json(reply.body)  # type: ignore[assignment]
@@ -132,27 +168,49 @@ class Transport:
             failure = wire.Failure.model_validate_json(reply.body)
         except ValidationError as error:
             raise InternalServerError(f"malformed reply from {to}: {describe(error)}") from None
-        raise error_for(failure.condition, failure.text)
+        raise error_for(failure.condition, failure.text, failure.retry_after)
 
-    async def round_trip(self, request: Message) -> Message | None:
+    async def round_trip(
+        self, request: Message, hold: asyncio.Semaphore | None = None
+    ) -> Message | None:
         """Send a prepared request (its ``thread`` is the request id) and await the reply.
 
         Sent at most ``attempts`` times, with the same request id, and once more
-        after each reconnection. Returns the reply, or None if none came.
+        after each reconnection. Returns the reply, or None if none came; then
+        ``hold`` (an in-flight slot the caller holds) is released only when the
+        late reply comes or ``LATE_REPLY_GRACE`` passes.
         """
         request_id = str(request.thread)
         answer: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._router.pending[request_id] = _Pending(request, wire.bare(request.to), answer)
+        for _attempt in range(self.attempts):
+            await self._router.send(_from_this_connection(self.agent, request))
+            try:
+                reply = await asyncio.wait_for(asyncio.shield(answer), self.timeout)
+            except asyncio.TimeoutError:
+                continue
+            self._router.pending.pop(request_id, None)
+            return reply
+        late = asyncio.create_task(self._late_reply(request_id, answer, hold))
+        self._late.add(late)
+        late.add_done_callback(self._late.discard)
+        return None
+
+    async def _late_reply(
+        self, request_id: str, answer: asyncio.Future[Message], hold: asyncio.Semaphore | None
+    ) -> None:
+        """Wait for the reply to a request that timed out, holding its slot meanwhile."""
+        deadline = asyncio.get_running_loop().time() + LATE_REPLY_GRACE
         try:
-            for _attempt in range(self.attempts):
-                await self._router.send(_from_this_connection(self.agent, request))
-                try:
-                    return await asyncio.wait_for(asyncio.shield(answer), self.timeout)
-                except asyncio.TimeoutError:
-                    continue
-            return None
+            while not answer.done() and not self._router.is_killed():
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    break
+                await asyncio.wait({answer}, timeout=min(left, 0.5))
         finally:
             self._router.pending.pop(request_id, None)
+            if hold is not None:
+                hold.release()
 
     async def batch(self, to: str, ops: Sequence[Op[Any]]) -> list[Record | MemoryServiceError]:
         """Send ``ops`` to the memory agent ``to`` in one message: fewer messages, far

@@ -19,7 +19,7 @@ from slixmpp import JID
 from spade.message import Message
 from spade.template import Template
 
-from .errors import Condition, MemoryServiceError
+from .errors import Busy, Condition, MemoryServiceError
 from .ops import Record
 
 ONTOLOGY = "spade-memory"
@@ -31,6 +31,9 @@ class Failure(Record):
 
     condition: str
     text: str
+    retry_after: float | None = None
+    """Set when the same request (same request id) may be sent again after that many
+    seconds: the sender had too many requests in flight."""
 
 
 def bare(jid: JID | str) -> str:
@@ -59,7 +62,10 @@ def inform(request: Message, result: Record) -> Message:
 def failure(request: Message, error: MemoryServiceError) -> Message:
     """The reply saying why ``request`` was not served (``refuse`` for not-authorized)."""
     performative = "refuse" if error.condition is Condition.NOT_AUTHORIZED else "failure"
-    body = Failure(condition=error.condition.value, text=error.text).model_dump_json()
+    retry_after = error.retry_after if isinstance(error, Busy) else None
+    body = Failure(
+        condition=error.condition.value, text=error.text, retry_after=retry_after
+    ).model_dump_json(exclude_none=True)
     return _reply(request, performative, body)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -20,6 +21,7 @@ import pytest
 from spade_memory import (
     InteractionStore,
     LongTermStore,
+    MemoryTimeout,
     Request,
     ResourceConstraint,
     ServiceUnavailable,
@@ -218,3 +220,48 @@ async def test_a_store_damaged_while_serving_goes_out_of_service(tmp_path: Path)
         await store.close()
     with pytest.raises(DamagedStore):
         await LongTermStore.open(path)
+
+
+async def test_a_stall_of_the_memory_agents_reaches_no_caller_as_resource_constraint(
+    tmp_path: Path,
+) -> None:
+    """SIGSTOP the service for longer than a call's time (GC, a swapped VM, a stuck disk)
+    while a client stores every 100 ms with default settings: calls may time out, but the
+    agent's in-flight limit never refuses one (the client counts a timed-out request as
+    in flight until its late reply), and every acknowledged store is kept."""
+    service = MemoryServiceProcess(tmp_path / "data")
+    service.start()
+    assert service.process is not None
+    pid = service.process.pid
+    client = await start_client(unique_jid("steady"), service.port)
+    acknowledged: list[str] = []
+    refused: list[ResourceConstraint] = []
+
+    async def store(n: int) -> None:
+        try:
+            memory_id = await client.memory.store_memory("fact", f"steady store {n}")
+        except ResourceConstraint as error:
+            refused.append(error)
+        except MemoryTimeout:
+            return
+        else:
+            acknowledged.append(str(memory_id))
+
+    try:
+        calls = []
+        for n in range(200):
+            if n == 20:
+                os.kill(pid, signal.SIGSTOP)
+            if n == 140:
+                os.kill(pid, signal.SIGCONT)
+            calls.append(asyncio.create_task(store(n)))
+            await asyncio.sleep(0.1)
+        await asyncio.gather(*calls)
+        assert refused == []
+        assert len(acknowledged) >= 20
+        for memory_id in acknowledged:
+            assert await client.memory.get_memory(memory_id) is not None
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        await stop_agent(client)
+        service.stop()
