@@ -178,6 +178,7 @@ async def test_a_full_disk_is_named_reads_go_on_and_writes_resume(tmp_path: Path
         assert refused > 0 and kept
         stats = await store.apply(ALICE, MemoryStatsOp())  # reads go on
         assert stats.total_memories == len(kept)
+        assert stats.free_disk_bytes is not None and stats.free_disk_bytes > 0
         assert (await store.apply(ALICE, SearchMemories(query="memory", limit=1000))).memories
         await db.execute("PRAGMA max_page_count = 1073741823")  # space is back
         await store.apply(ALICE, StoreMemory(category="fact", content="after the disk was freed"))

@@ -76,6 +76,8 @@ class MemoryStats(Record):
     newest_memory: datetime | None
     search: str = "bm25"
     """How ``search_memories`` ranks: ``hybrid`` (BM25 + dense) or ``bm25`` alone."""
+    free_disk_bytes: int | None = None
+    """Free space on the disk holding the store (None when it cannot be told)."""
 
 
 ChangeKind = Literal["stored", "updated", "deleted"]

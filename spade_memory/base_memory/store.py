@@ -31,6 +31,7 @@ from ..ops import AppliesOps, Op, Outcome, Record, Request
 from ..storage import requests
 from ..storage.batches import apply_all
 from ..storage.connection import Synchronous, Transactions, open_migrated
+from ..storage.faults import free_bytes
 from ..storage.manifest import Manifest
 from .access import AccessLog
 from .ops import (
@@ -246,6 +247,7 @@ class LongTermStore(AppliesOps):
             oldest_memory=None if oldest is None else _datetime(oldest),
             newest_memory=None if newest is None else _datetime(newest),
             search=self.ranking.kind,
+            free_disk_bytes=free_bytes(self._tx.path),
         )
 
     async def _changes_since(

@@ -26,7 +26,7 @@ from ..interaction.store import InteractionStore
 from ..limits import Limits
 from ..registry import NAMES, SERVICES
 from ..schema import json_schemas
-from ..storage.faults import StoreFault
+from ..storage.faults import StoreFault, free_bytes
 from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
 
 DATA_ENV = "SPADE_MEMORY_DATA"
@@ -251,6 +251,9 @@ def _print_banner(config: RunConfig, console: Console) -> None:
         table.add_row(service.title, config.jid_of(service.name))
     table.add_row("ontology", wire.ONTOLOGY)
     table.add_row("data directory", str(config.data_dir))
+    free = free_bytes(config.data_dir)
+    if free is not None:
+        table.add_row("free disk space", f"{free / 2**30:.1f} GiB")
     for service in running:
         for label, place in service.places(config.config_of(service.name), config.data_dir):
             table.add_row(label, place)

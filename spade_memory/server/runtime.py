@@ -27,7 +27,7 @@ from ..plugin import MemoryService, ServiceConfig, ServiceContext
 from ..registry import NAMES, SERVICES, service
 from ..serving import MemoryAgent, OutOfService
 from ..storage.connection import Synchronous
-from ..storage.faults import DamagedStore
+from ..storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
 from ..storage.manifest import Manifest
 from .xmpp_server import EmbeddedXMPPServer
 
@@ -84,13 +84,19 @@ def agent_password(config: RunConfig) -> str:
 
 
 def _writable(data_dir: Path) -> None:
-    """The data directory exists and takes files; raises ``OSError`` naming it if not."""
+    """The data directory exists and takes files; raises ``OSError`` naming it if not.
+    Little free space there is logged as a warning."""
     data_dir.mkdir(parents=True, exist_ok=True)
     try:
         with tempfile.TemporaryFile(dir=data_dir):
             pass
     except OSError as error:
         raise OSError(error.errno, error.strerror, str(data_dir)) from None
+    free = free_bytes(data_dir)
+    if free is not None and free < LOW_DISK_BYTES:
+        logger.warning(
+            "%s: only %d MiB free; writes fail when the disk is full", data_dir, free >> 20
+        )
 
 
 class MemoryRuntime:

@@ -23,7 +23,7 @@ import aiosqlite
 from ..errors import InternalServerError, MemoryServiceError
 from ..ops import Outcome, Record, Request
 from .connection import Transactions
-from .faults import is_damage, serving_fault
+from .faults import free_bytes, is_damage, serving_fault
 
 logger = logging.getLogger("spade_memory.storage")
 
@@ -56,7 +56,7 @@ async def apply_all(
             tx.out_of_service = failure
             logger.error("%s is damaged (%s): its store is out of service", tx.path, error)
         else:
-            logger.warning("%s: %s", tx.path, failure.text)
+            logger.warning("%s: %s (%s MiB free)", tx.path, failure.text, _free_mib(tx))
         return [failure] * len(requests)
 
 
@@ -86,3 +86,8 @@ async def _in_savepoint(
         return InternalServerError("the memory agent failed")
     await db.execute("RELEASE op")
     return result
+
+
+def _free_mib(tx: Transactions) -> str:
+    free = free_bytes(tx.path)
+    return "?" if free is None else str(free >> 20)

@@ -11,6 +11,7 @@ into a damaged file and no partial answer passes for a complete one).
 from __future__ import annotations
 
 import errno
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -48,6 +49,19 @@ class UnreachableStore(StoreFault):
 
     def __init__(self, path: str | Path, problem: str) -> None:
         super().__init__(path, problem, "give the service a writable --data-dir")
+
+
+LOW_DISK_BYTES = 100 * 1024 * 1024
+"""Below this much free space the service warns (at start, and when a write fails)."""
+
+
+def free_bytes(path: Path) -> int | None:
+    """Free space on the disk holding ``path`` (None for an in-memory store or when unknown)."""
+    folder = path if path.is_dir() else path.parent
+    try:
+        return shutil.disk_usage(folder).free if str(path) != ":memory:" else None
+    except OSError:
+        return None
 
 
 def _code(error: BaseException) -> int | None:
