@@ -121,12 +121,14 @@ def test_import_interactions_rejects_a_malformed_file(tmp_path: Path) -> None:
     assert "cannot import" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_run_warns_that_the_embedded_server_does_not_authenticate(
+def test_run_banner_shows_free_space_and_no_identity_warning(
     memory_service: MemoryServiceProcess,
 ) -> None:
+    """The embedded server now stamps ``from`` (tests/test_identity.py runs on it): the
+    old warning that it does not authenticate senders is gone."""
     banner = " ".join("".join(memory_service.output).split())
-    assert "the embedded XMPP server does not authenticate senders" in banner
-    assert "--external-server" in banner
+    assert "does not authenticate senders" not in banner
+    assert "free disk space" in banner and "GiB" in banner
 
 
 def test_demo_recalls_after_the_llm_agent_restarts(tmp_path: Path) -> None:

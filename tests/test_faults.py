@@ -1,4 +1,5 @@
-"""Faults a deployment meets: damaged or lost stores, an unusable data directory, a full disk.
+"""Faults a deployment meets: damaged or lost stores, an unusable data directory, a full
+disk, a stall, a forged sender on the default server.
 
 `spade-memory run` is started as a user starts it, in its own process; a
 fault at start must end it with a non-zero status and one line naming the
@@ -8,6 +9,7 @@ file (the subprocess timeout only guards against a hang, it measures nothing).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -34,7 +36,7 @@ from spade_memory.storage.faults import DamagedStore
 from spade_memory.storage.manifest import Manifest
 from spade_memory.testing import MemoryServiceProcess, free_port
 
-from .harness import start_client, unique_jid
+from .harness import send_raw, start_client, unique_jid
 
 ALICE = "alice@localhost"
 STORES = ("base-memory.db", "interaction-memory.db")
@@ -266,3 +268,31 @@ async def test_a_stall_of_the_memory_agents_reaches_no_caller_as_resource_constr
         os.kill(pid, signal.SIGCONT)
         await stop_agent(client)
         service.stop()
+
+
+async def test_a_forged_from_changes_nothing_on_the_default_server(
+    memory_service: MemoryServiceProcess,
+) -> None:
+    """The embedded server stamps ``from`` with the authenticated JID (RFC 6120 §8.1.2.1):
+    mallory claiming to be alice acts as mallory."""
+    alice = await start_client(unique_jid("alice"), memory_service.port)
+    mallory = await start_client(unique_jid("mallory"), memory_service.port)
+    try:
+        secret = await alice.memory.store_memory("fact", "alice's secret plan")
+        as_alice = str(alice.client.boundjid.full)
+        to = alice.memory.base_memory_jid
+        for body in (
+            json.dumps({"op": "delete_memory", "id": secret}),
+            json.dumps({"op": "get_memory", "id": secret}),
+            json.dumps({"op": "store_memory", "category": "fact", "content": "planted"}),
+        ):
+            reply = await send_raw(mallory.memory, to, body, sender=as_alice)
+            assert "alice's secret plan" not in (reply.body or "")
+        assert (await alice.memory.get_memory(str(secret))).content == "alice's secret plan"
+        assert [m.content for m in await alice.memory.get_recent_memories()] == [
+            "alice's secret plan"
+        ]
+        assert [m.content for m in await mallory.memory.get_recent_memories()] == ["planted"]
+    finally:
+        await stop_agent(alice)
+        await stop_agent(mallory)

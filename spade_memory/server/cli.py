@@ -258,13 +258,6 @@ def _print_banner(config: RunConfig, console: Console) -> None:
         for label, place in service.places(config.config_of(service.name), config.data_dir):
             table.add_row(label, place)
     console.print(table)
-    if config.embedded_server:
-        console.print(
-            "[bold yellow]warning:[/] the embedded XMPP server does not authenticate senders:"
-            " any client can send as any JID, so memories are not private from other local"
-            " clients. Use Prosody or another production server (--external-server) when"
-            " identity matters."
-        )
     jids = [config.jid_of(service.name) for service in running]
     listed = ", ".join(jids[:-1]) + (" and " if len(jids) > 1 else "") + jids[-1]
     console.print(f"spade-memory is ready; send requests to {listed}. Stop with Ctrl-C.")

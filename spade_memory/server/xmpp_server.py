@@ -8,8 +8,13 @@ to the data directory, not into site-packages; no admin web page on the
 fixed port 9090 (its HTTP task is simply not started); it listens on the
 loopback address only (pyjabber also binds the machine's LAN address, and
 this server does not authenticate senders); and
-it does not install signal handlers, so Ctrl-C stops us cleanly; and it
-hashes passwords in threads, not in forked processes.
+it does not install signal handlers, so Ctrl-C stops us cleanly; it
+hashes passwords in threads, not in forked processes; and it **stamps every
+client stanza's ``from`` with the stream's authenticated JID**, as RFC 6120
+§8.1.2.1 requires (pyjabber only fills in a missing ``from``, so any client
+could send as anyone). The stamping lives in this server's own client
+listener and stanza handler; pyjabber's modules are left as they are for
+any other user of the process.
 
 pyjabber keeps global state: one embedded server per process.
 """
@@ -23,16 +28,40 @@ import socket
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pyjabber
 from loguru import logger as pyjabber_logger
 from pyjabber import AppConfig
+from pyjabber.network.protocols.XMLProtocol import XMLProtocol
 from pyjabber.queues.QueueManager import QueueName, get_queue
 from pyjabber.queues.workers.MessageQueueWorker import queue_worker
 from pyjabber.queues.workers.ServerConnectionWorker import server_connection_worker
 from pyjabber.server import Server
 from pyjabber.server_parameters import Parameters
+from pyjabber.stream.handlers.StanzaHandler import StanzaHandler
+
+_CLIENT_STANZAS = frozenset("{jabber:client}" + kind for kind in ("message", "presence", "iq"))
+
+
+class _StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
+    """pyjabber's handler of a client stream, with ``from`` set to who is speaking."""
+
+    async def feed(self, element: Any) -> None:
+        speaker = self._jid or self._connections.get_jid(self._peername)
+        if speaker is not None and element.tag in _CLIENT_STANZAS:
+            element.attrib["from"] = str(speaker)  # a forged from is replaced, not trusted
+        await super().feed(element)
+
+
+class _StampingXMLProtocol(XMLProtocol):  # type: ignore[misc]
+    """A client connection whose stanzas go through ``_StampingStanzaHandler``."""
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        bridge = self._xml_parser.getContentHandler()._stream_negotiator
+        bridge._stanza_handler_class = _StampingStanzaHandler
 
 
 class EmbeddedXMPPServer:
@@ -78,6 +107,23 @@ class EmbeddedXMPPServer:
             ready.cancel()
             await self.stop()
             raise RuntimeError(f"the embedded XMPP server could not listen on port {self.port}")
+        await self._listen_for_clients()
+
+    async def _listen_for_clients(self) -> None:
+        """Take over pyjabber's client listener with one whose connections stamp ``from``
+        (done before anyone is told the server is up)."""
+        server = self._server
+        listener = server._client_listener
+        listener.close()
+        await listener.wait_closed()
+        server._client_listener = await asyncio.get_running_loop().create_server(
+            lambda: _StampingXMLProtocol(
+                namespace="jabber:client", connection_timeout=server._connection_timeout
+            ),
+            host=[self.host],
+            port=self.port,
+            family=server._family,
+        )
 
     async def stop(self) -> None:
         """Stop listening and end the server's tasks and its password-hashing threads."""

@@ -1,13 +1,14 @@
-"""Identity on a real server: the full matrix, every op of every memory agent.
+"""Identity: the full matrix, every op of every memory agent, on both servers.
 
-On Prosody (which authenticates clients and rewrites ``from`` to the sender's
-real JID), mallory tries every operation of the base memory, interaction
-memory and beads sync agents against alice's memories in three ways: with a
-forged ``from`` naming alice, with alice named as owner in the body, and
-both. Every attempt must come back to mallory, reveal none of alice's
-secrets, and claims of alice's identity are refused; an attempt on alice's
-items is answered exactly as the same attempt on items that do not exist
-(no existence oracle); alice's view of her own memories is the same afterwards.
+On Prosody and on the embedded server that ``spade-memory run`` starts (both
+stamp ``from`` with the sender's authenticated JID), mallory tries every
+operation of the base memory, interaction memory and beads sync agents
+against alice's memories in three ways: with a forged ``from`` naming alice,
+with alice named as owner in the body, and both. Every attempt must come
+back to mallory and reveal none of alice's secrets; claims of alice's
+identity are refused; an attempt on alice's items is answered exactly as the
+same attempt on items that do not exist (no existence oracle); alice's view
+of her own memories is the same afterwards.
 """
 
 from __future__ import annotations
@@ -154,9 +155,9 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
 
 @pytest.fixture
 async def alice_and_mallory(
-    prosody_memory_service: MemoryServiceProcess,
+    any_memory_service: MemoryServiceProcess,
 ) -> AsyncIterator[tuple[Alice, ClientAgent]]:
-    port = prosody_memory_service.port
+    port = any_memory_service.port
     alice = Alice(await start_client(unique_jid("alice"), port))
     mallory = await start_client(unique_jid("mallory"), port)
     try:
@@ -170,7 +171,7 @@ async def alice_and_mallory(
 async def attempt(
     mallory: ClientAgent, to: str, body: dict[str, Any], sender: str | None
 ) -> Message:
-    # A forged sender must be replaced by Prosody with mallory's JID: the reply comes to her.
+    # A forged sender must be replaced by the server with mallory's JID: the reply comes to her.
     return await send_raw(mallory.memory, to, json.dumps(body), sender=sender)
 
 
@@ -202,7 +203,7 @@ def test_the_matrix_covers_every_op_of_every_agent() -> None:
     }
 
 
-async def test_no_cross_owner_attempt_succeeds_on_prosody(
+async def test_no_cross_owner_attempt_succeeds(
     alice_and_mallory: tuple[Alice, ClientAgent],
 ) -> None:
     alice, mallory = alice_and_mallory
