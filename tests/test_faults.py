@@ -29,7 +29,7 @@ from spade_memory import (
     ServiceUnavailable,
     StoreMemory,
 )
-from spade_memory.base_memory.ops import MemoryStatsOp, SearchMemories
+from spade_memory.base_memory.ops import GetMemory, MemoryStatsOp, SearchMemories
 from spade_memory.interaction.notes import AddInformation, GetInformation
 from spade_memory.lifecycle import stop_agent
 from spade_memory.storage.faults import DamagedStore
@@ -296,3 +296,71 @@ async def test_a_forged_from_changes_nothing_on_the_default_server(
     finally:
         await stop_agent(alice)
         await stop_agent(mallory)
+
+
+def spade_memory(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "spade_memory", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+async def test_a_backup_under_write_load_restores_every_acknowledged_memory(
+    tmp_path: Path,
+) -> None:
+    data_dir, copy, restored = tmp_path / "data", tmp_path / "backup", tmp_path / "restored"
+    service = MemoryServiceProcess(data_dir)
+    service.start()
+    client = await start_client(unique_jid("writer"), service.port)
+    acknowledged: list[str] = []
+    writing = True
+
+    async def write() -> None:
+        n = 0
+        while writing:
+            n += 1
+            acknowledged.append(str(await client.memory.store_memory("fact", f"kept {n}")))
+
+    writer = asyncio.create_task(write())
+    try:
+        while len(acknowledged) < 50:
+            await asyncio.sleep(0.05)
+        before = list(acknowledged)  # acknowledged before the backup began
+        taken = await asyncio.to_thread(
+            spade_memory, "backup", str(copy), "--data-dir", str(data_dir)
+        )
+        assert taken.returncode == 0, taken.stderr
+        refused = await asyncio.to_thread(
+            spade_memory, "restore", str(copy), "--data-dir", str(data_dir)
+        )
+        assert refused.returncode == 1 and "in use" in refused.stderr  # the service runs there
+        second = await asyncio.to_thread(run_once, data_dir)
+        one_line_naming(second, str(data_dir))  # one service per data directory
+    finally:
+        writing = False
+        await writer
+        owner = str(client.jid.bare)
+        await stop_agent(client)
+        service.stop()
+    assert len(acknowledged) > len(before)  # writes went on during the backup
+    checked = spade_memory("check", str(copy))
+    assert checked.returncode == 0, checked.stderr
+    put_back = spade_memory("restore", str(copy), "--data-dir", str(restored))
+    assert put_back.returncode == 0, put_back.stderr
+    assert spade_memory("check", str(restored)).returncode == 0
+    store = await LongTermStore.open(restored / STORES[0], manifest=Manifest(restored))
+    try:
+        for memory_id in before:
+            assert (await store.apply(owner, GetMemory(id=memory_id))).id == memory_id
+    finally:
+        await store.close()
+
+
+def test_check_finds_a_damaged_store_and_a_changed_backup(filled: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "backup"
+    assert spade_memory("backup", str(copy), "--data-dir", str(filled)).returncode == 0
+    assert spade_memory("check", str(copy)).returncode == 0
+    _overwrite_pages(copy / STORES[1])
+    found = spade_memory("check", str(copy))
+    assert found.returncode == 1
+    assert STORES[1] in found.stderr and "differs from what backup.json recorded" in found.stderr
+    refused = spade_memory("restore", str(copy), "--data-dir", str(tmp_path / "restored"))
+    assert refused.returncode == 1 and "fails its check" in refused.stderr

@@ -27,6 +27,7 @@ from ..limits import Limits
 from ..registry import NAMES, SERVICES
 from ..schema import json_schemas
 from ..storage.faults import StoreFault, free_bytes
+from . import backup
 from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
 
 DATA_ENV = "SPADE_MEMORY_DATA"
@@ -123,6 +124,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("schema", help="print the JSON Schema of every request and reply")
 
+    take = commands.add_parser(
+        "backup", help="a consistent copy of a data directory, while the service runs"
+    )
+    take.add_argument("destination", type=Path, help="a new folder for the backup")
+    take.add_argument("--data-dir", type=Path, default=None)
+    check = commands.add_parser(
+        "check", help="check every store of a data directory or a backup (a full check)"
+    )
+    check.add_argument("folder", type=Path, nargs="?", default=None, help="default: DATA_DIR")
+    put_back = commands.add_parser(
+        "restore", help="put a backup in place as the data directory of a stopped service"
+    )
+    put_back.add_argument("source", type=Path, help="a folder made by spade-memory backup")
+    put_back.add_argument("--data-dir", type=Path, required=True)
+
     notes = commands.add_parser(
         "import-interactions", help="import a spade_llm {agent}_interactions.json file"
     )
@@ -139,6 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "schema":
         print(json.dumps(json_schemas(), indent=2))
         return 0
+    if args.command in ("backup", "check", "restore"):
+        return _data_command(args)
     if args.command == "import-interactions":
         database = (args.data_dir or default_data_dir()) / NOTES_DATABASE
         try:
@@ -220,6 +238,31 @@ def _exit_cleanly(status: int) -> int:
         sys.stdout.flush()
         os._exit(status or 1)
     return status
+
+
+def _data_command(args: argparse.Namespace) -> int:
+    """backup, check and restore: what was done in a line, or what is wrong, one per line."""
+    try:
+        if args.command == "backup":
+            source = args.data_dir or default_data_dir()
+            record = backup.backup(source, args.destination)
+            print(f"backed up {len(record['files'])} files of {source} into {args.destination}")
+            return 0
+        if args.command == "restore":
+            kept = backup.restore(args.source, args.data_dir)
+            where = f"; what was there is kept in {kept}" if kept else ""
+            print(f"restored {args.source} into {args.data_dir}{where}")
+            return 0
+        folder = args.folder or default_data_dir()
+        problems = backup.check(folder)
+    except (OSError, ValueError, RuntimeError, sqlite3.Error) as error:
+        print(f"spade-memory: {error}", file=sys.stderr)
+        return 1
+    for problem in problems:
+        print(f"spade-memory: {problem}", file=sys.stderr)
+    if not problems:
+        print(f"{folder}: every store passes its integrity check")
+    return 1 if problems else 0
 
 
 def _demo(data_dir: Path | None) -> int:

@@ -29,6 +29,7 @@ from ..serving import MemoryAgent, OutOfService
 from ..storage.connection import Synchronous
 from ..storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
 from ..storage.manifest import Manifest
+from .backup import lock
 from .xmpp_server import EmbeddedXMPPServer
 
 logger = logging.getLogger("spade_memory.runtime")
@@ -117,6 +118,7 @@ class MemoryRuntime:
         config = self.config
         try:
             _writable(config.data_dir)
+            self._running.callback(lock(config.data_dir).close)  # one service per directory
             password = agent_password(config)
             if config.embedded_server:
                 server = EmbeddedXMPPServer(
