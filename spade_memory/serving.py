@@ -9,10 +9,11 @@ serving; an unexpected exception becomes ``internal-server-error`` without
 leaking internals.
 
 Requests are served concurrently (the stores keep each transaction whole),
-at most ``Limits.max_in_flight`` per sender: more are answered
-``resource-constraint`` at once, so one flooding peer cannot queue up work
-for everyone. A request repeated while its first copy is still being served
-is not served twice: both copies get the first copy's answer.
+at most ``Limits.max_in_flight`` per sender: more are answered ``Busy``
+(``resource-constraint`` with ``retry_after``) at once, so one flooding peer
+cannot queue up work for everyone. A request id already answered, or still
+being served, gets its first answer before any limit is checked: a retry is
+never refused and never served twice.
 """
 
 from __future__ import annotations

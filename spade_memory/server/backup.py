@@ -202,7 +202,7 @@ def restore(source: Path, data_dir: Path) -> Path | None:
             f"{data_dir.name}.before-restore-{time.strftime('%Y%m%d-%H%M%S')}"
         )
         data_dir.rename(kept)
-    shutil.copytree(source, data_dir, ignore=shutil.ignore_patterns(BACKUP))
+    shutil.copytree(source, data_dir, ignore=shutil.ignore_patterns(BACKUP), dirs_exist_ok=True)
     manifest = Manifest(data_dir)
     for path in _files(data_dir):
         if is_sqlite(path):
