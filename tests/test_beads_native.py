@@ -136,3 +136,21 @@ async def test_the_prefix_setting_of_the_project_wins(tmp_path: Path) -> None:
     (tmp_path / ".beads" / "config.yaml").write_text('issue-prefix: "team"\n')
     created = await NativeEngine(tmp_path / ".beads").create(NewIssue(title="x"))
     assert created.id.startswith("team-")
+
+
+async def test_a_torn_last_line_is_set_aside_and_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A write cut short (no newline, no JSON) is repaired: moved beside the file, said."""
+    fixture = FIXTURES / "matt-riley__mjrwtf__issues.jsonl"
+    engine = project(tmp_path, fixture)
+    whole = engine.path.read_text(encoding="utf-8")
+    torn = whole.splitlines()[-1][:40]
+    engine.path.write_text(whole + torn, encoding="utf-8")  # a last write cut short
+    with caplog.at_level("WARNING", logger="spade_memory.beads"):
+        issues = await engine.list_issues(IssueFilter(include_closed=True))
+    assert len(issues) == len(lines(fixture))  # every whole line is still an issue
+    assert engine.path.read_text(encoding="utf-8") == whole  # the file is whole again
+    (aside,) = engine.path.parent.glob("issues.jsonl.torn-*")
+    assert aside.read_text(encoding="utf-8") == torn + "\n"  # set aside, not dropped
+    assert "torn" in caplog.text and aside.name in caplog.text

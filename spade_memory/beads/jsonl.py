@@ -2,20 +2,27 @@
 
 A line we did not change is written back byte for byte: unknown keys,
 original timestamp strings, ``_type: "memory"`` records and lines that do not
-parse survive. A line we changed is encoded as Go's ``encoding/json`` does
-(compact, UTF-8, ``<``, ``>`` and ``&`` escaped). The file is replaced
-atomically: temp file, fsync, rename, fsync of the directory.
+parse survive (each reported in the log). A line we changed is encoded as
+Go's ``encoding/json`` does (compact, UTF-8, ``<``, ``>`` and ``&`` escaped).
+The file is replaced atomically: temp file, fsync, rename, fsync of the
+directory. A torn last line (a write by someone else cut short: no newline
+and no JSON) is repaired: moved to ``issues.jsonl.torn-<time>`` beside the
+file, reported, never silently dropped.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..storage.files import write_atomically
+
+logger = logging.getLogger("spade_memory.beads")
 
 KEY_ORDER = (
     "id",
@@ -93,10 +100,37 @@ def parse_line(text: str) -> Line:
 
 
 def read_lines(path: Path) -> list[Line]:
+    """The file's lines (a torn last line repaired first, see the module)."""
     if not path.exists():
         return []
     content = path.read_text(encoding="utf-8")
-    return [parse_line(text) for text in content.splitlines() if text.strip()]
+    texts = [text for text in content.splitlines() if text.strip()]
+    if texts and not content.endswith("\n"):
+        _set_aside_torn(path, texts)
+    lines = [parse_line(text) for text in texts]
+    for number, line in enumerate(lines, start=1):
+        if line.issue is None and not _is_json(line.text):
+            logger.warning("%s line %d is not JSON; kept as it is", path, number)
+    return lines
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _set_aside_torn(path: Path, texts: list[str]) -> None:
+    """Move a torn last line out of the file (to a file beside it) and say so."""
+    if _is_json(texts[-1]):
+        return  # only the newline is missing
+    torn = texts.pop()
+    aside = path.with_name(f"{path.name}.torn-{time.strftime('%Y%m%d-%H%M%S')}")
+    write_atomically(aside, torn + "\n")
+    write_atomically(path, "".join(text + "\n" for text in texts))
+    logger.warning("%s: its last line was torn (a write cut short); moved to %s", path, aside)
 
 
 def write_lines(path: Path, lines: list[Line]) -> None:

@@ -14,6 +14,7 @@ at search time, so hand edits are picked up and a malformed file is skipped.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import sqlite3
 import time
@@ -33,6 +34,7 @@ FOLDERS: dict[ContextType, str] = {
     "knowledge": "knowledge",
 }
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+logger = logging.getLogger("spade_memory.interaction")
 
 
 def safe_name(identifier: str, keep: int = 60) -> str:
@@ -122,7 +124,9 @@ class ContextDirectory:
             suffix = ".yaml" if file_type == "preferences" else ".md"
             for path in sorted(folder.glob(f"[!.]*{suffix}")) if folder.is_dir() else []:
                 read = _read(file_type, path)
-                if read is not None:
+                if read is None:
+                    logger.warning("%s cannot be read as a %s file; skipped", path, file_type)
+                else:
                     found.append(_relative(read, base))
         return found
 
