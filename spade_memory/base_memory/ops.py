@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, model_validator
 
-from ..ops import Limit, MemoryId, Op, Record, op_types
+from ..ops import Limit, MemoryId, Op, Record
 
 Category = Literal["fact", "pattern", "preference", "capability"]
 """What kind of thing a memory is (spade_llm's four categories)."""
@@ -228,7 +228,6 @@ BaseMemoryOp = Annotated[
 ]
 """Any request the base memory agent serves, tagged by ``op``."""
 
-BASE_MEMORY_OPS = op_types(BaseMemoryOp)
 WRITE_OPS: tuple[type[Op[Any]], ...] = (StoreMemory, UpdateMemory, DeleteMemory)
 """Ops whose effect must happen once per request id, however often it is sent."""
 

@@ -208,9 +208,3 @@ class Transactions:
                 raise
             if self.db.in_transaction:
                 await self.db.commit()
-
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A consistent read: never sees another coroutine's uncommitted writes."""
-        async with self._lock:
-            yield self.db
