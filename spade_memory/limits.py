@@ -18,4 +18,8 @@ class Limits:
     max_batch_ops: int = 100
     """Most ops one ``batch`` request may carry."""
     max_in_flight: int = 32
-    """Most requests of one sender served at the same time; more are refused at once."""
+    """Most requests of one sender waiting or being served; more are refused at once."""
+    max_in_progress: int = 16
+    """Most requests served at the same time, whoever sent them; more wait, senders in turn."""
+    max_waiting: int = 1_024
+    """Most requests waiting for a turn, all senders together; more are refused at once."""

@@ -9,18 +9,23 @@ serving; an unexpected exception becomes ``internal-server-error`` without
 leaking internals.
 
 Requests are served concurrently (the stores keep each transaction whole),
-at most ``Limits.max_in_flight`` per sender: more are answered ``Busy``
-(``resource-constraint`` with ``retry_after``) at once, so one flooding peer
-cannot queue up work for everyone. A request id already answered, or still
-being served, gets its first answer before any limit is checked: a retry is
-never refused and never served twice.
+at most ``Limits.max_in_progress`` at once whoever sent them; the others wait
+in a ``FairQueue`` that takes senders in turn, so one sender's backlog never
+sits in front of everyone else's. A sender may have at most
+``Limits.max_in_flight`` requests waiting or served, and all senders together
+at most ``Limits.max_waiting`` waiting: more are answered ``Busy``
+(``resource-constraint`` with ``retry_after``). Refusals are sent after the
+requests that arrived with them are under way, one at a time, so refusing a
+flood does not delay the others' requests either. A request id already
+answered, or still being served, gets its first answer before any limit is
+checked: a retry is never refused and never served twice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,6 +45,7 @@ from .errors import (
     ResourceConstraint,
     ServiceUnavailable,
 )
+from .fairness import FairQueue
 from .lifecycle import WakesWhenKilled
 from .limits import Limits
 from .ops import AppliesOps, Op, Outcome, Record, Request, in_place, parse_op
@@ -59,9 +65,15 @@ class ServeRequests(WakesWhenKilled):
         super().__init__()
         self.service = service
         self.in_flight: Counter[str] = Counter()
-        """Requests being served, per sender's bare JID."""
+        """Requests waiting or being served, per sender's bare JID."""
+        self.waiting: FairQueue[tuple[Message, str, tuple[str, str]]] = FairQueue()
+        """Requests admitted but not yet being served, with their sender and key."""
+        self.working = 0
+        """Requests being served."""
+        self._refusals: deque[Message] = deque()
+        """``Busy`` replies not sent yet (they go after the served requests)."""
         self._serving: dict[tuple[str, str], list[Message]] = {}
-        """Requests being served by (sender, request id), with their repeats."""
+        """Requests waiting or being served by (sender, request id), with their repeats."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.answered = RecentAnswers()
         """Results of recent requests by (sender, request id): a retry gets the first
@@ -73,9 +85,20 @@ class ServeRequests(WakesWhenKilled):
         keep_connected(self.agent, self, self.agent.presence.set_available)
 
     async def run(self) -> None:
-        request = await self.receive(timeout=1.0)
-        if request is None:
-            return
+        if not self._refusals:  # nothing left to do but wait for a request
+            request = await self.receive(timeout=1.0)
+            if request is None:
+                return
+            await self._admit(request)
+        while (arrived := await self.receive()) is not None:  # all that came meanwhile
+            await self._admit(arrived)
+        self._start_waiting()
+        if self._refusals:  # one at a time: what arrives meanwhile is admitted first
+            await self.send(self._refusals.popleft())
+
+    async def _admit(self, request: Message) -> None:
+        """Answer a known request id at once; queue the request within the limits, or
+        refuse it."""
         sender = wire.bare(request.sender)
         key = (sender, str(request.thread))
         if request.thread is not None:  # a known request id is answered before any limit
@@ -86,17 +109,29 @@ class ServeRequests(WakesWhenKilled):
             if answered is not None:
                 await self.send(wire.inform(request, answered))
                 return
-        limit = self.service.limits.max_in_flight
-        if self.in_flight[sender] >= limit:
-            busy = Busy(f"more than {limit} requests in flight from {sender}", RETRY_AFTER)
-            await self.send(wire.failure(request, busy))
+        limits = self.service.limits
+        if self.in_flight[sender] >= limits.max_in_flight:
+            why = f"more than {limits.max_in_flight} requests in flight from {sender}"
+        elif len(self.waiting) >= limits.max_waiting:
+            why = f"more than {limits.max_waiting} requests waiting"
+        else:
+            self.in_flight[sender] += 1
+            if request.thread is not None:
+                self._serving[key] = [request]
+            self.waiting.put(sender, (request, sender, key))
             return
-        self.in_flight[sender] += 1
-        if request.thread is not None:
-            self._serving[key] = [request]
-        task = asyncio.create_task(self._serve_and_reply(request, sender, key))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._refusals.append(wire.failure(request, Busy(why, RETRY_AFTER)))
+
+    def _start_waiting(self) -> None:
+        """Serve waiting requests, senders in turn, up to ``max_in_progress`` at once."""
+        while self.working < self.service.limits.max_in_progress:
+            taken = self.waiting.take()
+            if taken is None:
+                return
+            self.working += 1
+            task = asyncio.create_task(self._serve_and_reply(*taken))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def _serve_and_reply(self, request: Message, sender: str, key: tuple[str, str]) -> None:
         try:
@@ -106,14 +141,18 @@ class ServeRequests(WakesWhenKilled):
             for copy in self._serving.pop(key, [request]):
                 await self.send(wire.reply_to(copy, outcome))
         finally:
+            self.working -= 1
             self.in_flight[sender] -= 1
             if self.in_flight[sender] <= 0:
                 del self.in_flight[sender]
+            self._start_waiting()
 
     async def drain(self, timeout: float = 10.0) -> None:
-        """Let the requests being served finish (before the stores close)."""
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout)
+        """Let the requests being served, and those waiting their turn, finish (before
+        the stores close), for at most ``timeout`` seconds."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._tasks and (left := deadline - asyncio.get_running_loop().time()) > 0:
+            await asyncio.wait(set(self._tasks), timeout=left)
 
     async def outcome(self, request: Message) -> Outcome:
         """The request's result, or the typed error to answer it with."""

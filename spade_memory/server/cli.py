@@ -81,7 +81,16 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     limits.add_argument(
         "--max-in-flight", type=int, default=Limits.max_in_flight,
-        help="most requests of one sender served at once (default: %(default)s)",
+        help="most requests of one sender waiting or served (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-in-progress", type=int, default=Limits.max_in_progress,
+        help="most requests served at once, all senders together; more wait, senders"
+        " in turn (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-waiting", type=int, default=Limits.max_waiting,
+        help="most requests waiting their turn, all senders together (default: %(default)s)",
     )  # fmt: skip
     limits.add_argument(
         "--max-body-bytes", type=int, default=Limits.max_body_bytes,
@@ -177,6 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_results=args.max_results,
             max_batch_ops=args.max_batch_ops,
             max_in_flight=args.max_in_flight,
+            max_in_progress=args.max_in_progress,
+            max_waiting=args.max_waiting,
             max_body_bytes=args.max_body_bytes,
         ),
         synchronous="FULL" if args.durable else "NORMAL",
