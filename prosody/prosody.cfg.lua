@@ -1,6 +1,7 @@
 -- Prosody for spade_memory: the same file serves docker-compose and the
--- integration tests. Paths and ports come from the environment (Prosody reads
--- ENV_NAME as $NAME); prosody/start.sh sets the defaults and the certificate.
+-- integration tests. Paths, ports and rates come from the environment (Prosody
+-- reads ENV_NAME as $NAME); prosody/env.sh sets the defaults, start.sh the
+-- certificate and the accounts.
 --
 -- Prosody authenticates every client and stamps each stanza with the sender's
 -- real JID: with it, the owner of a memory (the sender's bare JID) can be trusted.
@@ -15,14 +16,31 @@ c2s_ports = { tonumber(ENV_PROSODY_C2S_PORT) }
 
 modules_enabled = {
     "roster"; "saslauth"; "tls"; "disco"; "ping"; "register";
-    "presence"; "message"; "iq"; "posix";
+    "presence"; "message"; "iq"; "posix"; "limits";
 }
--- No s2s (one server), and no mod_limits: its 10 kB/s per client throttles memory traffic.
-modules_disabled = { "s2s"; "limits" }
+modules_disabled = { "s2s" }  -- one server
 
--- Agents create their own accounts (SPADE's auto_register). Close this on a
--- shared server and create accounts with `prosodyctl register` instead.
-allow_registration = (ENV_PROSODY_ALLOW_REGISTRATION ~= "false")
+-- A client may send at most PROSODY_C2S_RATE (32 kB/s by default, about forty
+-- memory requests a second): Prosody stops reading a faster connection, so one
+-- flooding client cannot bury the memory agents' queue under everyone else's
+-- requests. The memory agents are not limited (their replies are their traffic),
+-- nor are the bare JIDs listed in PROSODY_UNLIMITED (space-separated: agents you
+-- trust to write a lot, such as a bulk importer).
+limits = { c2s = { rate = ENV_PROSODY_C2S_RATE; burst = "2s" } }
+local unlimited = {
+    "base-memory@" .. ENV_PROSODY_DOMAIN;
+    "interaction-memory@" .. ENV_PROSODY_DOMAIN;
+    "beads-sync@" .. ENV_PROSODY_DOMAIN;
+}
+for jid in (ENV_PROSODY_UNLIMITED or ""):gmatch("%S+") do
+    table.insert(unlimited, jid)
+end
+unlimited_jids = unlimited
+
+-- In-band registration is closed: accounts are created with prosodyctl
+-- (start.sh's PROSODY_ACCOUNTS, or `sh prosody/prosodyctl.sh register NAME DOMAIN
+-- PASSWORD`). PROSODY_ALLOW_REGISTRATION=true opens it, for a private test server.
+allow_registration = (ENV_PROSODY_ALLOW_REGISTRATION == "true")
 registration_throttle_max = 100000
 min_seconds_between_registrations = 0
 

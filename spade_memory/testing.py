@@ -3,6 +3,7 @@
 ``MemoryServiceProcess`` runs ``spade-memory run`` (embedded XMPP server and
 memory agents) as its own OS process, so agents in the calling process reach
 it over the wire, never through SPADE's in-process shortcut.
+``ProsodyProcess`` runs a Prosody with the repository's configuration.
 """
 
 from __future__ import annotations
@@ -118,3 +119,31 @@ class MemoryServiceProcess(ChildProcess):
             "--port", str(self.port), "--s2s-port", str(self.s2s_port), *extra_args,
         ]  # fmt: skip
         super().__init__(command, READY_LINE, env)
+
+
+class ProsodyProcess(ChildProcess):
+    """Prosody started by ``start.sh`` of the repository's ``prosody/`` folder
+    (``prosody_dir``), on a free port with its own data directory. In-band
+    registration is closed there: ``register`` creates accounts."""
+
+    def __init__(self, prosody_dir: Path, data_dir: Path, env: dict[str, str] | None = None):
+        self.prosody_dir = prosody_dir
+        self.port = free_port()
+        settings = {"PROSODY_DATA": str(data_dir), "PROSODY_C2S_PORT": str(self.port)}
+        super().__init__(
+            ["sh", str(prosody_dir / "start.sh")], "Activated service 'c2s'",
+            {**settings, **(env or {})},
+        )  # fmt: skip
+
+    def register(self, jid: str, password: str) -> None:
+        """Create (or reset) the account ``jid`` with ``prosodyctl``.
+
+        Raises ``RuntimeError`` with prosodyctl's output when it fails.
+        """
+        user, _, domain = jid.partition("@")
+        done = subprocess.run(
+            ["sh", str(self.prosody_dir / "prosodyctl.sh"), "register", user, domain, password],
+            env=self.env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"prosodyctl could not register {jid}: {done.stdout}{done.stderr}")

@@ -51,7 +51,9 @@ def prosody_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[prosody
     """Debian's Prosody with the repository's configuration, for the whole run."""
     if not prosody.installed():
         pytest.skip(prosody.MISSING)
-    server = prosody.ProsodyProcess(tmp_path_factory.mktemp("prosody"))
+    server = prosody.ProsodyProcess(
+        tmp_path_factory.mktemp("prosody"), prosody.memory_agent_accounts("memory-agents-secret")
+    )
     server.start()
     yield server
     server.stop()

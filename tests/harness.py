@@ -12,6 +12,8 @@ from spade_memory import MemoryClient, MemoryMixin
 from spade_memory.lifecycle import start_agent
 from spade_memory.wire import LANGUAGE, ONTOLOGY
 
+from .prosody import register_on
+
 
 class ClientAgent(MemoryMixin, Agent):  # type: ignore[misc]
     """A plain SPADE agent with ``self.memory``."""
@@ -21,9 +23,16 @@ def unique_jid(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:8]}@localhost"
 
 
+async def start(agent: Agent) -> None:
+    """Start ``agent``, creating its account first on a test Prosody (whose in-band
+    registration is closed, as shipped)."""
+    register_on(agent.xmpp_port, str(agent.jid.bare), agent.password)
+    await start_agent(agent)
+
+
 async def start_client(jid: str, port: int, **memory_options: object) -> ClientAgent:
     agent = ClientAgent(jid, "client-secret", port=port, **memory_options)
-    await start_agent(agent)
+    await start(agent)
     return agent
 
 

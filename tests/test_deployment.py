@@ -31,8 +31,11 @@ def test_every_service_starts_a_file_of_the_repository() -> None:
 
 def test_prosody_runs_the_configuration_the_tests_use() -> None:
     dockerfile = (ROOT / "prosody" / "Dockerfile").read_text()
-    assert "COPY prosody.cfg.lua start.sh /etc/spade-memory/" in dockerfile
-    assert (ROOT / "tests" / "prosody.py").read_text().count('"prosody" / "start.sh"') == 1
+    assert "COPY prosody.cfg.lua start.sh env.sh prosodyctl.sh /etc/spade-memory/" in dockerfile
+    assert (
+        'PROSODY_DIR = Path(__file__).parent.parent / "prosody"'
+        in (ROOT / "tests" / "prosody.py").read_text()
+    )
 
 
 def test_the_agents_read_what_compose_sets() -> None:
@@ -46,3 +49,18 @@ def test_the_agents_read_what_compose_sets() -> None:
     providers = (ROOT / "spade_memory" / "llm" / "providers.py").read_text()
     for variable in compose()["services"]["llm-agent"]["environment"]:
         assert variable in example + providers, variable
+
+
+def test_prosody_creates_the_account_of_every_agent_compose_runs() -> None:
+    """In-band registration is closed: compose names each account for start.sh."""
+    from spade_memory.registry import SERVICES
+
+    listed = compose()["services"]["xmpp"]["environment"]["PROSODY_ACCOUNTS"].split()
+    accounts = dict(entry.split(":", 1) for entry in listed)
+    for service in SERVICES:
+        assert accounts[service.node].startswith("${SPADE_MEMORY_PASSWORD"), service.node
+    example = (ROOT / "examples" / "llm_agent.py").read_text()
+    for name in ("llm-assistant", "llm-user"):
+        assert f'f"{name}@{{domain}}",' in example and f'"{accounts[name]}"' in example, name
+    start = (ROOT / "prosody" / "start.sh").read_text()
+    assert "PROSODY_ACCOUNTS" in start and "prosodyctl" in start

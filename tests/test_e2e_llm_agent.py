@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from spade_memory import ChatUser, MemoryLLMAgent, Recall, Reply, ScriptedProvider, ToolCall
-from spade_memory.lifecycle import start_agent, stop_agent
+from spade_memory.lifecycle import stop_agent
 from spade_memory.llm.providers import last_tool_result, last_user_message, recalled
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import unique_jid
+from .harness import start, unique_jid
 
 TEA = "The user drinks green tea, never coffee"
 
@@ -34,14 +34,14 @@ async def start_assistant(
         system_prompt="You are a helpful assistant.",
         **options,
     )
-    await start_agent(agent)
+    await start(agent)
     return agent
 
 
 @pytest.fixture
 async def user(memory_service: MemoryServiceProcess) -> AsyncIterator[ChatUser]:
     agent = ChatUser(unique_jid("user"), "user-secret", port=memory_service.port)
-    await start_agent(agent)
+    await start(agent)
     yield agent
     await stop_agent(agent)
 
@@ -55,7 +55,7 @@ async def test_learned_in_one_session_is_recalled_after_a_restart(
 ) -> None:
     port = any_memory_service.port
     me = ChatUser(unique_jid("user"), "user-secret", port=port)
-    await start_agent(me)
+    await start(me)
     jid = unique_jid("assistant")
     first = ScriptedProvider(
         [
@@ -153,7 +153,7 @@ async def test_a_stopped_memory_agent_gives_a_clear_sentence_and_the_turn_goes_o
         agent_base_memory=base, interaction_memory=notes, memory_timeout=0.5,
         recall=Recall(timeout=0.5),
     )  # fmt: skip
-    await start_agent(assistant)
+    await start(assistant)
     try:
         answer = await user.ask(jid, "The API lives at /v2", "c")
         assert answer == "Stored fact memory: The API lives at /v2"
@@ -189,7 +189,7 @@ async def test_a_plain_llm_agent_can_be_given_the_tools(
     assert [tool.name for tool in tools] == ["store_memory", "search_memories", "list_memories"]
     agent = LLMAgent(jid, "plain-secret", provider, tools=tools)
     agent.xmpp_port = memory_service.port  # LLMAgent does not pass `port` on to SPADE
-    await start_agent(agent)
+    await start(agent)
     try:
         answer = await user.ask(jid, "Can you read PDFs?", f"p-{uuid.uuid4().hex}")
         assert answer == "My capability memories (1 total):\n- I can read PDFs"
@@ -203,7 +203,7 @@ async def test_no_message_is_lost(memory_service: MemoryServiceProcess, user: Ch
     jid = unique_jid("busy")
     echo = ScriptedProvider(then=Reply(lambda prompt: "echo: " + last_user_message(prompt)))
     agent = MemoryLLMAgent(jid, "busy-secret", echo, port=memory_service.port)
-    await start_agent(agent)
+    await start(agent)
     try:
         for number in range(2_000):
             answer = await user.ask(jid, f"message {number}", f"m{number}", timeout=10)

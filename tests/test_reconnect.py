@@ -27,7 +27,9 @@ def restartable(tmp_path: Path) -> Iterator[tuple[prosody.ProsodyProcess, Memory
     """A Prosody of its own (other tests share theirs) and the memory agents on it."""
     if not prosody.installed():
         pytest.skip(prosody.MISSING)
-    server = prosody.ProsodyProcess(tmp_path / "prosody")
+    server = prosody.ProsodyProcess(
+        tmp_path / "prosody", prosody.memory_agent_accounts("memory-agents-secret")
+    )
     server.start()
     service = MemoryServiceProcess(
         tmp_path / "memory", "--external-server", port=server.port,
