@@ -119,6 +119,35 @@ def test_an_unusable_data_directory_is_one_line(tmp_path: Path) -> None:
     assert "writable --data-dir" in line
 
 
+BEADS_LINE = (
+    '{"id":"mem-1","title":"kept","status":"open","priority":2,"issue_type":"task",'
+    '"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z"}'
+)
+
+
+def test_a_torn_beads_file_is_repaired_and_reported_at_start(tmp_path: Path) -> None:
+    issues = tmp_path / "data" / "beads" / ".beads" / "issues.jsonl"
+    issues.parent.mkdir(parents=True)
+    issues.write_text(BEADS_LINE + "\n" + '{"id":"mem-2","title":"cut sh')
+    service = MemoryServiceProcess(tmp_path / "data", "--services", "beads-sync")
+    service.start()  # no request is sent: the file is read when the service opens
+    try:
+        assert issues.read_text() == BEADS_LINE + "\n"
+        (aside,) = issues.parent.glob("issues.jsonl.torn-*")
+        assert aside.read_text() == '{"id":"mem-2","title":"cut sh\n'
+        assert any("its last line was torn" in line for line in service.output)
+    finally:
+        service.stop()
+
+
+def test_an_unreadable_beads_file_stops_run_with_one_line(tmp_path: Path) -> None:
+    issues = tmp_path / "data" / "beads" / ".beads" / "issues.jsonl"
+    issues.parent.mkdir(parents=True)
+    issues.write_bytes(BEADS_LINE.encode() + b"\n\xff\xfe not UTF-8\n")
+    line = one_line_naming(run_once(tmp_path / "data"), str(issues))
+    assert "restore it from git or a backup" in line
+
+
 @pytest.fixture
 def read_only_dir(tmp_path: Path) -> Iterator[Path]:
     """A read-only file system (a bind mount): root may write anywhere else."""

@@ -20,15 +20,18 @@ from spade.agent import Agent
 
 from .. import base_memory
 from ..base_memory.notices import change_notice_template
-from ..beads.engine import EngineName
+from ..beads.engine import BeadsEngine, EngineName
 from ..beads.engines import open_engine
 from ..beads.errors import BeadsError
+from ..beads.issue import IssueFilter
+from ..beads.native import NativeEngine
 from ..beads.git import GitCommitter
 from ..errors import MemoryServiceError
 from ..limits import Limits
 from ..ops import AppliesOps, Outcome, Request, in_place
 from ..plugin import Behaviours, MemoryService, ServiceConfig, ServiceContext, ServicePlugin
 from ..storage.answers import RecentAnswers
+from ..storage.faults import DamagedStore
 from ..transport import Transport
 from . import NAME
 from .mirror import Mirror, MirrorBaseMemory, SyncCursor
@@ -37,6 +40,10 @@ from .store import BeadsMemoryStore
 
 CURSOR = "beads-sync-cursor.json"
 """The mirror's cursor file in the data directory."""
+BEADS_WAY_OUT = (
+    "restore it from git or a backup, or move it aside to start with an empty one;"
+    " --allow-damaged starts the other services"
+)
 
 
 class BeadsSyncService(AppliesOps):
@@ -119,11 +126,12 @@ class BeadsSyncPlugin(ServicePlugin):
 
     async def open(self, config: BeadsSyncConfig, context: ServiceContext) -> MemoryService:
         project = config.project_dir(context.data_dir)
+        issues = project / ".beads" / "issues.jsonl"
         try:
             engine = open_engine(project, config.engine, config.prefix)
         except BeadsError as error:
             raise RuntimeError(f"cannot start the beads sync agent: {error}") from None
-        issues = project / ".beads" / "issues.jsonl"
+        await check_beads(engine, issues)
         mirror = Mirror(
             base_memory_jid=context.jids[base_memory.NAME],
             cursor=SyncCursor(context.data_dir / CURSOR),
@@ -174,6 +182,21 @@ class BeadsSyncPlugin(ServicePlugin):
 
     def places(self, config: BeadsSyncConfig, data_dir: Path) -> list[tuple[str, str]]:
         return [("beads issues", str(config.project_dir(data_dir) / ".beads" / "issues.jsonl"))]
+
+
+async def check_beads(engine: BeadsEngine, issues: Path) -> None:
+    """Read the beads file once at start, as the SQLite stores are checked when they
+    open: a torn last line is repaired and reported now, not at the first request.
+
+    Raises ``DamagedStore`` naming the file when the native engine cannot read it,
+    ``RuntimeError`` when bd fails.
+    """
+    try:
+        await engine.list_issues(IssueFilter(limit=1))
+    except BeadsError as error:
+        if isinstance(engine, NativeEngine):
+            raise DamagedStore(issues, str(error.__cause__ or error), BEADS_WAY_OUT) from None
+        raise RuntimeError(f"cannot start the beads sync agent: {error}") from None
 
 
 PLUGIN = BeadsSyncPlugin()

@@ -38,10 +38,11 @@ class StoreFault(Exception):
 
 
 class DamagedStore(StoreFault):
-    """The file is not a sound SQLite database (or holds less than it did)."""
+    """The file is not a sound SQLite database (or holds less than it did), or a file
+    store (the beads file) cannot be read."""
 
-    def __init__(self, path: str | Path, problem: str) -> None:
-        super().__init__(path, problem, RESTORE)
+    def __init__(self, path: str | Path, problem: str, way_out: str = RESTORE) -> None:
+        super().__init__(path, problem, way_out)
 
 
 class UnreachableStore(StoreFault):
