@@ -218,6 +218,69 @@ async def test_a_full_disk_is_named_reads_go_on_and_writes_resume(tmp_path: Path
         await store.close()
 
 
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real file system of 24 MiB (tmpfs) that the service's writes can fill."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount here: {mounted.stderr.decode().strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+async def test_a_full_file_system_over_the_wire_then_sigint(small_disk: Path) -> None:
+    """The whole service on a disk that fills up: writes are refused by name, reads go on,
+    writes resume once space is freed, every acknowledged write is kept, and SIGINT
+    still stops the service cleanly."""
+    data_dir = small_disk / "data"
+    service = MemoryServiceProcess(data_dir, "--services", "base-memory,interaction-memory")
+    service.start()
+    client = await start_client(unique_jid("filler"), service.port)
+    filler = small_disk / "filler"
+    try:
+        free = shutil.disk_usage(small_disk).free
+        filler.write_bytes(b"\0" * (free - 2 * 1024 * 1024))  # leave two MiB
+        kept: list[str] = []
+        full: list[ResourceConstraint] = []
+        for n in range(2_000):
+            try:
+                content = f"stored number {n} " + "z" * 2000
+                kept.append(str(await client.memory.store_memory("fact", content)))
+            except ResourceConstraint as error:
+                full.append(error)
+                if len(full) == 3:
+                    break
+        assert full and all("disk full" in error.text for error in full), full
+        with pytest.raises(ResourceConstraint, match="disk full"):
+            await client.memory.add_information("c", "a note " + "n" * 4000)
+        assert (await client.memory.get_memory(kept[0])) is not None  # reads go on
+        found = await client.memory.search_memories("stored number", limit=1000)
+        assert len(kept) > 10 and len(found) == len(kept)
+        filler.unlink()  # space is back
+        kept.append(str(await client.memory.store_memory("fact", "after the disk was freed")))
+        assert await client.memory.add_information("c", "noted after the disk was freed")
+    finally:
+        await stop_agent(client)
+        assert service.process is not None
+        service.process.send_signal(signal.SIGINT)
+        status = service.process.wait(timeout=120)
+        service.stop()
+    assert status == 0
+    store = await LongTermStore.open(data_dir / STORES[0], manifest=Manifest(data_dir))
+    try:
+        owner = str(client.jid.bare)
+        for memory_id in kept:
+            assert (await store.apply(owner, GetMemory(id=memory_id))).id == memory_id
+    finally:
+        await store.close()
+
+
 async def test_a_batch_that_fills_the_disk_acknowledges_nothing(tmp_path: Path) -> None:
     notes = await InteractionStore.open(tmp_path / "notes.db")
     try:

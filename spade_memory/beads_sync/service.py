@@ -23,9 +23,9 @@ from ..base_memory.notices import change_notice_template
 from ..beads.engine import BeadsEngine, EngineName
 from ..beads.engines import open_engine
 from ..beads.errors import BeadsError
+from ..beads.git import GitCommitter
 from ..beads.issue import IssueFilter
 from ..beads.native import NativeEngine
-from ..beads.git import GitCommitter
 from ..errors import MemoryServiceError
 from ..limits import Limits
 from ..ops import AppliesOps, Outcome, Request, in_place

@@ -221,14 +221,14 @@ def _run(config: RunConfig, *, debug: bool) -> int:
 
 
 def _one_line(error: Exception, config: RunConfig) -> str:
+    if isinstance(error, asyncio.TimeoutError):  # first: it is an OSError since Python 3.11
+        return f"a step of the stop took over {STEP_SECONDS:.0f}s and was abandoned"
     if isinstance(error, OSError) and not isinstance(error, StoreFault):
         where = error.filename or config.data_dir
         return (
             f"cannot use the data directory: {error.strerror or error} ({where});"
             " give the service a writable --data-dir"
         )
-    if isinstance(error, asyncio.TimeoutError):
-        return f"a step of the stop took over {STEP_SECONDS:.0f}s and was abandoned"
     text = " ".join(str(error).split()) or type(error).__name__
     return (
         text if isinstance(error, RuntimeError | StoreFault) else f"{type(error).__name__}: {text}"
