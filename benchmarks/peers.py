@@ -2,13 +2,16 @@
 
 python -m benchmarks.peers server DATA_DIR PORT S2S_PORT
 python -m benchmarks.peers echo JID PORT
+python -m benchmarks.peers flood JID PORT COUNT honest|forged
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
+import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,7 +20,7 @@ from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
-from spade_memory import wire
+from spade_memory import MemoryMixin, StoreMemory, wire
 from spade_memory.base_memory.ops import Memory, MemoryList
 from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.server.runtime import use_uvloop
@@ -26,6 +29,7 @@ from spade_memory.server.xmpp_server import EmbeddedXMPPServer
 from .corpus import Corpus
 
 READY = "peer ready"
+FLOOD_DONE = "flood done "
 
 
 def ten_memories() -> str:
@@ -72,11 +76,12 @@ class EchoAgent(Agent):  # type: ignore[misc]
         self.add_behaviour(Echo(), wire.request_template())
 
 
-async def _until_signalled() -> None:
+async def _until_signalled(announce: bool = True) -> None:
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         asyncio.get_running_loop().add_signal_handler(signum, stop.set)
-    print(READY, flush=True)
+    if announce:
+        print(READY, flush=True)
     await stop.wait()
 
 
@@ -94,7 +99,46 @@ async def echo(jid: str, port: str) -> None:
     await stop_agent(agent)
 
 
+class Flooder(MemoryMixin, Agent):  # type: ignore[misc]
+    pass
+
+
+async def flood(jid: str, port: str, count: str, how: str) -> None:
+    """On SIGUSR1, send ``count`` stores to the base memory agent without waiting for
+    any reply (``forged``: each claiming another sender in ``from``), then print
+    ``FLOOD_DONE`` and the replies by condition as JSON once all came or 120 s passed."""
+    agent = Flooder(jid, "flood-secret", port=int(port), memory_timeout=120, memory_attempts=1)
+    await start_agent(agent)
+    go = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
+    print(READY, flush=True)
+    await go.wait()
+    memory = agent.memory
+    requests = []
+    for n in range(int(count)):
+        op = StoreMemory(category="fact", content=f"flood {uuid.uuid4().hex} number {n}")
+        request = wire.request_message(memory.base_memory_jid, op, uuid.uuid4().hex)
+        if how == "forged":
+            request.sender = f"forged-{uuid.uuid4().hex[:8]}@{agent.jid.domain}"
+        requests.append(request)
+    started = time.perf_counter()
+    replies = await asyncio.gather(*(memory.round_trip(request) for request in requests))
+    outcome: dict[str, float] = {"seconds": time.perf_counter() - started}
+    for reply in replies:
+        kind = "none" if reply is None else _condition(reply)
+        outcome[kind] = outcome.get(kind, 0) + 1
+    print(FLOOD_DONE + json.dumps(outcome), flush=True)
+    await _until_signalled(announce=False)
+    await stop_agent(agent)
+
+
+def _condition(reply: Message) -> str:
+    if reply.get_metadata("performative") == "inform":
+        return "stored"
+    return str(json.loads(reply.body).get("condition"))
+
+
 if __name__ == "__main__":
     role, *args = sys.argv[1:]
     use_uvloop()  # as `spade-memory run` does: every process of the benchmark on one loop kind
-    asyncio.run({"server": server, "echo": echo}[role](*args))
+    asyncio.run({"server": server, "echo": echo, "flood": flood}[role](*args))

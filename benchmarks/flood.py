@@ -1,0 +1,207 @@
+"""A bystander's searches while another client floods the base memory agent.
+
+    python -m benchmarks.flood [--requests 3000] [--searches 200] [--servers embedded,prosody]
+                               [--no-dense-search]
+
+Every part is its own OS process: the XMPP server (SPADE's embedded one, or
+Prosody with the repository's configuration), the base memory agent
+(``spade-memory run --external-server``), and two flooders (one honest, one
+forging a new ``from`` on every stanza) that each send ``--requests`` stores at
+once without waiting. The bystander (this process) searches its own 1,000
+memories one search after another: first on a quiet service, then during each
+flood. Printed: the bystander's p50 and p99, and the flooded p99 as a ratio of
+the quiet p50 measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from spade_memory import StoreMemory
+from spade_memory.lifecycle import start_agent, stop_agent
+from spade_memory.registry import default_jids
+from spade_memory.server.runtime import PASSWORD_ENV, use_uvloop
+from spade_memory.testing import ChildProcess, MemoryServiceProcess, ProsodyProcess, free_port
+
+from .corpus import Corpus
+from .peers import FLOOD_DONE
+from .stats import summary_ms
+from .wire import Requester, peer_process
+
+PROSODY_DIR = Path(__file__).parent.parent / "prosody"
+PASSWORD = "flood-bench"
+FLOODS = ("honest", "forged")
+
+
+@dataclass
+class Searches:
+    """The bystander's search latencies in one phase (seconds each)."""
+
+    phase: str
+    samples: list[float] = field(default_factory=list)
+    flood: dict[str, float] = field(default_factory=dict)
+    """The flooder's replies by condition, and its seconds."""
+
+
+@dataclass
+class Setup:
+    port: int
+    register: ProsodyProcess | None
+    """Where accounts must be created first (Prosody: registration is closed)."""
+
+    def account(self, jid: str, password: str) -> None:
+        if self.register is not None:
+            self.register.register(jid, password)
+
+
+@contextmanager
+def xmpp_server(kind: str, root: Path) -> Iterator[Setup]:
+    """SPADE's embedded server as a process, or Prosody as shipped."""
+    if kind == "embedded":
+        port = free_port()
+        server: ChildProcess = peer_process(
+            "server", str(root / "xmpp"), str(port), str(free_port())
+        )
+        server.start()
+        try:
+            yield Setup(port, None)
+        finally:
+            server.stop()
+        return
+    prosody = ProsodyProcess(PROSODY_DIR, root / "prosody")
+    prosody.start()
+    try:
+        yield Setup(prosody.port, prosody)
+    finally:
+        prosody.stop()
+
+
+async def run_server(kind: str, requests: int, searches: int, *memory_args: str) -> list[Searches]:
+    with tempfile.TemporaryDirectory() as tmp, xmpp_server(kind, Path(tmp)) as setup:
+        for jid in default_jids("localhost").values():
+            setup.account(jid, PASSWORD)
+        memory = MemoryServiceProcess(
+            Path(tmp) / "memory", "--external-server", "--services", "base-memory", *memory_args,
+            port=setup.port, env={PASSWORD_ENV: PASSWORD},
+        )  # fmt: skip
+        flooders = {how: _flooder(setup, how, requests) for how in FLOODS}
+        started: list[ChildProcess] = []
+        try:
+            for child in (memory, *flooders.values()):
+                child.start(timeout=60)
+                started.append(child)
+            return await _measure(setup, flooders, searches)
+        finally:
+            for child in reversed(started):
+                child.stop()
+
+
+def _flooder(setup: Setup, how: str, requests: int) -> ChildProcess:
+    jid = f"flood-{how}-{uuid.uuid4().hex[:6]}@localhost"
+    setup.account(jid, "flood-secret")
+    return peer_process("flood", jid, str(setup.port), str(requests), how)
+
+
+async def _measure(
+    setup: Setup, flooders: dict[str, ChildProcess], searches: int
+) -> list[Searches]:
+    jid = f"bystander-{uuid.uuid4().hex[:6]}@localhost"
+    setup.account(jid, "bystander")
+    agent = Requester(jid, "bystander", port=setup.port, memory_timeout=120, memory_attempts=1)
+    await start_agent(agent)
+    corpus = Corpus(seed=11)
+    try:
+        texts = corpus.memories(1000)
+        for start in range(0, len(texts), 100):
+            ops = [StoreMemory(category="fact", content=t) for t in texts[start : start + 100]]
+            await agent.memory.batch(agent.memory.base_memory_jid, ops)
+        queries = iter(corpus.queries(100_000, 2))
+
+        async def search() -> float:
+            began = time.perf_counter()
+            await agent.memory.search_memories(next(queries), limit=10)
+            return time.perf_counter() - began
+
+        for _ in range(20):  # warm-up
+            await search()
+        quiet = Searches("quiet")
+        quiet.samples = [await search() for _ in range(searches)]
+        phases = [quiet]
+        for how, flooder in flooders.items():
+            phase = Searches(f"{how} flood")
+            mark = len(flooder.output)
+            assert flooder.process is not None
+            flooder.process.send_signal(signal.SIGUSR1)
+            while not (done := _flood_done(flooder, mark)):
+                phase.samples.append(await search())
+            phase.flood = done
+            phases.append(phase)
+        return phases
+    finally:
+        await stop_agent(agent)
+
+
+def _flood_done(flooder: ChildProcess, mark: int) -> dict[str, float]:
+    for line in flooder.output[mark:]:
+        if line.startswith(FLOOD_DONE):
+            outcome: dict[str, float] = json.loads(line[len(FLOOD_DONE) :])
+            return outcome
+    return {}
+
+
+def print_server(console: Console, kind: str, phases: list[Searches]) -> None:
+    quiet_p50, _ = summary_ms(phases[0].samples)
+    table = Table(
+        "phase", "searches", "p50 ms", "p99 ms", "p99 / quiet p50", "flood replies", "flood s",
+        title=f"A bystander's search during a flood ({kind} server)", title_justify="left",
+    )  # fmt: skip
+    for phase in phases:
+        p50, p99 = summary_ms(phase.samples) if phase.samples else (float("nan"),) * 2
+        flood = dict(phase.flood)
+        seconds = flood.pop("seconds", None)
+        table.add_row(
+            phase.phase, str(len(phase.samples)), f"{p50:.1f}", f"{p99:.1f}",
+            f"{p99 / quiet_p50:.1f}x",
+            ", ".join(f"{int(n)} {kind}" for kind, n in sorted(flood.items())) or "-",
+            "-" if seconds is None else f"{seconds:.1f}",
+        )  # fmt: skip
+    console.print(table)
+
+
+async def main(args: argparse.Namespace) -> None:
+    console = Console()
+    for kind in args.servers:
+        if kind == "prosody" and shutil.which("prosody") is None:
+            console.print("Prosody is not installed (apt-get install prosody): skipped")
+            continue
+        extra = ["--no-dense-search"] if args.no_dense_search else []
+        phases = await run_server(kind, args.requests, args.searches, *extra)
+        print_server(console, kind, phases)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.flood", description=__doc__)
+    parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--servers", type=lambda s: s.split(","), default=["embedded", "prosody"])
+    parser.add_argument(
+        "--no-dense-search", action="store_true", help="the memory agent with BM25 alone"
+    )
+    use_uvloop()  # as `spade-memory run` does
+    asyncio.run(main(parser.parse_args()))
