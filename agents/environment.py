@@ -9,6 +9,9 @@ SPADE_MEMORY_INTERACTION_JID  interaction memory agent's JID (interaction-memory
 SPADE_MEMORY_MIRROR_JID       beads sync agent the base memory agent reports to (none)
 SPADE_MEMORY_BEADS_PROJECT    project whose .beads/ keeps the memories (DATA/beads)
 SPADE_MEMORY_BEADS_GIT_COMMIT "true" to commit .beads/issues.jsonl after each write
+SPADE_MEMORY_SPACES_DB        the directory of spaces, one file every memory agent mounts
+                              (DATA/spaces.db: each agent would have its own)
+SPADE_MEMORY_SPACES           spaces file applied at start (TOML or YAML; none)
 """
 
 from __future__ import annotations
@@ -32,7 +35,14 @@ def config_for(service: str) -> runtime.RunConfig:
         settings={
             registered.name: registered.from_environment(os.environ) for registered in SERVICES
         },
+        spaces_db=_path("SPADE_MEMORY_SPACES_DB"),
+        spaces_file=_path("SPADE_MEMORY_SPACES"),
     )
+
+
+def _path(variable: str) -> Path | None:
+    value = os.environ.get(variable)
+    return Path(value) if value else None
 
 
 def run_service(service: str) -> None:

@@ -3,7 +3,8 @@
 It is the transport (``transport.Transport``: request ids, retries, degraded
 mode, batches) with each service's calls: the base memory agent's and the
 interaction memory agent's as methods (they mirror spade_llm's memory
-classes), the beads sync agent's as ``client.beads``. Which agent serves a
+classes), the spaces' (``spaces.calls``), the beads sync agent's as
+``client.beads``. Which agent serves a
 service comes from the registry: ``node@<the agent's domain>`` unless a JID
 is given.
 """
@@ -18,10 +19,13 @@ from .beads_sync.calls import BeadsClient
 from .interaction.calls import InteractionCalls
 from .limits import Limits
 from .registry import default_jids
+from .spaces.calls import SpaceCalls
 
 
-class MemoryClient(BaseMemoryCalls, InteractionCalls):
-    """Talks to the memory agents on behalf of ``agent``.
+class MemoryClient(BaseMemoryCalls, InteractionCalls, SpaceCalls):
+    """Talks to the memory agents on behalf of ``agent``: the base memory agent's calls,
+    the interaction memory agent's, the spaces' (``client.space(name)`` acts in one),
+    and the beads sync agent's as ``client.beads``.
 
     ``timeout``: seconds to wait for each reply; ``attempts``: sends of one request
     (same request id) before ``MemoryTimeout``; ``degraded``: return empty answers

@@ -22,6 +22,7 @@ class Condition(str, Enum):
     RESOURCE_CONSTRAINT = "resource-constraint"
     INTERNAL_SERVER_ERROR = "internal-server-error"
     SERVICE_UNAVAILABLE = "service-unavailable"
+    CONFLICT = "conflict"
     REMOTE_SERVER_TIMEOUT = "remote-server-timeout"
 
 
@@ -71,6 +72,12 @@ class Busy(ResourceConstraint):
         self.retry_after = retry_after
 
 
+class Conflict(MemoryServiceError):
+    """The name is taken (a space of that name belongs to someone else)."""
+
+    condition = Condition.CONFLICT
+
+
 class InternalServerError(MemoryServiceError):
     """The agent failed unexpectedly; details stay in the agent's log."""
 
@@ -99,6 +106,7 @@ _BY_CONDITION: dict[Condition, type[MemoryServiceError]] = {
         ResourceConstraint,
         InternalServerError,
         ServiceUnavailable,
+        Conflict,
         MemoryTimeout,
     )
 }

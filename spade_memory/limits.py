@@ -23,3 +23,11 @@ class Limits:
     """Most requests served at the same time, whoever sent them; more wait, senders in turn."""
     max_waiting: int = 1_024
     """Most requests waiting for a turn, all senders together; more are refused at once."""
+    max_memories_per_owner: int = 1_000_000
+    """Most long-term memories one bare JID may have stored, in all spaces together."""
+    max_bytes_per_owner: int = 1 << 30
+    """Most bytes of content and context one bare JID may have stored, in all spaces."""
+    max_memories_per_space: int = 1_000_000
+    """Most memories one shared space may hold (a space's own quota may say otherwise)."""
+    max_bytes_per_space: int = 1 << 30
+    """Most bytes of content and context one shared space may hold."""

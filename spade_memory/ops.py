@@ -19,7 +19,7 @@ import typing
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Generic, TypeVar, Union, cast
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar, Union, cast
 
 from pydantic import (
     AliasChoices,
@@ -57,6 +57,8 @@ class Op(BaseModel, Generic[R]):
 
     result: ClassVar[type[Record]] = Record
     """The reply payload this op answers with (taken from ``Op[...]``)."""
+    need: ClassVar[Literal["read", "write"] | None] = None
+    """What the op asks of the space its ``space`` field names (None: it names none)."""
 
     owner: str | None = Field(
         default=None,
@@ -80,12 +82,45 @@ class Op(BaseModel, Generic[R]):
         return str(cls.model_fields["op"].default)
 
 
+PERSONAL = "personal"
+"""The name of every agent's own space (see ``spaces``)."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """A space as a store sees it, once the sender's access was checked: the key its
+    rows carry (the owner's bare JID for a personal space, the space's id otherwise),
+    the name replies give, the sender's role there, and the space's quota."""
+
+    key: str
+    name: str = PERSONAL
+    role: str = "owner"
+    max_memories: int | None = None
+    max_bytes: int | None = None
+
+    @property
+    def personal(self) -> bool:
+        """Whether this is the sender's own space."""
+        return self.name == PERSONAL
+
+    @property
+    def may_change_any(self) -> bool:
+        """Whether the sender may change or delete what others stored here."""
+        return self.role in ("admin", "owner")
+
+
 @dataclass(frozen=True)
 class Request:
-    """One op to apply, with the request id that makes a retried write apply once."""
+    """One op to apply, with the request id that makes a retried write apply once, and
+    the places it acts on (none given: the sender's personal space)."""
 
     op: Op[Any]
     id: str | None = None
+    places: tuple[Place, ...] = ()
+
+    def places_of(self, owner: str) -> tuple[Place, ...]:
+        """Where the op acts: its places, or ``owner``'s personal space."""
+        return self.places or (Place(owner),)
 
 
 Outcome = Record | MemoryServiceError

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import TypeAdapter
 from spade.agent import Agent
@@ -26,6 +26,9 @@ from .limits import Limits
 from .ops import Outcome, Request
 from .storage.connection import Synchronous
 from .storage.manifest import Manifest
+
+if TYPE_CHECKING:
+    from .spaces.directory import SpaceDirectory
 
 Behaviours = Sequence[tuple[CyclicBehaviour, Template | None]]
 """Behaviours a service's agent runs beside serving, each with its template."""
@@ -74,6 +77,8 @@ class ServiceContext:
     """Where the service registers what must be closed when the run stops."""
     manifest: Manifest | None = None
     """What the data directory's stores held, checked when they open."""
+    spaces: SpaceDirectory | None = None
+    """The directory of spaces every service of the deployment reads (None: no spaces)."""
 
 
 class ServicePlugin:

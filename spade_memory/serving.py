@@ -27,6 +27,7 @@ import asyncio
 import logging
 from collections import Counter, deque
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -56,6 +57,9 @@ from .storage.answers import RecentAnswers
 logger = logging.getLogger("spade_memory.agent")
 RETRY_AFTER = 0.25
 """Seconds a sender over its in-flight limit is told to wait before sending the request again."""
+reply_address: ContextVar[str | None] = ContextVar("reply_address", default=None)
+"""The full JID the request being served came from (its connection), for a service
+that must write to it later (a space's change notices)."""
 
 
 class ServeRequests(WakesWhenKilled):
@@ -134,6 +138,7 @@ class ServeRequests(WakesWhenKilled):
             task.add_done_callback(self._tasks.discard)
 
     async def _serve_and_reply(self, request: Message, sender: str, key: tuple[str, str]) -> None:
+        reply_address.set(str(request.sender))
         try:
             outcome = await self.outcome(request)
             if request.thread is not None and not isinstance(outcome, MemoryServiceError):

@@ -86,11 +86,11 @@ def _reply(request: Message, performative: str, body: str) -> Message:
     )
 
 
-def notice(to: str, ontology: str) -> Message:
+def notice(to: str, ontology: str, body: str = "{}") -> Message:
     """A one-way notice (``inform`` without a thread) under its own ontology."""
     return Message(
         to=to,
-        body="{}",
+        body=body,
         metadata={"performative": "inform", "ontology": ontology, "language": LANGUAGE},
     )
 

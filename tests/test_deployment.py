@@ -64,3 +64,22 @@ def test_prosody_creates_the_account_of_every_agent_compose_runs() -> None:
         assert f'f"{name}@{{domain}}",' in example and f'"{accounts[name]}"' in example, name
     start = (ROOT / "prosody" / "start.sh").read_text()
     assert "PROSODY_ACCOUNTS" in start and "prosodyctl" in start
+
+
+def test_the_memory_agents_share_one_directory_of_spaces_and_its_file_is_valid() -> None:
+    from spade_memory.spaces.declared import read_spaces_file
+
+    services = compose()["services"]
+    memory_agents = ("base-memory", "interaction-memory", "beads-sync")
+    for name in memory_agents:
+        mounts = services[name]["volumes"]
+        assert "spaces:/spaces" in mounts, name
+        assert "./agents/spaces.toml:/config/spaces.toml:ro" in mounts, name
+        environment = services[name]["environment"]
+        assert environment["SPADE_MEMORY_SPACES_DB"] == "/spaces/spaces.db", name
+        assert environment["SPADE_MEMORY_SPACES"] == "/config/spaces.toml", name
+    declared = read_spaces_file(ROOT / "agents" / "spaces.toml")
+    accounts = services["xmpp"]["environment"]["PROSODY_ACCOUNTS"].split()
+    users = {account.split(":")[0] + "@xmpp" for account in accounts}
+    for space in declared.spaces:  # every JID it names is an account Prosody creates
+        assert {space.owner, *space.members} <= users, space.name

@@ -17,18 +17,18 @@ import grimp
 import pytest
 
 PACKAGE = "spade_memory"
-SERVICES = ("base_memory", "interaction", "beads_sync")
+SERVICES = ("base_memory", "interaction", "beads_sync", "spaces")
 
 STORES = (
     "base_memory.store", "base_memory.ranking", "base_memory.dense", "base_memory.access",
-    "base_memory.schema", "base_memory.embeddings", "interaction.store",
-    "interaction.working_store", "interaction.context_dir", "beads_sync.store",
-    "storage", "beads",
+    "base_memory.schema", "base_memory.embeddings", "base_memory.journal", "base_memory.rows",
+    "interaction.store", "interaction.working_store", "interaction.context_dir",
+    "beads_sync.store", "beads_sync.access", "spaces.directory", "storage", "beads",
 )  # fmt: skip
 OPS = (
     "ops", "batch", "errors", "limits", "base_memory.ops", "interaction.ops",
     "interaction.notes", "interaction.working_ops", "interaction.context_ops",
-    "interaction.working_memory", "beads_sync.ops",
+    "interaction.working_memory", "beads_sync.ops", "spaces.ops", "spaces.names",
 )  # fmt: skip
 KERNEL = (
     "ops", "errors", "limits", "batch", "wire", "plugin", "serving", "transport", "reconnect",

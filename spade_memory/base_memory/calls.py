@@ -54,10 +54,16 @@ class BaseMemoryCalls(Transport):
         content: str,
         context: str | None = None,
         confidence: float = 1.0,
+        *,
+        space: str | None = None,
     ) -> str | None:
-        """Store a memory (the same content in the same category is reinforced, not
-        added twice). Returns its id."""
-        op = StoreMemory(category=category, content=content, context=context, confidence=confidence)
+        """Store a memory in the sender's personal space, or in a shared ``space`` where it
+        is a writer (the same content in the same category is reinforced, not added
+        twice). Returns its id; raises ``ResourceConstraint`` over a quota."""
+        op = StoreMemory(
+            category=category, content=content, context=context, confidence=confidence,
+            space=space,
+        )  # fmt: skip
         result = await self.request(self.base_memory_jid, op)
         return None if result is None else result.id
 
@@ -67,38 +73,57 @@ class BaseMemoryCalls(Transport):
         limit: int = 10,
         category: Category | None = None,
         mode: str = "semantic",
+        *,
+        space: str | list[str] | None = None,
     ) -> Memories:
-        """Memories ranked by relevance to ``query``, best first (see ``SearchMemories.mode``)."""
-        op = SearchMemories(query=query, limit=limit, category=category, mode=mode)
+        """Memories ranked by relevance to ``query``, best first (see ``SearchMemories.mode``).
+
+        ``space``: a space's name, several (``personal`` is the sender's own), or ``*``
+        for every space it reads; each memory says its ``space`` and ``author``.
+        """
+        op = SearchMemories(query=query, limit=limit, category=category, mode=mode, space=space)
         return await self._memories(op)
 
-    async def get_memories_by_category(self, category: Category, limit: int = 50) -> Memories:
-        """Memories of one category, most recently used first."""
-        return await self._memories(ListMemories(category=category, limit=limit))
+    async def get_memories_by_category(
+        self, category: Category, limit: int = 50, *, space: str | list[str] | None = None
+    ) -> Memories:
+        """Memories of one category, most recently used first (``space`` as in search)."""
+        return await self._memories(ListMemories(category=category, limit=limit, space=space))
 
-    async def get_recent_memories(self, limit: int = 10) -> Memories:
-        """Memories of any category, most recently used first."""
-        return await self._memories(RecentMemories(limit=limit))
+    async def get_recent_memories(
+        self, limit: int = 10, *, space: str | list[str] | None = None
+    ) -> Memories:
+        """Memories of any category, most recently used first (``space`` as in search)."""
+        return await self._memories(RecentMemories(limit=limit, space=space))
 
-    async def get_memory(self, memory_id: str) -> Memory | None:
-        """One memory; raises ``ItemNotFound`` if the sender has none with this id."""
-        return await self.request(self.base_memory_jid, GetMemory(id=memory_id))
+    async def get_memory(self, memory_id: str, *, space: str | None = None) -> Memory | None:
+        """One memory; raises ``ItemNotFound`` if the space (personal by default) has none
+        with this id."""
+        return await self.request(self.base_memory_jid, GetMemory(id=memory_id, space=space))
 
-    async def update_memory(self, memory_id: str, **changes: Any) -> Memory | None:
-        """Change any of ``content``, ``category``, ``context``, ``confidence``.
+    async def update_memory(
+        self, memory_id: str, *, space: str | None = None, **changes: Any
+    ) -> Memory | None:
+        """Change any of ``content``, ``category``, ``context``, ``confidence`` of a memory
+        the sender stored (or anyone's, in a space it administers).
 
-        Returns the memory as updated; raises ``ItemNotFound`` or ``BadRequest``.
+        Returns the memory as updated; raises ``ItemNotFound``, ``NotAuthorized`` (another
+        member's memory) or ``BadRequest``.
         """
-        return await self.request(self.base_memory_jid, UpdateMemory(id=memory_id, **changes))
+        op = UpdateMemory(id=memory_id, space=space, **changes)
+        return await self.request(self.base_memory_jid, op)
 
-    async def delete_memory(self, memory_id: str) -> bool:
-        """True if deleted; False if there was no such memory (or degraded)."""
+    async def delete_memory(self, memory_id: str, *, space: str | None = None) -> bool:
+        """True if deleted; False if there was no such memory (or degraded). Raises
+        ``NotAuthorized`` for another member's memory where the sender is no admin."""
         try:
-            result = await self.request(self.base_memory_jid, DeleteMemory(id=memory_id))
+            op = DeleteMemory(id=memory_id, space=space)
+            result = await self.request(self.base_memory_jid, op)
         except ItemNotFound:
             return False
         return result is not None
 
-    async def get_memory_stats(self) -> MemoryStats | None:
-        """Counts by category, average confidence, oldest and newest, and the ranking used."""
-        return await self.request(self.base_memory_jid, MemoryStatsOp())
+    async def get_memory_stats(self, *, space: str | None = None) -> MemoryStats | None:
+        """Counts by category, average confidence, oldest and newest, the ranking used, and
+        the usage against the quota (the sender's own, or a shared ``space``'s)."""
+        return await self.request(self.base_memory_jid, MemoryStatsOp(space=space))

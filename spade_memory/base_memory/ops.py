@@ -13,7 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, model_validator
 
-from ..ops import Limit, MemoryId, Op, Record
+from ..ops import PERSONAL, Limit, MemoryId, Op, Record
+from ..spaces.names import SpaceName, SpaceSelection
+from ..spaces.ops import SpaceOp
 
 Category = Literal["fact", "pattern", "preference", "capability"]
 """What kind of thing a memory is (spade_llm's four categories)."""
@@ -23,10 +25,17 @@ CATEGORIES: tuple[Category, ...] = ("fact", "pattern", "preference", "capability
 
 
 class Memory(Record):
-    """One long-term memory, owned by the bare JID that stored it."""
+    """One long-term memory: where it lives and who stored it.
+
+    ``space`` is ``personal`` (the reader's own space) or the shared space's name;
+    ``author`` (and, as spade_llm's readers expect, ``owner``) is the bare JID that
+    stored it, as XMPP authenticated it.
+    """
 
     id: str
     owner: str
+    space: str = PERSONAL
+    author: str | None = None
     # str, not Category: rows imported from spade_llm are kept as they are.
     category: str
     content: str
@@ -67,7 +76,9 @@ class MemoryList(Record):
 
 
 class MemoryStats(Record):
-    """Result of ``memory_stats`` for the sender's memories."""
+    """Result of ``memory_stats``: the memories of one space (the sender's own by default),
+    and what counts against a quota there: for the personal space, everything the sender
+    stored in any space against its own quota; for a shared space, the space's."""
 
     total_memories: int
     category_counts: dict[str, int]
@@ -78,34 +89,57 @@ class MemoryStats(Record):
     """How ``search_memories`` ranks: ``hybrid`` (BM25 + dense) or ``bm25`` alone."""
     free_disk_bytes: int | None = None
     """Free space on the disk holding the store (None when it cannot be told)."""
+    space: str = PERSONAL
+    used_memories: int = 0
+    used_bytes: int = 0
+    max_memories: int | None = None
+    max_bytes: int | None = None
 
 
 ChangeKind = Literal["stored", "updated", "deleted"]
 
 
 class Change(Record):
-    """One committed write; ``memory`` is the memory as it is now (None once deleted)."""
+    """One committed write; ``memory`` is the memory as it is now (None once deleted).
+
+    ``owner`` is who made the change, ``author`` who stored the memory, ``space`` the
+    shared space it is in (None for a personal memory)."""
 
     seq: int
     kind: ChangeKind
     memory_id: str
     owner: str
     memory: Memory | None = None
+    space: str | None = None
+    author: str | None = None
 
 
 class ChangeList(Record):
-    """Result of ``changes_since``; ``last_seq`` is the newest change recorded."""
+    """Result of ``changes_since``; ``last_seq`` is the newest change recorded.
+
+    ``complete`` is False when changes after the cursor were already forgotten (a space
+    keeps them 30 days): read the space again (``recent_memories``) instead."""
 
     changes: list[Change] = Field(default_factory=list)
     last_seq: int = 0
+    complete: bool = True
 
 
 # -- ops --------------------------------------------------------------------------
 
 
-class StoreMemory(Op[Stored]):
-    """Keep a memory (the same content in the same category is reinforced, not added)."""
+_ONE_SPACE = "Optional: a shared space to act in (default: the sender's personal space)"
+_READ_SPACES = (
+    "Optional: where to look: a space's name, a list of names (personal is the sender's"
+    " own space), or * for every space the sender can read (default: personal)"
+)
 
+
+class StoreMemory(Op[Stored]):
+    """Keep a memory (the same content in the same category of a space is reinforced,
+    not added)."""
+
+    need = "write"
     op: Literal["store_memory"] = "store_memory"
     category: Category = Field(
         description="Type of memory: fact (concrete info), pattern (observed behavior), "
@@ -120,18 +154,22 @@ class StoreMemory(Op[Stored]):
     confidence: float = Field(
         default=1.0, ge=0.0, le=1.0, description="Confidence level in this memory (0.0 to 1.0)"
     )
+    space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
 
 
 class GetMemory(Op[Memory]):
-    """One of the sender's memories by id (``item-not-found`` for anyone else's)."""
+    """One memory of a space the sender reads, by id (``item-not-found`` for anyone else's)."""
 
+    need = "read"
     op: Literal["get_memory"] = "get_memory"
     id: MemoryId
+    space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
 
 
 class SearchMemories(Op[MemoryList]):
     """Ranked search over content and context: BM25, fused with dense similarity when on."""
 
+    need = "read"
     op: Literal["search_memories"] = "search_memories"
     query: str = Field(
         description="Search query to find relevant memories. "
@@ -148,28 +186,36 @@ class SearchMemories(Op[MemoryList]):
         "knowledge_lookup (facts, patterns and capabilities only); "
         "any other value is answered as semantic, and the reply says so",
     )
+    space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
 
 
 class ListMemories(Op[MemoryList]):
     """Memories of one category, most recently accessed first."""
 
+    need = "read"
     op: Literal["list_memories"] = "list_memories"
     category: Category = Field(description="Category of memories to list")
     limit: Limit = Field(default=50, description="Maximum number of memories to retrieve")
+    space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
 
 
 class RecentMemories(Op[MemoryList]):
     """Memories of any category, most recently accessed first."""
 
+    need = "read"
     op: Literal["recent_memories"] = "recent_memories"
     limit: Limit = 10
+    space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
 
 
 class UpdateMemory(Op[Memory]):
-    """Change any of content, category, context and confidence."""
+    """Change any of content, category, context and confidence (of a memory the sender
+    stored, or of anyone's in a space it administers)."""
 
+    need = "write"
     op: Literal["update_memory"] = "update_memory"
     id: MemoryId
+    space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
     content: str | None = Field(default=None, min_length=1)
     category: Category | None = None
     context: str | None = None
@@ -188,20 +234,26 @@ class UpdateMemory(Op[Memory]):
 
 
 class DeleteMemory(Op[Deleted]):
-    """Forget one of the sender's memories."""
+    """Forget a memory the sender stored (or anyone's, in a space it administers)."""
 
+    need = "write"
     op: Literal["delete_memory"] = "delete_memory"
     id: MemoryId
+    space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
 
 
 class MemoryStatsOp(Op[MemoryStats]):
-    """Counts of the sender's memories, by category, and how search ranks."""
+    """Counts of a space's memories (the sender's own by default), by category, its usage
+    against its quota, and how search ranks."""
 
+    need = "read"
     op: Literal["memory_stats"] = "memory_stats"
+    space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
 
 
 class ChangesSince(Op[ChangeList]):
-    """The base memory agent's committed changes after ``after``, oldest first.
+    """Committed changes after ``after``, oldest first: a shared space's (for its members,
+    to catch up after being offline), or the whole base memory agent's (for its mirror).
 
     Every store, update and delete appends a change in its own transaction, so
     nothing acknowledged is missing from this feed. Only the configured mirror
@@ -209,9 +261,15 @@ class ChangesSince(Op[ChangeList]):
     that everything up to N is mirrored, and the agent forgets those.
     """
 
+    need = "read"
     op: Literal["changes_since"] = "changes_since"
     after: int = Field(default=0, ge=0, description="The last change already mirrored")
     limit: Limit = 500
+    space: SpaceName | None = Field(
+        default=None,
+        description="A shared space: its changes after the cursor ``after``, for any of its"
+        " members (without it: the whole feed, for the mirror only)",
+    )
 
 
 BaseMemoryOp = Annotated[
@@ -223,10 +281,12 @@ BaseMemoryOp = Annotated[
     | UpdateMemory
     | DeleteMemory
     | MemoryStatsOp
-    | ChangesSince,
+    | ChangesSince
+    | SpaceOp,
     Field(discriminator="op"),
 ]
-"""Any request the base memory agent serves, tagged by ``op``."""
+"""Any request the base memory agent serves, tagged by ``op``: its memories' and the
+spaces' (see ``spaces.ops``)."""
 
 WRITE_OPS: tuple[type[Op[Any]], ...] = (StoreMemory, UpdateMemory, DeleteMemory)
 """Ops whose effect must happen once per request id, however often it is sent."""

@@ -1,7 +1,8 @@
 """How the long-term store ranks: BM25 alone, or BM25 fused with dense similarity.
 
-``Ranking`` owns the optional embedder and, per owner, a cached matrix of
-memory vectors that follows every committed write. Vectors are stored with
+``Ranking`` owns the optional embedder and, per space (an owner's personal
+space or a shared one), a cached matrix of memory vectors that follows every
+committed write. A search over several spaces fuses over all of them. Vectors are stored with
 the memories (table ``embeddings``, deleted with them), computed off the
 event loop, and filled in for memories stored before dense search was on.
 Ranking runs inside the store's transaction, on its connection, so no write
@@ -30,8 +31,8 @@ BM25_CANDIDATES = 200
 """How many BM25 matches enter the fusion (dense similarity covers every memory)."""
 
 
-CACHED_OWNERS = 64
-"""Owners whose vector matrix stays in memory between searches (least recent dropped)."""
+CACHED_SPACES = 64
+"""Spaces whose vector matrix stays in memory between searches (least recent dropped)."""
 MIN_SIMILARITY = 0.25
 """Cosine a memory needs to be returned on meaning alone (unrelated text scores near 0)."""
 
@@ -53,11 +54,15 @@ class Ranking:
         """``hybrid`` with an embedder, ``bm25`` without."""
         return "bm25" if self.embedder is None else "hybrid"
 
-    def moved(self, owner: str, moved: Moved) -> None:
-        """Committed vector changes of the owner's memories reach the cached matrix."""
-        index = self._indexes.get(owner)
+    def moved(self, space: str, moved: Moved) -> None:
+        """Committed vector changes of a space's memories reach its cached matrix."""
+        index = self._indexes.get(space)
         if moved and index is not None:
-            self._indexes[owner] = index.changed(moved)
+            self._indexes[space] = index.changed(moved)
+
+    def forget(self, space: str) -> None:
+        """Drop a space's cached matrix (the space is gone)."""
+        self._indexes.pop(space, None)
 
     async def embed(self, texts: Sequence[str]) -> list[Any]:
         """One vector per text, in one model call off the event loop (None without a model)."""
@@ -75,27 +80,29 @@ class Ranking:
     async def rank(
         self,
         db: aiosqlite.Connection,
-        owner: str,
+        spaces: Sequence[str],
         query: str,
         categories: Sequence[str] | None,
         limit: int,
         query_vector: Any,
-        pending: Moved,
+        pending: dict[str, Moved],
     ) -> list[int]:
-        """The seqs of the owner's best memories for ``query``, best first.
+        """The seqs of the best memories of ``spaces`` for ``query``, best first.
 
-        ``pending`` are vector changes of this transaction, not committed yet.
+        ``pending`` are vector changes of this transaction, not committed yet, by space.
         """
         expression = match_expression(query)
-        bm25 = await _bm25(db, owner, expression, categories, max(limit, BM25_CANDIDATES))
+        bm25 = await _bm25(db, spaces, expression, categories, max(limit, BM25_CANDIDATES))
         if self.embedder is None or query_vector is None:
             return _best(bm25, limit)
         from .dense import fuse
 
-        index = await self._index(db, owner, pending)
-        dense = index.similarities(query_vector)
+        dense: dict[int, float] = {}
+        for space in spaces:
+            index = await self._index(db, space, pending.get(space, {}))
+            dense.update(index.similarities(query_vector))
         if categories is not None:
-            allowed = await _seqs_in(db, owner, categories)
+            allowed = await _seqs_in(db, spaces, categories)
             dense = {seq: score for seq, score in dense.items() if seq in allowed}
         fused = fuse(bm25, dense)
         # a memory no word of the query matched must at least be similar in meaning
@@ -106,36 +113,36 @@ class Ranking:
         }
         return _best(relevant, limit)
 
-    async def _index(self, db: aiosqlite.Connection, owner: str, pending: Moved) -> DenseIndex:
-        index = self._indexes.get(owner)
+    async def _index(self, db: aiosqlite.Connection, space: str, pending: Moved) -> DenseIndex:
+        index = self._indexes.get(space)
         if index is not None:
-            self._indexes.move_to_end(owner)
+            self._indexes.move_to_end(space)
             return index.changed(pending) if pending else index
-        await self._fill_missing(db, owner)
+        await self._fill_missing(db, space)
         from .dense import DenseIndex
 
         rows = await db.execute_fetchall(
             "SELECT e.seq, e.vector FROM embeddings e JOIN memories m ON m.seq = e.seq"
-            " WHERE m.owner = ?",
-            (owner,),
+            " WHERE m.space = ?",
+            (space,),
         )
         assert self.embedder is not None
         index = DenseIndex.from_rows(
             [(int(r[0]), bytes(r[1])) for r in rows], self.embedder.dimensions
         )
         if not pending:  # built from committed rows only: it may be kept
-            self._indexes[owner] = index
-            while len(self._indexes) > CACHED_OWNERS:
+            self._indexes[space] = index
+            while len(self._indexes) > CACHED_SPACES:
                 self._indexes.popitem(last=False)
         return index
 
-    async def _fill_missing(self, db: aiosqlite.Connection, owner: str) -> None:
-        """Embed the owner's memories that have no vector yet (stored without the extra)."""
+    async def _fill_missing(self, db: aiosqlite.Connection, space: str) -> None:
+        """Embed the space's memories that have no vector yet (stored without the extra)."""
         assert self.embedder is not None
         missing = await db.execute_fetchall(
             "SELECT m.seq, m.content, m.context FROM memories m"
-            " LEFT JOIN embeddings e ON e.seq = m.seq WHERE m.owner = ? AND e.seq IS NULL",
-            (owner,),
+            " LEFT JOIN embeddings e ON e.seq = m.seq WHERE m.space = ? AND e.seq IS NULL",
+            (space,),
         )
         if not missing:
             return
@@ -156,14 +163,15 @@ def _best(scores: dict[int, float], limit: int) -> list[int]:
 
 async def _bm25(
     db: aiosqlite.Connection,
-    owner: str,
+    spaces: Sequence[str],
     expression: str | None,
     categories: Sequence[str] | None,
     limit: int,
 ) -> dict[int, float]:
     if expression is None:
         return {}
-    where, params = "memories_fts MATCH ? AND m.owner = ?", [expression, owner]
+    where = f"memories_fts MATCH ? AND m.space IN ({', '.join('?' * len(spaces))})"
+    params = [expression, *spaces]
     if categories is not None:
         where += f" AND m.category IN ({', '.join('?' * len(categories))})"
         params.extend(categories)
@@ -176,10 +184,12 @@ async def _bm25(
     return {int(seq): -float(rank) for seq, rank in rows}
 
 
-async def _seqs_in(db: aiosqlite.Connection, owner: str, categories: Sequence[str]) -> set[int]:
+async def _seqs_in(
+    db: aiosqlite.Connection, spaces: Sequence[str], categories: Sequence[str]
+) -> set[int]:
     rows = await db.execute_fetchall(
-        "SELECT seq FROM memories WHERE owner = ?"
+        f"SELECT seq FROM memories WHERE space IN ({', '.join('?' * len(spaces))})"
         f" AND category IN ({', '.join('?' * len(categories))})",
-        (owner, *categories),
+        (*spaces, *categories),
     )
     return {int(row[0]) for row in rows}

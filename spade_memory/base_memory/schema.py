@@ -16,6 +16,7 @@ import aiosqlite
 
 from ..storage import requests
 from ..storage.connection import Migration
+from . import journal
 
 _V1 = (
     """CREATE TABLE memories (
@@ -152,4 +153,26 @@ async def _add_vectors_and_content_keys(db: aiosqlite.Connection) -> None:
     await db.execute("CREATE INDEX memories_same ON memories(owner, category, content_key)")
 
 
-MIGRATIONS: list[Migration] = [_create_v1, _add_change_feed, _add_vectors_and_content_keys]
+_SPACES = (
+    # a memory's space: its author's bare JID for a personal memory, a space's id otherwise;
+    # owner stays the author (the authenticated JID that stored it)
+    "ALTER TABLE memories ADD COLUMN space TEXT",
+    "UPDATE memories SET space = owner",
+    "DROP INDEX memories_owner_recent",
+    "DROP INDEX memories_owner_category",
+    "DROP INDEX memories_same",
+    "CREATE INDEX memories_space_recent ON memories(space, last_accessed DESC)",
+    "CREATE INDEX memories_space_category ON memories(space, category, last_accessed DESC)",
+    "CREATE INDEX memories_same ON memories(space, category, content_key)",
+    *journal.CREATE,
+)
+
+
+async def _add_spaces(db: aiosqlite.Connection) -> None:
+    for statement in _SPACES:
+        await db.execute(statement)
+
+
+MIGRATIONS: list[Migration] = [
+    _create_v1, _add_change_feed, _add_vectors_and_content_keys, _add_spaces,
+]  # fmt: skip

@@ -8,32 +8,41 @@ one call, off the event loop. Writes carrying a request id are applied once:
 the id and the result are recorded in the same transaction as the change, so
 a retried request (even after a crash) gets the first answer back instead of
 a second memory.
+
+Each request acts on the places its service checked (``Request.places``: the
+sender's personal space when none are given). A memory's row carries its
+space's key and its author; every write leaves its trace in the ``journal``
+(change feed, a shared space's journal, usage against the quotas) in the same
+transaction, and a shared space's committed writes reach ``on_events``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import sqlite3
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 from pydantic import TypeAdapter
 
-from ..errors import ItemNotFound
-from ..ops import AppliesOps, Op, Outcome, Record, Request
+from ..errors import ItemNotFound, MemoryServiceError, NotAuthorized
+from ..limits import Limits
+from ..ops import AppliesOps, Op, Outcome, Place, Record, Request
 from ..storage import requests
 from ..storage.batches import apply_all
 from ..storage.connection import Synchronous, Transactions, open_migrated
 from ..storage.faults import free_bytes
 from ..storage.manifest import Manifest
+from . import journal
 from .access import AccessLog
+from .journal import SpaceEvent
 from .ops import (
     Change,
     ChangeKind,
@@ -54,16 +63,13 @@ from .ops import (
     UpdateMemory,
 )
 from .ranking import Moved, Ranking, embedding_text
+from .rows import COLUMNS, SIZE, Row, as_datetime, newest, select
 from .schema import MIGRATIONS, content_key
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
 
 logger = logging.getLogger("spade_memory.base_memory")
-_COLUMNS = (
-    "m.id, m.owner, m.category, m.content, m.context, m.confidence,"
-    " m.created_at, m.last_accessed, m.access_count, m.seq"
-)
 _results: TypeAdapter[Stored | Deleted | Memory] = TypeAdapter(Stored | Deleted | Memory)
 SEARCH_MODES = ("semantic", "session_recovery", "knowledge_lookup")
 KNOWLEDGE = ("fact", "pattern", "capability")
@@ -75,19 +81,22 @@ class _Work:
     """What one batch carries through its handlers."""
 
     owner: str
+    """The sender: the author of what it stores, the actor of what it changes."""
     vectors: dict[int, Any] = field(default_factory=dict)
     """Embeddings computed before the transaction, by ``id(request)``."""
-    moved: Moved = field(default_factory=dict)
-    """Vector changes of the ops that succeeded so far (committed with the batch)."""
-    current: Moved = field(default_factory=dict)
+    moved: dict[str, Moved] = field(default_factory=dict)
+    """Vector changes of the ops that succeeded so far, by space (committed with the batch)."""
+    current: dict[str, Moved] = field(default_factory=dict)
     """Vector changes of the op being applied (kept only if it succeeds)."""
+    events: dict[int, list[SpaceEvent]] = field(default_factory=dict)
+    """Shared spaces' events of each request, by ``id(request)``."""
 
 
 Handler = Callable[[aiosqlite.Connection, Request, _Work], Awaitable[Record]]
 
 
 class LongTermStore(AppliesOps):
-    """Long-term memories of many owners in one SQLite file."""
+    """Long-term memories of many owners and spaces in one SQLite file."""
 
     def __init__(
         self,
@@ -96,9 +105,14 @@ class LongTermStore(AppliesOps):
         *,
         path: Path | None = None,
         manifest: Manifest | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self._tx = Transactions(db, path, manifest)
         self.ranking = Ranking(embedder)
+        self.limits = limits or Limits()
+        """Its quotas (memories and bytes per author and per shared space)."""
+        self.on_events: Callable[[list[SpaceEvent]], None] | None = None
+        """Told of every committed write in a shared space (its subscribers' notices)."""
         self._requests = requests.RequestLog()
         self._accesses = AccessLog()
         self._flush_timer: asyncio.TimerHandle | None = None
@@ -122,14 +136,15 @@ class LongTermStore(AppliesOps):
         synchronous: Synchronous = "NORMAL",
         embedder: Embedder | None = None,
         manifest: Manifest | None = None,
+        limits: Limits | None = None,
     ) -> LongTermStore:
         """Open (creating or migrating) the store at ``path``; an embedder adds dense search.
 
         Returns the open store; raises ``StoreFault`` naming the file when it is
         damaged, lost (held more, says ``manifest``) or cannot be opened.
         """
-        db = await open_migrated(path, MIGRATIONS, synchronous, manifest, requests.forget_old)
-        return cls(db, embedder, path=Path(path), manifest=manifest)
+        db = await open_migrated(path, MIGRATIONS, synchronous, manifest, _forget_old)
+        return cls(db, embedder, path=Path(path), manifest=manifest, limits=limits)
 
     async def close(self) -> None:
         """Write pending access counts (if the disk lets it) and close the file, always."""
@@ -144,19 +159,64 @@ class LongTermStore(AppliesOps):
             await self._tx.close()
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
-        """Apply the ops of ``requests`` to ``owner``'s memories, in one transaction."""
+        """Apply the ops of ``requests`` for ``owner`` (the sender), in one transaction."""
         work = _Work(owner, vectors=await self._embed(requests))
         if self._accesses and any(
             isinstance(r.op, ListMemories | RecentMemories) for r in requests
         ):
             await self.flush_accesses()  # they order by last access
         outcomes = await apply_all(self._tx, requests, lambda db, r: self._apply_one(db, r, work))
-        self.ranking.moved(owner, work.moved)  # committed: the cached vectors follow
+        for space, moved in work.moved.items():  # committed: the cached vectors follow
+            self.ranking.moved(space, moved)
+        events = [
+            event
+            for request, outcome in zip(requests, outcomes, strict=True)
+            if not isinstance(outcome, MemoryServiceError)
+            for event in work.events.get(id(request), [])
+        ]
+        if events and self.on_events is not None:
+            self.on_events(events)
         return outcomes
 
     async def changes_since(self, after: int, limit: int = 500) -> ChangeList:
         """The committed changes after ``after``, oldest first; forgets those up to it."""
         return await self.apply("", ChangesSince(after=after, limit=limit))
+
+    async def purge_space(self, key: str) -> int:
+        """Delete every memory of the shared space ``key`` (the space is being deleted):
+        each deletion reaches the change feed, the space's usage and journal go, and its
+        authors' usage gives back what it held. Returns how many memories went."""
+        async with self._tx.write() as db:
+            authors = await db.execute_fetchall(
+                f"SELECT owner, COUNT(*), SUM({SIZE}) FROM memories WHERE space = ? GROUP BY owner",
+                (key,),
+            )
+            gone = list(
+                await db.execute_fetchall(
+                    "DELETE FROM memories WHERE space = ? RETURNING id, owner", (key,)
+                )
+            )
+            place = Place(key, name=key)  # its journal goes below: the mirror's feed stays
+            for memory_id, author in gone:
+                await journal.record(
+                    db, "deleted", str(memory_id), actor=str(author), author=str(author),
+                    place=place,
+                )  # fmt: skip
+            await journal.forget_space(
+                db, key, [(str(a), int(n), int(size or 0)) for a, n, size in authors]
+            )
+        self.ranking.forget(key)
+        return len(gone)
+
+    async def newest_event(self, key: str) -> int:
+        """The newest seq of the shared space ``key``'s journal (0 when it has none)."""
+        async with self._tx.write() as db:  # between transactions, never inside one
+            return await journal.newest_event(db, key)
+
+    async def usage(self, subject: str) -> tuple[int, int]:
+        """(memories, bytes) held by ``owner:JID`` or ``space:KEY``."""
+        async with self._tx.write() as db:
+            return await journal.usage_of(db, subject)
 
     async def flush_accesses(self) -> None:
         """Write the access counts noted by reads (see ``AccessLog``); kept for a later
@@ -172,7 +232,8 @@ class LongTermStore(AppliesOps):
     async def _apply_one(self, db: aiosqlite.Connection, request: Request, work: _Work) -> Record:
         work.current = {}
         result = await self._handlers[type(request.op)](db, request, work)
-        work.moved.update(work.current)
+        for space, moved in work.current.items():
+            work.moved.setdefault(space, {}).update(moved)
         return result
 
     async def _embed(self, requests: Sequence[Request]) -> dict[int, Any]:
@@ -191,74 +252,95 @@ class LongTermStore(AppliesOps):
 
     async def _get(self, db: aiosqlite.Connection, request: Request, work: _Work) -> Memory:
         assert isinstance(request.op, GetMemory)
-        found = await _select(db, "WHERE m.id = ? AND m.owner = ?", (request.op.id, work.owner))
+        (place,) = request.places_of(work.owner)
+        found = await select(db, "WHERE m.id = ? AND m.space = ?", (request.op.id, place.key))
         if not found:
             raise ItemNotFound(f"no memory {request.op.id!r}")
-        return self._count_access(found)[0]
+        return self._count_access(found, _names(request, work))[0]
 
     async def _list(self, db: aiosqlite.Connection, request: Request, work: _Work) -> MemoryList:
         op = request.op
         assert isinstance(op, ListMemories | RecentMemories)
-        where, params = "WHERE m.owner = ?", [work.owner]
+        keys = [place.key for place in request.places_of(work.owner)]
+        where, params = f"WHERE m.space IN ({', '.join('?' * len(keys))})", list(keys)
         if isinstance(op, ListMemories):
             where += " AND m.category = ?"
             params.append(op.category)
         order = " ORDER BY m.last_accessed DESC, m.seq DESC LIMIT ?"
-        found = await _select(db, where + order, (*params, op.limit))
-        return MemoryList(memories=self._count_access(found))
+        found = await select(db, where + order, (*params, op.limit))
+        return MemoryList(memories=self._count_access(found, _names(request, work)))
 
     async def _search(self, db: aiosqlite.Connection, request: Request, work: _Work) -> MemoryList:
         op = request.op
         assert isinstance(op, SearchMemories)
+        keys = [place.key for place in request.places_of(work.owner)]
         mode, note = op.mode, None
         if mode not in SEARCH_MODES:
             mode, note = "semantic", f"unknown mode {op.mode!r}; answered as semantic"
         if mode == "session_recovery":
-            found = await _newest(db, work.owner, op)
+            found = await newest(db, keys, op)
         else:
             categories: list[str] | None = None if op.category is None else [op.category]
             if mode == "knowledge_lookup":
                 categories = [c for c in KNOWLEDGE if op.category in (None, c)]
             seqs = await self.ranking.rank(
-                db, work.owner, op.query, categories, op.limit,
+                db, keys, op.query, categories, op.limit,
                 work.vectors.get(id(request)), work.moved,
             )  # fmt: skip
-            rows = await _select(db, f"WHERE m.seq IN ({', '.join('?' * len(seqs))})", seqs)
+            rows = await select(db, f"WHERE m.seq IN ({', '.join('?' * len(seqs))})", seqs)
             by_seq = {row.seq: row for row in rows}
             found = [by_seq[seq] for seq in seqs if seq in by_seq]
-        return MemoryList(memories=self._count_access(found), mode=mode, note=note)
+        memories = self._count_access(found, _names(request, work))
+        return MemoryList(memories=memories, mode=mode, note=note)
 
-    async def _stats(self, db: aiosqlite.Connection, _request: Request, work: _Work) -> MemoryStats:
+    async def _stats(self, db: aiosqlite.Connection, request: Request, work: _Work) -> MemoryStats:
+        (place,) = request.places_of(work.owner)
         (row,) = await db.execute_fetchall(
             "SELECT COUNT(*), AVG(confidence), MIN(created_at), MAX(created_at)"
-            " FROM memories WHERE owner = ?",
-            (work.owner,),
+            " FROM memories WHERE space = ?",
+            (place.key,),
         )
         by_category = await db.execute_fetchall(
-            "SELECT category, COUNT(*) FROM memories WHERE owner = ? GROUP BY category",
-            (work.owner,),
+            "SELECT category, COUNT(*) FROM memories WHERE space = ? GROUP BY category",
+            (place.key,),
         )
         counts = {str(category): int(n) for category, n in by_category}
         total, average, oldest, newest = row
+        if place.personal:  # what the sender stored anywhere, against its own quota
+            subject = f"owner:{work.owner}"
+            most, most_bytes = self.limits.max_memories_per_owner, self.limits.max_bytes_per_owner
+        else:
+            subject = f"space:{place.key}"
+            most = place.max_memories or self.limits.max_memories_per_space
+            most_bytes = place.max_bytes or self.limits.max_bytes_per_space
+        used, used_bytes = await journal.usage_of(db, subject)
         return MemoryStats(
             total_memories=int(total),
             category_counts=counts,
             avg_confidence=None if average is None else float(average),
-            oldest_memory=None if oldest is None else _datetime(oldest),
-            newest_memory=None if newest is None else _datetime(newest),
+            oldest_memory=None if oldest is None else as_datetime(oldest),
+            newest_memory=None if newest is None else as_datetime(newest),
             search=self.ranking.kind,
             free_disk_bytes=free_bytes(self._tx.path),
+            space=place.name,
+            used_memories=used,
+            used_bytes=used_bytes,
+            max_memories=most,
+            max_bytes=most_bytes,
         )
 
     async def _changes_since(
-        self, db: aiosqlite.Connection, request: Request, _work: _Work
+        self, db: aiosqlite.Connection, request: Request, work: _Work
     ) -> ChangeList:
         op = request.op
         assert isinstance(op, ChangesSince)
+        if op.space is not None:
+            (place,) = request.places_of(work.owner)
+            return await self._journal(db, place, op.after, op.limit)
         await db.execute("DELETE FROM changes WHERE seq <= ?", (op.after,))
         rows = await db.execute_fetchall(
-            f"SELECT c.seq, c.kind, c.memory_id, c.owner, {_COLUMNS} FROM changes c"
-            " LEFT JOIN memories m ON m.id = c.memory_id"
+            f"SELECT c.seq, c.kind, c.memory_id, c.owner, c.space, c.author, {COLUMNS}"
+            " FROM changes c LEFT JOIN memories m ON m.id = c.memory_id"
             " WHERE c.seq > ? ORDER BY c.seq LIMIT ?",
             (op.after, op.limit),
         )
@@ -269,21 +351,47 @@ class LongTermStore(AppliesOps):
                 kind=row[1],
                 memory_id=row[2],
                 owner=row[3],
-                memory=None if row[4] is None else _Row(tuple(row[4:])).memory(),
+                space=row[4],
+                author=row[5],
+                memory=None if row[6] is None else Row(tuple(row[6:])).memory(),
             )
             for row in rows
         ]
         last_seq = int(next(iter(newest))[0]) if newest else 0
         return ChangeList(changes=changes, last_seq=last_seq)
 
-    def _count_access(self, found: Sequence[_Row]) -> list[Memory]:
+    async def _journal(
+        self, db: aiosqlite.Connection, place: Place, after: int, limit: int
+    ) -> ChangeList:
+        """A shared space's changes after ``after``, with each memory as it is now."""
+        entries, last, complete = await journal.journal(db, place.key, after, limit)
+        ids = [memory_id for _, _, memory_id, _, _ in entries]
+        rows = await select(db, f"WHERE m.id IN ({', '.join('?' * len(ids))})", ids)
+        now = {row.values[0]: row.memory({place.key: place.name}) for row in rows}
+        changes = [
+            Change(
+                seq=seq,
+                kind=kind,
+                memory_id=memory_id,
+                owner=actor,
+                space=place.name,
+                author=author,
+                memory=None if kind == "deleted" else now.get(memory_id),
+            )
+            for seq, kind, memory_id, author, actor in entries
+        ]
+        return ChangeList(changes=changes, last_seq=last, complete=complete)
+
+    def _count_access(self, found: Sequence[Row], names: Mapping[str, str]) -> list[Memory]:
         now, pending = self._accesses.note([row.seq for row in found])
         if len(self._accesses) >= 1000:
             self._start_flush()
         elif self._flush_timer is None and found:
             loop = asyncio.get_running_loop()
             self._flush_timer = loop.call_later(AccessLog.FLUSH_AFTER_SECONDS, self._start_flush)
-        return [row.memory(accessed_at=now, extra_accesses=pending[row.seq]) for row in found]
+        return [
+            row.memory(names, accessed_at=now, extra_accesses=pending[row.seq]) for row in found
+        ]
 
     def _start_flush(self) -> None:
         if self._flush_timer is not None:
@@ -295,13 +403,15 @@ class LongTermStore(AppliesOps):
     # -- writes -----------------------------------------------------------------------
 
     async def _store(self, db: aiosqlite.Connection, request: Request, work: _Work) -> Record:
-        """A new memory, or the owner's same memory (same category and content) reinforced."""
+        """A new memory, or the space's same memory (same category and content) reinforced."""
         op, owner = request.op, work.owner
         assert isinstance(op, StoreMemory)
+        (place,) = request.places_of(owner)
         key, now = content_key(op.content), time.time()
         same = await db.execute_fetchall(
-            "SELECT id FROM memories WHERE owner = ? AND category = ? AND content_key = ? LIMIT 1",
-            (owner, op.category, key),
+            "SELECT id, owner FROM memories WHERE space = ? AND category = ? AND content_key = ?"
+            " LIMIT 1",
+            (place.key, op.category, key),
         )
         memory_id = str(next(iter(same))[0]) if same else str(uuid.uuid4())
         stored = Stored(id=memory_id, deduplicated=bool(same))
@@ -316,17 +426,24 @@ class LongTermStore(AppliesOps):
                 " access_count = access_count + 1, last_accessed = ? WHERE id = ?",
                 (op.confidence, now, memory_id),
             )
-            await _record_change(db, "updated", memory_id, owner)
+            author = str(next(iter(same))[1])
+            await self._changed(db, request, work, "updated", memory_id, author, place)
             return stored
+        size = journal.size_of(op.content, op.context)
+        await journal.check_quota(db, self.limits, owner, place, 1, size)
         cursor = await db.execute(
             "INSERT INTO memories (id, owner, category, content, context, confidence,"
-            " created_at, last_accessed, access_count, content_key)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
-            (memory_id, owner, op.category, op.content, op.context, op.confidence, now, now, key),
-        )
+            " created_at, last_accessed, access_count, content_key, space)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+            (memory_id, owner, op.category, op.content, op.context, op.confidence, now, now, key,
+             place.key),
+        )  # fmt: skip
         assert cursor.lastrowid is not None
-        await self._keep_vector(db, cursor.lastrowid, work.vectors.get(id(request)), work)
-        await _record_change(db, "stored", memory_id, owner)
+        await journal.use(db, owner, place, 1, size)
+        await self._keep_vector(
+            db, cursor.lastrowid, place.key, work.vectors.get(id(request)), work
+        )
+        await self._changed(db, request, work, "stored", memory_id, owner, place)
         return stored
 
     async def _update(self, db: aiosqlite.Connection, request: Request, work: _Work) -> Record:
@@ -334,22 +451,26 @@ class LongTermStore(AppliesOps):
         assert isinstance(op, UpdateMemory)
         if earlier := await requests.earlier(db, owner, request.id, _results.validate_json):
             return earlier
+        (place,) = request.places_of(owner)
+        row = await self._changeable(db, op.id, place, owner)
+        before = row.memory()
         changes = op.changes()
         if op.content is not None:
             changes["content_key"] = content_key(op.content)
+        grown = journal.size_of(op.content or before.content, op.context or before.context)
+        grown -= journal.size_of(before.content, before.context)
+        await journal.check_quota(db, self.limits, before.owner, place, 0, grown)
         assignments = ", ".join(f"{name} = ?" for name in changes)
-        cursor = await db.execute(
-            f"UPDATE memories SET {assignments} WHERE id = ? AND owner = ?",
-            (*changes.values(), op.id, owner),
+        await db.execute(
+            f"UPDATE memories SET {assignments} WHERE seq = ?", (*changes.values(), row.seq)
         )
-        if cursor.rowcount == 0:
-            raise ItemNotFound(f"no memory {op.id!r}")
-        (row,) = await _select(db, "WHERE m.id = ? AND m.owner = ?", (op.id, owner))
-        memory = row.memory()
+        await journal.use(db, before.owner, place, 0, grown)
+        (row,) = await select(db, "WHERE m.seq = ?", (row.seq,))
+        memory = row.memory({place.key: place.name})
         if op.content is not None or op.context is not None:  # its vector follows its text
             (vector,) = await self.ranking.embed([embedding_text(memory.content, memory.context)])
-            await self._keep_vector(db, row.seq, vector, work)
-        await _record_change(db, "updated", op.id, owner)
+            await self._keep_vector(db, row.seq, place.key, vector, work)
+        await self._changed(db, request, work, "updated", op.id, memory.owner, place)
         await self._requests.claim(db, owner, request.id, memory)
         return memory
 
@@ -358,19 +479,62 @@ class LongTermStore(AppliesOps):
         assert isinstance(op, DeleteMemory)
         if earlier := await requests.earlier(db, owner, request.id, _results.validate_json):
             return earlier
-        gone = await db.execute_fetchall(
-            "DELETE FROM memories WHERE id = ? AND owner = ? RETURNING seq", (op.id, owner)
-        )
-        if not gone:
-            raise ItemNotFound(f"no memory {op.id!r}")
-        work.current[int(next(iter(gone))[0])] = None  # its vector went with it (CASCADE)
-        await _record_change(db, "deleted", op.id, owner)
+        (place,) = request.places_of(owner)
+        row = await self._changeable(db, op.id, place, owner)
+        gone = row.memory()
+        await db.execute("DELETE FROM memories WHERE seq = ?", (row.seq,))
+        work.current.setdefault(place.key, {})[row.seq] = None  # its vector went (CASCADE)
+        await journal.use(db, gone.owner, place, -1, -journal.size_of(gone.content, gone.context))
+        await self._changed(db, request, work, "deleted", op.id, gone.owner, place)
         deleted = Deleted(id=op.id)
         await self._requests.claim(db, owner, request.id, deleted)
         return deleted
 
+    @staticmethod
+    async def _changeable(
+        db: aiosqlite.Connection, memory_id: str, place: Place, sender: str
+    ) -> Row:
+        """The memory ``sender`` may change: its own, or anyone's where it is an admin.
+
+        Raises ``ItemNotFound`` when the place has no such memory and
+        ``NotAuthorized`` when another member stored it.
+        """
+        found = await select(db, "WHERE m.id = ? AND m.space = ?", (memory_id, place.key))
+        if not found:
+            raise ItemNotFound(f"no memory {memory_id!r}")
+        if found[0].values[1] != sender and not place.may_change_any:
+            raise NotAuthorized(
+                f"memory {memory_id!r} was stored by {found[0].values[1]}; only its author"
+                f" or an admin of {place.name!r} may change it"
+            )
+        return found[0]
+
+    async def _changed(
+        self,
+        db: aiosqlite.Connection,
+        request: Request,
+        work: _Work,
+        kind: ChangeKind,
+        memory_id: str,
+        author: str,
+        place: Place,
+    ) -> None:
+        """Record a committed write; in a shared space, keep its event (with the memory as
+        it is now) for the subscribers, should the request succeed."""
+        event = await journal.record(
+            db, kind, memory_id, actor=work.owner, author=author, place=place
+        )
+        if event is None:
+            return
+        memory = None
+        if kind != "deleted":
+            (row,) = await select(db, "WHERE m.id = ?", (memory_id,))
+            memory = row.memory({place.key: place.name})
+        event = dataclasses.replace(event, name=place.name, memory=memory)
+        work.events.setdefault(id(request), []).append(event)
+
     async def _keep_vector(
-        self, db: aiosqlite.Connection, seq: int, vector: Any, work: _Work
+        self, db: aiosqlite.Connection, seq: int, space: str, vector: Any, work: _Work
     ) -> None:
         """Store (or, with None, drop) a memory's vector, and note it in ``work.current``."""
         await db.execute("DELETE FROM embeddings WHERE seq = ?", (seq,))
@@ -381,58 +545,15 @@ class LongTermStore(AppliesOps):
                 "INSERT INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
                 (seq, self.ranking.embedder.name, blob),
             )
-        work.current[seq] = blob
+        work.current.setdefault(space, {})[seq] = blob
 
 
-async def _record_change(
-    db: aiosqlite.Connection, kind: ChangeKind, memory_id: str, owner: str
-) -> None:
-    await db.execute(
-        "INSERT INTO changes (kind, memory_id, owner) VALUES (?, ?, ?)", (kind, memory_id, owner)
-    )
+async def _forget_old(db: aiosqlite.Connection) -> None:
+    """At open: applied request ids and journal entries past their time."""
+    await requests.forget_old(db)
+    await journal.forget_old_events(db)
 
 
-async def _newest(db: aiosqlite.Connection, owner: str, op: SearchMemories) -> list[_Row]:
-    """``session_recovery``: what the owner stored most recently, newest first."""
-    where, params = "WHERE m.owner = ?", [owner]
-    if op.category is not None:
-        where += " AND m.category = ?"
-        params.append(op.category)
-    order = " ORDER BY m.created_at DESC, m.seq DESC LIMIT ?"
-    return await _select(db, where + order, (*params, op.limit))
-
-
-class _Row:
-    """A selected memory row before it becomes a ``Memory`` (knows its ``seq``)."""
-
-    __slots__ = ("seq", "values")
-
-    def __init__(self, values: Sequence[Any]) -> None:
-        self.values = values
-        self.seq = int(values[9])
-
-    def memory(self, accessed_at: float | None = None, extra_accesses: int = 0) -> Memory:
-        memory_id, owner, category, content, context, confidence, created, accessed, count = (
-            self.values[:9]
-        )
-        return Memory(
-            id=memory_id,
-            owner=owner,
-            category=category,
-            content=content,
-            context=context,
-            confidence=confidence,
-            created_at=_datetime(created),
-            last_accessed=_datetime(accessed if accessed_at is None else accessed_at),
-            access_count=count + extra_accesses,
-        )
-
-
-async def _select(db: aiosqlite.Connection, clause: str, params: Sequence[Any]) -> list[_Row]:
-    # one round trip to aiosqlite's thread, not three (execute, fetch, close)
-    rows = await db.execute_fetchall(f"SELECT {_COLUMNS} FROM memories m {clause}", tuple(params))
-    return [_Row(tuple(values)) for values in rows]
-
-
-def _datetime(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc)
+def _names(request: Request, work: _Work) -> dict[str, str]:
+    """Space key → the name replies give, for the places of ``request``."""
+    return {place.key: place.name for place in request.places_of(work.owner)}

@@ -50,13 +50,14 @@ CATEGORY_MEMORY_TYPE: dict[str, MemoryType] = {
 }
 """Base memory category → memory type (the category itself is kept as a label)."""
 
-MEMORY_LABEL, AGENT_LABEL, SESSION_LABEL, CATEGORY_LABEL = (
+MEMORY_LABEL, AGENT_LABEL, SESSION_LABEL, CATEGORY_LABEL, SPACE_LABEL = (
     "memory:",
     "agent:",
     "session:",
     "category:",
+    "space:",
 )
-RESERVED_LABEL_PREFIXES = (MEMORY_LABEL, AGENT_LABEL, SESSION_LABEL, CATEGORY_LABEL)
+RESERVED_LABEL_PREFIXES = (MEMORY_LABEL, AGENT_LABEL, SESSION_LABEL, CATEGORY_LABEL, SPACE_LABEL)
 OUR_METADATA = "spade_memory"
 EXTERNAL_REF_PREFIX = "spade-memory:"
 LINK_TYPES = ("related", "blocks", "discovered-from")
@@ -96,12 +97,17 @@ def labels_for(
     session: str | None,
     tags: tuple[str, ...] = (),
     category: str | None = None,
+    space: str | None = None,
 ) -> tuple[str, ...]:
+    """The reserved labels of a memory (``space``: the shared space it was mirrored
+    from), then its tags."""
     labels = [MEMORY_LABEL + memory_type, AGENT_LABEL + owner]
     if session:
         labels.append(SESSION_LABEL + session)
     if category:
         labels.append(CATEGORY_LABEL + category)
+    if space:
+        labels.append(SPACE_LABEL + space)
     return tuple(dict.fromkeys([*labels, *tags]))
 
 

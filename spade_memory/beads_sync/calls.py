@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..beads.mapping import MemoryType
+from ..spaces.names import Role
 from ..transport import Transport
 from .ops import (
     BeadsMemory,
@@ -20,6 +21,9 @@ from .ops import (
     RetrieveMemories,
     SearchBeadsMemories,
     SessionContext,
+    SessionShared,
+    ShareSession,
+    UnshareSession,
 )
 
 
@@ -75,7 +79,10 @@ class BeadsClient:
         return [] if result is None else result.memories
 
     async def restore_session(self, session_id: str) -> list[BeadsMemory]:
-        """Every memory the sender kept in a session, oldest first, with their links."""
+        """Every memory of a session the sender may read (its own, and those of agents
+        that shared the session with it), oldest first, with their links.
+
+        Raises ``ItemNotFound`` for a session it neither took part in nor had shared."""
         result = await self.client.request(self.jid, RestoreSession(session_id=session_id))
         return [] if result is None else result.memories
 
@@ -92,17 +99,34 @@ class BeadsClient:
     async def link_memories(
         self, child: str, parent: str, relationship: Relationship = "related"
     ) -> bool:
-        """``child`` depends on ``parent``; True once linked. Only the child's owner may."""
+        """``child`` depends on ``parent``; True once linked. The child's owner may, or a
+        ``writer`` of its shared session."""
         op = LinkMemories(child=child, parent=parent, relationship=relationship)
         return await self.client.request(self.jid, op) is not None
 
     async def delete_memory(self, memory_id: str, reason: str | None = None) -> bool:
-        """Close the memory's issue (it stays as an audit trail); True once closed."""
+        """Close the memory's issue (it stays as an audit trail); True once closed. Its
+        owner may, or an ``admin`` of its shared session."""
         op = DeleteBeadsMemory(memory_id=memory_id, reason=reason)
         return await self.client.request(self.jid, op) is not None
 
     async def search_memories(self, query: str, limit: int = 10) -> list[BeadsMemory]:
-        """The sender's memories matching ``query``."""
+        """The memories the sender may read matching ``query``."""
         op = SearchBeadsMemories(query=query, limit=limit)
         result = await self.client.request(self.jid, op)
         return [] if result is None else result.memories
+
+    async def share_session(
+        self, session: str, member: str, role: Role = "reader"
+    ) -> SessionShared | None:
+        """Let ``member`` (a bare JID or ``*@domain``) read the sender's memories of
+        ``session`` (``writer``: also mark and link them; ``admin``: also close them).
+
+        Returns the share; raises ``BadRequest`` for an invalid member or role."""
+        op = ShareSession(session=session, member=member, role=role)
+        return await self.client.request(self.jid, op)
+
+    async def unshare_session(self, session: str, member: str) -> SessionShared | None:
+        """Take a share back (done if there was none); ``member`` reads nothing more of it."""
+        op = UnshareSession(session=session, member=member)
+        return await self.client.request(self.jid, op)

@@ -14,6 +14,7 @@ from pydantic import AliasChoices, BaseModel, Field, TypeAdapter, field_validato
 
 from ..beads.mapping import OUR_METADATA, RESERVED_LABEL_PREFIXES, MemoryType
 from ..ops import Limit, MemoryId, Op, R, Record
+from ..spaces.names import Member, Role
 
 Relationship = Literal["related", "blocks", "discovered-from"]
 SessionId = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\s,]+$")]
@@ -47,6 +48,8 @@ class BeadsMemory(Record):
     category: str | None = None
     base_memory_id: str | None = None
     """Set when the memory mirrors one of the base memory agent's memories."""
+    space: str | None = None
+    """The shared space of the base memory it mirrors (None: a personal memory)."""
 
 
 class BeadsMemories(Record):
@@ -176,9 +179,38 @@ class DeleteBeadsMemory(BeadsOp[Done]):
 
 
 class SearchBeadsMemories(BeadsOp[BeadsMemories]):
+    """Memories the sender may read whose text matches ``query``."""
+
     op: Literal["search_memories"] = "search_memories"
     query: str = Field(min_length=1)
     limit: Limit = 10
+
+
+class SessionShared(Record):
+    """Result of ``share_session`` and ``unshare_session``: the share as it now is
+    (``role`` None once unshared)."""
+
+    session: str
+    member: str
+    role: Role | None
+
+
+class ShareSession(Op[SessionShared]):
+    """Let ``member`` (a bare JID or ``*@domain``) read the sender's memories of
+    ``session`` (``writer``: also mark and link them; ``admin``: also close them)."""
+
+    op: Literal["share_session"] = "share_session"
+    session: SessionId
+    member: Member
+    role: Role = "reader"
+
+
+class UnshareSession(Op[SessionShared]):
+    """Take back a share of the sender's memories of ``session`` (done if there was none)."""
+
+    op: Literal["unshare_session"] = "unshare_session"
+    session: SessionId
+    member: Member
 
 
 BeadsSyncOp = Annotated[
@@ -189,7 +221,9 @@ BeadsSyncOp = Annotated[
     | MarkMemoryAccessed
     | LinkMemories
     | DeleteBeadsMemory
-    | SearchBeadsMemories,
+    | SearchBeadsMemories
+    | ShareSession
+    | UnshareSession,
     Field(discriminator="op"),
 ]
 beads_sync_ops: TypeAdapter[BeadsSyncOp] = TypeAdapter(BeadsSyncOp)

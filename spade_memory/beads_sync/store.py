@@ -1,12 +1,13 @@
 """Memories kept as beads issues: what the beads sync agent does with its engine.
 
-Reading rule: an agent reads its own memories only, whatever session they
-are in; another agent's memory in the same session stays private (naming a
-session is no proof of being invited to it). A session's context lists the
-agents active in it, to its participants. Changing, closing and linking a
-memory (child and parent) is for its owner only; another agent's memory
-answers ``item-not-found``, exactly as one that does not exist. Issues that are not memories
-(the project's own work) are only shown as ``ready_work``.
+Reading rule (see ``access``): an agent reads its own memories, the memories
+of sessions shared with it and those mirrored from spaces it belongs to.
+Naming a session, or another agent, the sender may not read answers
+``item-not-found`` (as one that does not exist), so an empty answer only ever
+means "nothing there". Marking and linking another's memory takes a shared
+``writer`` role, closing it ``admin``; a memory the sender may not read at all
+answers ``item-not-found``. Issues that are not memories (the project's own
+work) are only shown as ``ready_work``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,17 @@ from ..beads.engine import BeadsEngine
 from ..beads.errors import BeadsError
 from ..beads.issue import Issue, IssueChanges, IssueFilter, NewIssue
 from ..beads.timestamps import nanoseconds, now_after
-from ..errors import InternalServerError, ItemNotFound, MemoryServiceError
-from ..ops import AppliesOps, Op, Outcome, Record, Request
+from ..errors import (
+    BadRequest,
+    InternalServerError,
+    ItemNotFound,
+    MemoryServiceError,
+    NotAuthorized,
+)
+from ..ops import PERSONAL, AppliesOps, Op, Outcome, Record, Request
+from ..spaces.access import Gate
+from ..spaces.directory import SpaceDirectory
+from .access import Reader, reader_of
 from .ops import (
     BeadsMemories,
     BeadsMemory,
@@ -39,6 +49,9 @@ from .ops import (
     RetrieveMemories,
     SearchBeadsMemories,
     SessionContext,
+    SessionShared,
+    ShareSession,
+    UnshareSession,
 )
 
 logger = logging.getLogger("spade_memory.beads")
@@ -48,10 +61,15 @@ Handler = Callable[[str, Any, str | None], Awaitable[Record]]
 class BeadsMemoryStore(AppliesOps):
     """The memories of one beads project, for many owners."""
 
-    def __init__(self, engine: BeadsEngine, session: str) -> None:
+    def __init__(
+        self, engine: BeadsEngine, session: str, directory: SpaceDirectory | None = None
+    ) -> None:
         self.engine = engine
         self.session = session
         """The current session: where memories go when a request names none."""
+        self.directory = directory
+        """Where shared sessions and spaces are kept (None: each agent reads its own only)."""
+        self.gate = Gate(directory)
         self._handlers: dict[type[Op[Any]], Handler] = {
             BeadsStoreMemory: self.store,
             RetrieveMemories: lambda owner, op, _id: self.retrieve(owner, op),
@@ -61,6 +79,8 @@ class BeadsMemoryStore(AppliesOps):
             LinkMemories: lambda owner, op, _id: self.link(owner, op),
             DeleteBeadsMemory: lambda owner, op, _id: self.delete(owner, op.memory_id, op.reason),
             SearchBeadsMemories: lambda owner, op, _id: self.search(owner, op.query, op.limit),
+            ShareSession: lambda owner, op, _id: self.share(owner, op),
+            UnshareSession: lambda owner, op, _id: self.unshare(owner, op),
         }
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
@@ -113,19 +133,19 @@ class BeadsMemoryStore(AppliesOps):
         return BeadsStored(id=issue.id, session=session)
 
     async def mark_accessed(self, owner: str, memory_id: str) -> BeadsMemory:
-        issue = await self._owned(owner, memory_id)
+        issue = await self._allowed(owner, memory_id, "writer")
         count = int(m.ours(issue).get("access_count", 0)) + 1
         metadata = m.with_ours(issue.metadata, access_count=count, last_accessed=now_after())
         return _memory(await self.engine.update(issue.id, IssueChanges(metadata=metadata)))
 
     async def link(self, owner: str, op: LinkMemories) -> Done:
-        child = await self._owned(owner, op.child)
-        await self._readable(owner, op.parent)
+        child = await self._allowed(owner, op.child, "writer")
+        await self._allowed(owner, op.parent, "reader")
         await self.engine.add_dependency(child.id, op.parent, op.relationship)
         return Done(id=child.id)
 
     async def delete(self, owner: str, memory_id: str, reason: str | None) -> Done:
-        issue = await self._owned(owner, memory_id)
+        issue = await self._allowed(owner, memory_id, "admin")
         if issue.is_open:
             await self.engine.close(issue.id, reason or f"memory deleted by {owner}")
         return Done(id=issue.id)
@@ -143,29 +163,34 @@ class BeadsMemoryStore(AppliesOps):
         where = IssueFilter(labels=tuple(labels), labels_any=tuple(op.tags))
         found = sorted(await self.engine.list_issues(where), key=_newest_first)
         if agent != owner:
-            readable = await self._readable_ids(owner)
-            found = [issue for issue in found if issue.id in readable]
+            reader = await self._reader(owner)
+            found = [issue for issue in found if reader.may(issue)]
+            shared = (
+                reader.shares_from(agent)
+                if session is None
+                else reader.shares_session(session, agent)
+            )
+            if not found and not shared:
+                raise ItemNotFound(f"no memories of {agent} to read")
         return BeadsMemories(memories=[_memory(i) for i in found[: op.limit]], session=session)
 
     async def restore_session(self, owner: str, session: str) -> BeadsMemories:
-        issues = _owned_by(owner, await self._session_issues(owner, session))
+        issues = await self._session_issues(owner, session)
         return BeadsMemories(memories=[_memory(issue) for issue in issues], session=session)
 
     async def session_context(self, owner: str, session: str | None) -> SessionContext:
         session = session or self.session
-        everyone = await self._session_issues(owner, session)
-        issues = _owned_by(owner, everyone)
-        readable = await self._readable_ids(owner)
+        issues, everyone = await self._session_issues_and_agents(owner, session)
+        reader = await self._reader(owner)
         ready = [
             issue
             for issue in await self.engine.ready(limit=200)
-            if not m.is_memory(issue) or issue.id in readable
+            if not m.is_memory(issue) or reader.may(issue)
         ]
-        agents = sorted({a for i in everyone if (a := m.label_value(i, m.AGENT_LABEL))})
         return SessionContext(
             session_id=session,
             memories=[_memory(issue) for issue in issues],
-            active_agents=agents,
+            active_agents=everyone,
             open_issues=[_summary(issue) for issue in issues if issue.is_open],
             ready_work=[_summary(issue) for issue in ready[:20]],
             metadata={
@@ -178,9 +203,31 @@ class BeadsMemoryStore(AppliesOps):
         )
 
     async def search(self, owner: str, query: str, limit: int) -> BeadsMemories:
-        readable = await self._readable_ids(owner)
-        found = [i for i in await self.engine.search(query, limit=10 * limit) if i.id in readable]
+        reader = await self._reader(owner)
+        found = [
+            issue
+            for issue in await self.engine.search(query, limit=10 * limit)
+            if m.is_memory(issue) and reader.may(issue)
+        ]
         return BeadsMemories(memories=[_memory(issue) for issue in found[:limit]])
+
+    # -- sharing -------------------------------------------------------------------
+
+    async def share(self, owner: str, op: ShareSession) -> SessionShared:
+        """Share the sender's memories of a session (its own only: nothing else moves)."""
+        if op.member == owner:
+            raise BadRequest("a session is always shared with its own agent")
+        await self._directory().share_session(owner, op.session, op.member, op.role)
+        return SessionShared(session=op.session, member=op.member, role=op.role)
+
+    async def unshare(self, owner: str, op: UnshareSession) -> SessionShared:
+        await self._directory().unshare_session(owner, op.session, op.member)
+        return SessionShared(session=op.session, member=op.member, role=None)
+
+    def _directory(self) -> SpaceDirectory:
+        if self.directory is None:
+            raise BadRequest("sessions cannot be shared: this deployment keeps no directory")
+        return self.directory
 
     # -- the base memory agent's changes ------------------------------------------
 
@@ -204,7 +251,10 @@ class BeadsMemoryStore(AppliesOps):
 
     async def _mirror_memory(self, memory: Memory, issue: Issue | None) -> Issue:
         memory_type = m.CATEGORY_MEMORY_TYPE.get(memory.category, "learning")
-        labels = m.labels_for(memory_type, memory.owner, None, category=memory.category)
+        space = None if memory.space == PERSONAL else memory.space
+        labels = m.labels_for(
+            memory_type, memory.owner, None, category=memory.category, space=space
+        )
         ours = {"confidence": memory.confidence, "source": "base-memory"}
         if issue is None:
             return await self.engine.create(
@@ -235,39 +285,42 @@ class BeadsMemoryStore(AppliesOps):
 
     # -- access ----------------------------------------------------------------------
 
-    async def _owned(self, owner: str, memory_id: str) -> Issue:
-        """The owner's memory; another's answers exactly as one that does not exist."""
-        issue = await self.engine.get(memory_id)
-        if issue is None or not m.is_memory(issue) or m.label_value(issue, m.AGENT_LABEL) != owner:
-            raise ItemNotFound(f"no memory {memory_id!r}")
-        return issue
+    async def _reader(self, owner: str) -> Reader:
+        return await reader_of(owner, self.gate)
 
-    async def _readable(self, owner: str, memory_id: str) -> Issue:
+    async def _allowed(self, owner: str, memory_id: str, role: str) -> Issue:
+        """A memory the sender holds ``role`` for; one it may not read answers exactly
+        as one that does not exist, one it only reads ``not-authorized``."""
         issue = await self.engine.get(memory_id)
-        if (
-            issue is None
-            or not m.is_memory(issue)
-            or issue.id not in await self._readable_ids(owner)
-        ):
+        reader = await self._reader(owner)
+        if issue is None or not m.is_memory(issue) or not reader.may(issue):
             raise ItemNotFound(f"no memory {memory_id!r}")
+        if not reader.may(issue, role):
+            raise NotAuthorized(f"changing {memory_id!r} takes a {role} share of its session")
         return issue
-
-    async def _readable_ids(self, owner: str) -> set[str]:
-        every_type = tuple(m.MEMORY_LABEL + memory_type for memory_type in m.MEMORY_TYPES)
-        where = IssueFilter(labels_any=every_type, include_closed=True)
-        memories = await self.engine.list_issues(where)
-        return {i.id for i in _owned_by(owner, memories)}
 
     async def _session_issues(self, owner: str, session: str) -> list[Issue]:
+        """What the sender may read of ``session``, oldest first; ``item-not-found`` when it
+        neither took part in it nor had it shared (the current session always answers)."""
+        return (await self._session_issues_and_agents(owner, session))[0]
+
+    async def _session_issues_and_agents(
+        self, owner: str, session: str
+    ) -> tuple[list[Issue], list[str]]:
+        """``_session_issues``, and every agent active in the session (told to those who
+        read some of it: its participants and those it was shared with)."""
         where = IssueFilter(labels=(m.SESSION_LABEL + session,), include_closed=True)
+        reader = await self._reader(owner)
         issues = [i for i in await self.engine.list_issues(where) if m.is_memory(i)]
-        if not any(m.label_value(i, m.AGENT_LABEL) == owner for i in issues):
-            return []  # not a participant: nothing to see
-        return sorted(issues, key=_oldest_first)
-
-
-def _owned_by(owner: str, issues: list[Issue]) -> list[Issue]:
-    return [issue for issue in issues if m.label_value(issue, m.AGENT_LABEL) == owner]
+        readable = [issue for issue in issues if reader.may(issue)]
+        if not readable and session != self.session and not reader.shares_session(session):
+            raise ItemNotFound(f"no session {session!r}")
+        agents = (
+            sorted({a for i in issues if (a := m.label_value(i, m.AGENT_LABEL))})
+            if readable or reader.shares_session(session)
+            else []
+        )
+        return sorted(readable, key=_oldest_first), agents
 
 
 def _memory(issue: Issue) -> BeadsMemory:
@@ -292,6 +345,7 @@ def _memory(issue: Issue) -> BeadsMemory:
         last_accessed=ours.get("last_accessed"),
         category=m.label_value(issue, m.CATEGORY_LABEL),
         base_memory_id=_base_memory_id(issue),
+        space=m.label_value(issue, m.SPACE_LABEL),
     )
 
 

@@ -42,9 +42,10 @@ class InteractionCalls(Transport):
         """The interaction memory agent's JID."""
         return self.jids[NAME]
 
-    def session(self, session_id: str) -> SessionMemory:
-        """The working memory of one of the sender's sessions."""
-        return SessionMemory(self, self.interaction_memory_jid, session_id)
+    def session(self, session_id: str, *, space: str | None = None) -> SessionMemory:
+        """The working memory of one of the sender's sessions, or of a session kept in a
+        shared ``space`` (one state its members read and its writers change)."""
+        return SessionMemory(self, self.interaction_memory_jid, session_id, space)
 
     async def add_information(self, conversation_id: str, information: str) -> str | None:
         """Note ``information`` in a conversation; spade_llm's confirmation sentence."""
@@ -106,16 +107,19 @@ class InteractionCalls(Transport):
         return {} if result is None else result.preferences
 
     async def save_knowledge(
-        self, name: str, content: str, tags: Sequence[str] = ()
+        self, name: str, content: str, tags: Sequence[str] = (), *, space: str | None = None
     ) -> ContextEntry | None:
-        """Write (or replace) the knowledge file ``name``; the file written."""
-        op = SaveKnowledge(name=name, content=content, tags=list(tags))
+        """Write (or replace) the knowledge file ``name``, the sender's or a shared
+        ``space``'s (writers); the file written."""
+        op = SaveKnowledge(name=name, content=content, tags=list(tags), space=space)
         return await self.request(self.interaction_memory_jid, op)
 
     async def search_context(
-        self, query: str, type: ContextType | None = None, limit: int = 5
-    ) -> list[ContextEntry]:
-        """The best-matching files of the sender's context directory."""
-        op = SearchContext(query=query, type=type, limit=limit)
+        self, query: str, type: ContextType | None = None, limit: int = 5, *,
+        space: str | None = None,
+    ) -> list[ContextEntry]:  # fmt: skip
+        """The best-matching files of the sender's context directory (or of a shared
+        ``space``'s knowledge)."""
+        op = SearchContext(query=query, type=type, limit=limit, space=space)
         result = await self.request(self.interaction_memory_jid, op)
         return [] if result is None else result.entries

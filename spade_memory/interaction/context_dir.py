@@ -1,6 +1,7 @@
 """A human-readable, git-friendly directory of what survives between sessions.
 
-Per owner (a directory named after the owner's bare JID), laid out as
+Per owner (a directory named after the owner's bare JID) and per shared
+space (a directory named after the space, holding its knowledge), laid out as
 
     conversations/{conversation}_{unix_ts}.md   summary, YAML frontmatter
     user-preferences/{user}.yaml                one user's preferences
@@ -71,9 +72,13 @@ class ContextDirectory:
         name = f"{safe_name(conversation_id)}_{int(now)}.md"
         return self._write_markdown(owner, "conversation", name, front, summary, conversation_id)
 
-    def write_knowledge(self, owner: str, name: str, content: str, tags: list[str]) -> ContextFile:
+    def write_knowledge(
+        self, owner: str, name: str, content: str, tags: list[str], author: str | None = None
+    ) -> ContextFile:
+        """Write ``name`` in the folder of ``owner`` (a JID, or a shared space's folder
+        key); the front matter names ``author`` (default: the owner) as its owner."""
         front = {
-            "type": "knowledge", "owner": owner, "name": name,
+            "type": "knowledge", "owner": author or owner, "name": name,
             "created_at": _iso(time.time()), "tags": tags,
         }  # fmt: skip
         return self._write_markdown(

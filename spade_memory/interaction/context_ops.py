@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ..ops import Limit, Op, Record
+from ..spaces.names import SpaceName
 
 ContextType = Literal["conversation", "preferences", "knowledge"]
 Name = Annotated[str, Field(min_length=1, max_length=512)]
@@ -55,19 +56,30 @@ class GetPreferences(Op[Preferences]):
 
 
 class SaveKnowledge(Op[ContextEntry]):
+    """Write (or replace) a named knowledge file, the sender's or a shared space's."""
+
+    need = "write"
     op: Literal["save_knowledge"] = "save_knowledge"
     name: Name
     content: str = Field(min_length=1)
     tags: list[str] = Field(default_factory=list)
+    space: SpaceName | None = Field(
+        default=None, description="Optional: a shared space's knowledge (default: the sender's)"
+    )
 
 
 class SearchContext(Op[ContextEntries]):
-    """Keyword search over the sender's context directory, best first."""
+    """Keyword search over the sender's context directory (or a shared space's knowledge),
+    best first."""
 
+    need = "read"
     op: Literal["search_context"] = "search_context"
     query: str
     type: ContextType | None = None
     limit: Limit = 5
+    space: SpaceName | None = Field(
+        default=None, description="Optional: search a shared space's knowledge instead"
+    )
 
 
 ContextOp = EndConversation | SavePreferences | GetPreferences | SaveKnowledge | SearchContext

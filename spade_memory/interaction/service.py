@@ -22,9 +22,11 @@ from spade.agent import Agent
 
 from ..errors import BadRequest, InternalServerError, ItemNotFound, MemoryServiceError
 from ..limits import Limits
-from ..ops import AppliesOps, Op, Outcome, Record, Request
+from ..ops import AppliesOps, Op, Outcome, Place, Record, Request, in_place
 from ..plugin import Behaviours, MemoryService, ServiceConfig, ServiceContext, ServicePlugin
 from ..serving import MemoryAgent
+from ..spaces.access import Gate
+from ..spaces.directory import SpaceDirectory
 from ..storage.answers import RecentAnswers
 from . import NAME
 from .context_dir import ContextDirectory, ContextFile
@@ -46,7 +48,7 @@ logger = logging.getLogger("spade_memory.interaction")
 DATABASE = "interaction-memory.db"
 """The store's file in the data directory."""
 
-FileHandler = Callable[[ContextDirectory, str, Any, str | None], Awaitable[Record]]
+FileHandler = Callable[[ContextDirectory, str, Request, str | None], Awaitable[Record]]
 
 
 class InteractionMemoryService(AppliesOps):
@@ -60,10 +62,13 @@ class InteractionMemoryService(AppliesOps):
         context: ContextDirectory | None = None,
         limits: Limits | None = None,
         answers: RecentAnswers | None = None,
+        directory: SpaceDirectory | None = None,
     ) -> None:
         self.store = store
         self.context = context
         self.limits = limits or Limits()
+        self.gate = Gate(directory)
+        """Which spaces a working-memory session or knowledge file may live in."""
         self.ops: TypeAdapter[InteractionOp] = interaction_ops
         self.answers = answers or RecentAnswers()
         """Answers to recent context-directory requests (files are not transactional)."""
@@ -81,7 +86,12 @@ class InteractionMemoryService(AppliesOps):
         return []
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
-        """Runs of store ops in one transaction each; file ops one by one, in order."""
+        """Each op where the gate lets it act; runs of store ops in one transaction each,
+        file ops one by one, in order."""
+        refused, allowed = await self.gate.scope(owner, requests)
+        return in_place(len(requests), refused, await self._apply(owner, allowed))
+
+    async def _apply(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         outcomes: list[Outcome] = []
         run: list[Request] = []
         for request in requests:
@@ -108,7 +118,7 @@ class InteractionMemoryService(AppliesOps):
             if self.context is None:
                 raise BadRequest("this interaction memory agent has no context directory")
             handler = self._files[type(request.op)]
-            result = await handler(self.context, owner, request.op, request.id)
+            result = await handler(self.context, owner, request, request.id)
         except MemoryServiceError as error:
             return error
         except Exception:
@@ -120,13 +130,11 @@ class InteractionMemoryService(AppliesOps):
         return result
 
     async def _end(
-        self,
-        context: ContextDirectory,
-        owner: str,
-        op: EndConversation | ClearConversation,
-        request_id: str | None,
+        self, context: ContextDirectory, owner: str, request: Request, request_id: str | None
     ) -> Record:
         """Write the conversation's summary file; clear its notes if asked."""
+        op = request.op
+        assert isinstance(op, EndConversation | ClearConversation)
         conversation = op.conversation_id
         notes = await self.store.apply(owner, GetInformation(conversation_id=conversation))
         given = op.summary if isinstance(op, EndConversation) else None
@@ -147,30 +155,47 @@ class InteractionMemoryService(AppliesOps):
         return _entry(written)
 
     async def _save_preferences(
-        self, context: ContextDirectory, owner: str, op: SavePreferences, _request_id: str | None
+        self, context: ContextDirectory, owner: str, request: Request, _request_id: str | None
     ) -> Record:
+        op = request.op
+        assert isinstance(op, SavePreferences)
         saved = await asyncio.to_thread(context.save_preferences, owner, op.user, op.preferences)
         return Preferences(user=op.user, preferences=saved)
 
     async def _preferences(
-        self, context: ContextDirectory, owner: str, op: GetPreferences, _request_id: str | None
+        self, context: ContextDirectory, owner: str, request: Request, _request_id: str | None
     ) -> Record:
+        op = request.op
+        assert isinstance(op, GetPreferences)
         found = await asyncio.to_thread(context.preferences, owner, op.user)
         return Preferences(user=op.user, preferences=found)
 
     async def _save_knowledge(
-        self, context: ContextDirectory, owner: str, op: SaveKnowledge, _request_id: str | None
+        self, context: ContextDirectory, owner: str, request: Request, _request_id: str | None
     ) -> Record:
+        op = request.op
+        assert isinstance(op, SaveKnowledge)
+        folder = folder_of(request.places_of(owner)[0])
         written = await asyncio.to_thread(
-            context.write_knowledge, owner, op.name, op.content, op.tags
+            context.write_knowledge, folder, op.name, op.content, op.tags, owner
         )
         return _entry(written)
 
     async def _search(
-        self, context: ContextDirectory, owner: str, op: SearchContext, _request_id: str | None
+        self, context: ContextDirectory, owner: str, request: Request, _request_id: str | None
     ) -> Record:
-        found = await asyncio.to_thread(context.search, owner, op.query, op.type, op.limit)
+        op = request.op
+        assert isinstance(op, SearchContext)
+        place = request.places_of(owner)[0]
+        kind = op.type if place.personal else "knowledge"  # a space keeps knowledge only
+        found = await asyncio.to_thread(context.search, folder_of(place), op.query, kind, op.limit)
         return ContextEntries(entries=[_entry(file) for file in found])
+
+
+def folder_of(place: Place) -> str:
+    """The context directory's folder key of a place: the owner's JID, or the space's name
+    and id (a deleted space's files can never reach a new space of the same name)."""
+    return place.key if place.personal else f"space-{place.name}-{place.key}"
 
 
 def _entry(file: ContextFile) -> ContextEntry:
@@ -187,9 +212,11 @@ class InteractionMemoryAgent(MemoryAgent):
         store: InteractionStore,
         context: ContextDirectory | None = None,
         limits: Limits | None = None,
+        *,
+        directory: SpaceDirectory | None = None,
         **agent_options: Any,
     ) -> None:
-        service = InteractionMemoryService(store, context, limits)
+        service = InteractionMemoryService(store, context, limits, directory=directory)
         super().__init__(jid, password, service, **agent_options)
 
 
@@ -216,7 +243,7 @@ class InteractionMemoryPlugin(ServicePlugin):
         store = await InteractionStore.open(path, context.synchronous, context.manifest)
         context.closing.push_async_callback(store.close)
         files = ContextDirectory(config.context_dir(context.data_dir))
-        return InteractionMemoryService(store, files, context.limits)
+        return InteractionMemoryService(store, files, context.limits, directory=context.spaces)
 
     def add_arguments(self, parser: argparse._ActionsContainer) -> None:
         parser.add_argument(

@@ -40,58 +40,63 @@ class SessionMemory:
     (``MemoryServiceError``) or ``MemoryTimeout``.
     """
 
-    def __init__(self, client: Transport, jid: str, session_id: str) -> None:
+    def __init__(
+        self, client: Transport, jid: str, session_id: str, space: str | None = None
+    ) -> None:
         self.client = client
         self.jid = jid
         """The interaction memory agent keeping this session."""
         self.session_id = session_id
+        self.space = space
+        """The shared space keeping it (None: the sender's own)."""
+        self._at: dict[str, Any] = {"session_id": session_id, "space": space}
 
     async def _state(self, op: Op[WorkingMemoryState]) -> State:
         return await self.client.request(self.jid, op)
 
     async def create(self, user_id: str | None = None) -> State:
         """Create the session (``user_id`` defaults to the sender), or get it if it exists."""
-        return await self._state(CreateWorkingMemory(session_id=self.session_id, user_id=user_id))
+        return await self._state(CreateWorkingMemory(**self._at, user_id=user_id))
 
     async def get(self) -> State:
         """The session's state; raises ``ItemNotFound`` if it was never created."""
-        return await self._state(GetWorkingMemory(session_id=self.session_id))
+        return await self._state(GetWorkingMemory(**self._at))
 
     async def set_focus(self, focus: Focus) -> State:
         """Focus on something new; the previous focus moves to the history."""
-        return await self._state(SetFocus(session_id=self.session_id, focus=focus))
+        return await self._state(SetFocus(**self._at, focus=focus))
 
     async def clear_focus(self) -> State:
         """No focus; the previous one moves to the history."""
-        return await self._state(ClearFocus(session_id=self.session_id))
+        return await self._state(ClearFocus(**self._at))
 
     async def add_entity(self, entity: EntityRef) -> State:
         """Note something the session referred to."""
-        return await self._state(AddEntity(session_id=self.session_id, entity=entity))
+        return await self._state(AddEntity(**self._at, entity=entity))
 
     async def recent_entities(self, limit: int = 10) -> list[EntityRef]:
         """The ``limit`` most recently referred entities, newest first."""
-        op = RecentEntities(session_id=self.session_id, limit=limit)
+        op = RecentEntities(**self._at, limit=limit)
         result = await self.client.request(self.jid, op)
         return [] if result is None else result.entities
 
     async def add_finding(self, finding: Finding) -> State:
         """Note something the session found out."""
-        return await self._state(AddFinding(session_id=self.session_id, finding=finding))
+        return await self._state(AddFinding(**self._at, finding=finding))
 
     async def set_clarification(self, clarification: Clarification) -> State:
         """Ask a question; it is pending until cleared or its timeout passes."""
-        op = SetClarification(session_id=self.session_id, clarification=clarification)
+        op = SetClarification(**self._at, clarification=clarification)
         return await self._state(op)
 
     async def clear_clarification(self) -> State:
         """The question was answered."""
-        return await self._state(ClearClarification(session_id=self.session_id))
+        return await self._state(ClearClarification(**self._at))
 
     async def update_context(self, values: dict[str, Any]) -> State:
         """Merge ``values`` into the session's free context (given keys win)."""
-        return await self._state(UpdateContext(session_id=self.session_id, values=values))
+        return await self._state(UpdateContext(**self._at, values=values))
 
     async def merge(self, update: WorkingMemory) -> State:
         """Apply ``update`` on top (see ``WorkingMemory.merged``)."""
-        return await self._state(MergeWorkingMemory(session_id=self.session_id, update=update))
+        return await self._state(MergeWorkingMemory(**self._at, update=update))

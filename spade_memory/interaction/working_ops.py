@@ -1,7 +1,8 @@
 """Working-memory operations, served by the interaction memory agent.
 
-Each names a session of the sender; changes to a session that does not exist
-yet create it (with ``user_id`` = the sender), reads of one answer
+Each names a session of the sender, or of a shared ``space`` (one state that
+its members read and its writers change); changes to a session that does not
+exist yet create it (with ``user_id`` = the sender), reads of one answer
 ``item-not-found``.
 """
 
@@ -11,10 +12,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..ops import Limit, Op, Record
+from ..ops import PERSONAL, Limit, Op, Record
+from ..spaces.names import SpaceName
 from .working_memory import Clarification, EntityRef, Finding, Focus, WorkingMemory
 
 SessionId = Annotated[str, Field(min_length=1, max_length=512)]
+SESSION_SPACE = "Optional: the shared space keeping the session (default: the sender's own)"
 
 
 class WorkingMemoryState(Record):
@@ -22,6 +25,7 @@ class WorkingMemoryState(Record):
 
     working_memory: WorkingMemory
     pending_clarification: Clarification | None
+    space: str = PERSONAL
 
 
 class Entities(Record):
@@ -33,69 +37,91 @@ class Entities(Record):
 class CreateWorkingMemory(Op[WorkingMemoryState]):
     """Create the session's working memory, or return it if it exists."""
 
+    need = "write"
     op: Literal["create_working_memory"] = "create_working_memory"
     session_id: SessionId
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
     user_id: str | None = None
 
 
 class GetWorkingMemory(Op[WorkingMemoryState]):
+    need = "read"
     op: Literal["get_working_memory"] = "get_working_memory"
     session_id: SessionId
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
 
 
 class SetFocus(Op[WorkingMemoryState]):
+    need = "write"
     op: Literal["set_focus"] = "set_focus"
     session_id: SessionId
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
     focus: Focus
 
 
 class ClearFocus(Op[WorkingMemoryState]):
+    need = "write"
     op: Literal["clear_focus"] = "clear_focus"
     session_id: SessionId
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
 
 
 class AddEntity(Op[WorkingMemoryState]):
+    need = "write"
     op: Literal["add_entity"] = "add_entity"
     session_id: SessionId
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
     entity: EntityRef
 
 
 class RecentEntities(Op[Entities]):
+    need = "read"
     op: Literal["recent_entities"] = "recent_entities"
     session_id: SessionId
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
     limit: Limit = 10
 
 
 class AddFinding(Op[WorkingMemoryState]):
+    need = "write"
     op: Literal["add_finding"] = "add_finding"
     session_id: SessionId
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
     finding: Finding
 
 
 class SetClarification(Op[WorkingMemoryState]):
+    need = "write"
     op: Literal["set_clarification"] = "set_clarification"
     session_id: SessionId
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
     clarification: Clarification
 
 
 class ClearClarification(Op[WorkingMemoryState]):
+    need = "write"
     op: Literal["clear_clarification"] = "clear_clarification"
     session_id: SessionId
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
 
 
 class UpdateContext(Op[WorkingMemoryState]):
     """Merge ``values`` into the session's free context (given keys win)."""
 
+    need = "write"
     op: Literal["update_context"] = "update_context"
     session_id: SessionId
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
     values: dict[str, Any]
 
 
 class MergeWorkingMemory(Op[WorkingMemoryState]):
     """Apply ``update`` on top of the session's working memory (see ``WorkingMemory.merged``)."""
 
+    need = "write"
     op: Literal["merge_working_memory"] = "merge_working_memory"
     session_id: SessionId
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
     update: WorkingMemory
 
 

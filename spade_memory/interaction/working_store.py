@@ -1,4 +1,7 @@
-"""Working memories on SQLite: one JSON document per (owner, session).
+"""Working memories on SQLite: one JSON document per (space, session).
+
+A session lives in the sender's personal space (its key is the sender's bare
+JID) or in a shared space (its id), as the request's place says.
 
 Every change is read, applied and written back inside the store's
 transaction, so two changes to a session never lose each other; a change
@@ -37,6 +40,7 @@ from .working_ops import (
 Handler = Callable[[aiosqlite.Connection, str, Request], Awaitable[Record]]
 """Applies one request of one owner inside the store's open transaction."""
 
+# owner: the key of the session's space (its owner's bare JID for a personal session)
 CREATE_TABLE = """CREATE TABLE working_memories (
     owner TEXT NOT NULL,
     session_id TEXT NOT NULL,
@@ -119,19 +123,21 @@ class WorkingMemories:
     async def _read(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
         op = request.op
         assert isinstance(op, GetWorkingMemory | RecentEntities)
-        memory = await _load(db, owner, op.session_id)
+        (place,) = request.places_of(owner)
+        memory = await _load(db, place.key, op.session_id)
         if memory is None:
             raise ItemNotFound(f"no working memory for session {op.session_id!r}")
         if isinstance(op, RecentEntities):
             return Entities(entities=memory.recent_entities(op.limit))
-        return _state(memory)
+        return _state(memory, place.name)
 
     async def _change(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
         op: Any = request.op
         parse = WorkingMemoryState.model_validate_json
         if earlier := await requests.earlier(db, owner, request.id, parse):
             return earlier
-        memory = await _load(db, owner, op.session_id)
+        (place,) = request.places_of(owner)
+        memory = await _load(db, place.key, op.session_id)
         if memory is None:
             user_id = op.user_id if isinstance(op, CreateWorkingMemory) else None
             memory = WorkingMemory(session_id=op.session_id, user_id=user_id or owner)
@@ -139,23 +145,23 @@ class WorkingMemories:
         await db.execute(
             "INSERT INTO working_memories VALUES (?, ?, ?) ON CONFLICT DO UPDATE"
             " SET document = excluded.document",
-            (owner, op.session_id, memory.model_dump_json()),
+            (place.key, op.session_id, memory.model_dump_json()),
         )
-        result = _state(memory)
+        result = _state(memory, place.name)
         await self._requests.claim(db, owner, request.id, result)
         return result
 
 
-def _state(memory: WorkingMemory) -> WorkingMemoryState:
+def _state(memory: WorkingMemory, space: str) -> WorkingMemoryState:
     return WorkingMemoryState(
-        working_memory=memory, pending_clarification=memory.pending_clarification()
+        working_memory=memory, pending_clarification=memory.pending_clarification(), space=space
     )
 
 
-async def _load(db: aiosqlite.Connection, owner: str, session_id: str) -> WorkingMemory | None:
+async def _load(db: aiosqlite.Connection, space: str, session_id: str) -> WorkingMemory | None:
     rows = await db.execute_fetchall(
         "SELECT document FROM working_memories WHERE owner = ? AND session_id = ?",
-        (owner, session_id),
+        (space, session_id),
     )
     for (document,) in rows:
         return WorkingMemory.model_validate_json(document)

@@ -92,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-waiting", type=int, default=Limits.max_waiting,
         help="most requests waiting their turn, all senders together (default: %(default)s)",
     )  # fmt: skip
+    quotas = run.add_argument_group("quotas (a store over one is answered resource-constraint)")
+    for flag, default, what in (
+        ("--max-memories-per-owner", Limits.max_memories_per_owner, "memories one JID stores"),
+        ("--max-bytes-per-owner", Limits.max_bytes_per_owner, "bytes one JID stores"),
+        ("--max-memories-per-space", Limits.max_memories_per_space, "memories a space holds"),
+        ("--max-bytes-per-space", Limits.max_bytes_per_space, "bytes a space holds"),
+    ):
+        quotas.add_argument(flag, type=int, default=default, help=f"most {what} (%(default)s)")
     limits.add_argument(
         "--max-body-bytes", type=int, default=Limits.max_body_bytes,
         help="largest request body in bytes (default: %(default)s)",
@@ -112,6 +120,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="fsync every commit (survives power loss, not only crashes)",
     )
+    run.add_argument(
+        "--spaces", type=Path, metavar="FILE", default=_env_path("SPADE_MEMORY_SPACES"),
+        help="TOML or YAML file of spaces, members and quotas to create at start"
+        " (default: $SPADE_MEMORY_SPACES)",
+    )  # fmt: skip
+    run.add_argument(
+        "--spaces-db", type=Path, metavar="FILE", default=_env_path("SPADE_MEMORY_SPACES_DB"),
+        help="the directory of spaces, shared by memory agents that run apart"
+        " (default: $SPADE_MEMORY_SPACES_DB, else DATA_DIR/spaces.db)",
+    )  # fmt: skip
     run.add_argument(
         "--allow-damaged",
         action="store_true",
@@ -188,6 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_in_flight=args.max_in_flight,
             max_in_progress=args.max_in_progress,
             max_waiting=args.max_waiting,
+            max_memories_per_owner=args.max_memories_per_owner,
+            max_bytes_per_owner=args.max_bytes_per_owner,
+            max_memories_per_space=args.max_memories_per_space,
+            max_bytes_per_space=args.max_bytes_per_space,
             max_body_bytes=args.max_body_bytes,
         ),
         synchronous="FULL" if args.durable else "NORMAL",
@@ -195,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         services=tuple(name.strip() for name in args.services.split(",") if name.strip()),
         settings={service.name: service.configure(args) for service in SERVICES},
         allow_damaged=args.allow_damaged,
+        spaces_file=args.spaces,
+        spaces_db=args.spaces_db,
     )
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -202,6 +226,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     use_uvloop()
     status = _run(config, debug=args.debug)
     return _exit_cleanly(status)
+
+
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name)
+    return Path(value) if value else None
 
 
 def _run(config: RunConfig, *, debug: bool) -> int:

@@ -26,6 +26,9 @@ from ..limits import Limits
 from ..plugin import MemoryService, ServiceConfig, ServiceContext
 from ..registry import NAMES, SERVICES, service
 from ..serving import MemoryAgent, OutOfService
+from ..spaces.declared import apply_spaces, read_spaces_file
+from ..spaces.directory import FILE as SPACES_FILE
+from ..spaces.directory import SpaceDirectory
 from ..storage.connection import Synchronous
 from ..storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
 from ..storage.manifest import Manifest
@@ -59,6 +62,11 @@ class RunConfig:
     """Each service's own settings, by service name (its ``default_config`` if absent)."""
     allow_damaged: bool = False
     """Start the other services when a store is damaged; its agent answers service-unavailable."""
+    spaces_db: Path | None = None
+    """The directory of spaces (default: DATA_DIR/spaces.db); agents of one deployment
+    that run apart share it."""
+    spaces_file: Path | None = None
+    """Spaces, members and quotas to create at start (``--spaces FILE``)."""
 
     def config_of(self, name: str) -> ServiceConfig:
         """The settings of the service called ``name``."""
@@ -100,12 +108,25 @@ def _writable(data_dir: Path) -> None:
         )
 
 
+async def warn_of_domain_grants(directory: SpaceDirectory) -> None:
+    """Warn of every ``*@domain`` grant: on a server where anyone can create an account
+    (the embedded one), it is a grant to anyone."""
+    for space, member in await directory.domain_grants():
+        logger.warning(
+            "space %s grants %s: the embedded XMPP server lets anyone register an account"
+            " there, so this is a grant to anyone who can reach the port",
+            space, member,
+        )  # fmt: skip
+
+
 class MemoryRuntime:
     """Everything `spade-memory run` starts, in start order, stopped in reverse."""
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.agents: list[Agent] = []
+        self.spaces: SpaceDirectory | None = None
+        """The directory of spaces, shared by every service of the run."""
         self._running = AsyncExitStack()
 
     async def start(self) -> None:
@@ -120,7 +141,18 @@ class MemoryRuntime:
             _writable(config.data_dir)
             self._running.callback(lock(config.data_dir).close)  # one service per directory
             password = agent_password(config)
+            self.spaces = await SpaceDirectory.open(
+                config.spaces_db or config.data_dir / SPACES_FILE,
+                config.synchronous,
+                Manifest(config.data_dir),
+            )
+            self._push(self.spaces.close)
+            if config.spaces_file is not None:
+                declared = read_spaces_file(config.spaces_file)
+                count = await apply_spaces(declared, self.spaces, config.spaces_file)
+                logger.info("%s: %d spaces declared", config.spaces_file, count)
             if config.embedded_server:
+                await warn_of_domain_grants(self.spaces)
                 server = EmbeddedXMPPServer(
                     config.data_dir, config.domain, config.port, config.s2s_port
                 )
@@ -164,6 +196,7 @@ class MemoryRuntime:
             ),
             closing=closing,
             manifest=Manifest(config.data_dir),
+            spaces=self.spaces,
         )
         opened: MemoryService
         try:

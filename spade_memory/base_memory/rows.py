@@ -1,0 +1,77 @@
+"""Memory rows as the long-term store reads them: the columns it selects, a row
+before it becomes a ``Memory``, and the reads shared by several handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import aiosqlite
+
+from ..ops import PERSONAL
+from .ops import Memory, SearchMemories
+
+COLUMNS = (
+    "m.id, m.owner, m.category, m.content, m.context, m.confidence,"
+    " m.created_at, m.last_accessed, m.access_count, m.seq, m.space"
+)
+SIZE = "length(CAST(content AS BLOB)) + COALESCE(length(CAST(context AS BLOB)), 0)"
+"""A memory's bytes in SQL, as ``journal.size_of`` counts them."""
+
+
+async def newest(db: aiosqlite.Connection, keys: Sequence[str], op: SearchMemories) -> list[Row]:
+    """``session_recovery``: what was stored most recently in the spaces, newest first."""
+    where, params = f"WHERE m.space IN ({', '.join('?' * len(keys))})", list(keys)
+    if op.category is not None:
+        where += " AND m.category = ?"
+        params.append(op.category)
+    order = " ORDER BY m.created_at DESC, m.seq DESC LIMIT ?"
+    return await select(db, where + order, (*params, op.limit))
+
+
+class Row:
+    """A selected memory row before it becomes a ``Memory`` (knows its ``seq``)."""
+
+    __slots__ = ("seq", "values")
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        self.values = values
+        self.seq = int(values[9])
+
+    def memory(
+        self,
+        names: Mapping[str, str] | None = None,
+        accessed_at: float | None = None,
+        extra_accesses: int = 0,
+    ) -> Memory:
+        """The memory, its space named by ``names`` (space key → name; a personal
+        space's key, its author's JID, is ``personal``; anything else stays the key)."""
+        memory_id, owner, category, content, context, confidence, created, accessed, count = (
+            self.values[:9]
+        )
+        key = self.values[10]
+        space = (names or {}).get(key) or (PERSONAL if key == owner else str(key))
+        return Memory(
+            id=memory_id,
+            owner=owner,
+            space=space,
+            author=owner,
+            category=category,
+            content=content,
+            context=context,
+            confidence=confidence,
+            created_at=as_datetime(created),
+            last_accessed=as_datetime(accessed if accessed_at is None else accessed_at),
+            access_count=count + extra_accesses,
+        )
+
+
+async def select(db: aiosqlite.Connection, clause: str, params: Sequence[Any]) -> list[Row]:
+    # one round trip to aiosqlite's thread, not three (execute, fetch, close)
+    rows = await db.execute_fetchall(f"SELECT {COLUMNS} FROM memories m {clause}", tuple(params))
+    return [Row(tuple(values)) for values in rows]
+
+
+def as_datetime(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc)

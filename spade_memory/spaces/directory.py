@@ -1,0 +1,309 @@
+"""The directory of spaces: who owns each space, who is a member with which role, who
+subscribes to its changes, and which beads sessions agents share. One SQLite file
+(``spaces.db`` in the data directory) read by every memory service of a deployment, so
+a grant or a revoke takes effect on the next request, whichever agent serves it.
+
+Spaces are keyed by an id that is never reused: the rows a deleted space leaves in
+other stores can never reach a new space of the same name.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiosqlite
+
+from ..errors import Conflict
+from ..storage.connection import Migration, Synchronous, Transactions, open_migrated
+from ..storage.manifest import Manifest
+from .names import domain_member, rank
+
+FILE = "spaces.db"
+"""The directory's file in the data directory."""
+
+_V1 = (
+    """CREATE TABLE spaces (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        owner TEXT NOT NULL,
+        description TEXT,
+        created_at REAL NOT NULL,
+        max_memories INTEGER,
+        max_bytes INTEGER
+    )""",
+    "CREATE INDEX spaces_owner ON spaces(owner)",
+    """CREATE TABLE members (
+        space_id TEXT NOT NULL REFERENCES spaces(id) ON DELETE CASCADE,
+        member TEXT NOT NULL,
+        role TEXT NOT NULL,
+        granted_by TEXT NOT NULL,
+        granted_at REAL NOT NULL,
+        PRIMARY KEY (space_id, member)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX members_member ON members(member)",
+    """CREATE TABLE subscriptions (
+        space_id TEXT NOT NULL REFERENCES spaces(id) ON DELETE CASCADE,
+        subscriber TEXT NOT NULL,
+        address TEXT NOT NULL,
+        PRIMARY KEY (space_id, subscriber)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE session_shares (
+        owner TEXT NOT NULL,
+        session TEXT NOT NULL,
+        member TEXT NOT NULL,
+        role TEXT NOT NULL,
+        PRIMARY KEY (owner, session, member)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX session_shares_member ON session_shares(member)",
+)
+
+
+async def _create_v1(db: aiosqlite.Connection) -> None:
+    for statement in _V1:
+        await db.execute(statement)
+
+
+MIGRATIONS: list[Migration] = [_create_v1]
+
+
+@dataclass(frozen=True)
+class Space:
+    """One space as the directory holds it."""
+
+    id: str
+    name: str
+    owner: str
+    description: str | None
+    created_at: float
+    max_memories: int | None = None
+    max_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class SessionShare:
+    """``owner``'s memories of a beads ``session``, shared with the reader at ``role``."""
+
+    owner: str
+    session: str
+    role: str
+
+
+_SPACE = "s.id, s.name, s.owner, s.description, s.created_at, s.max_memories, s.max_bytes"
+
+
+class SpaceDirectory:
+    """Spaces, members, subscriptions and shared beads sessions, in one SQLite file."""
+
+    def __init__(self, db: aiosqlite.Connection, path: Path | None = None) -> None:
+        self.db = db
+        self._tx = Transactions(db, path)
+
+    @classmethod
+    async def open(
+        cls, path: str | Path, synchronous: Synchronous = "NORMAL", manifest: Manifest | None = None
+    ) -> SpaceDirectory:
+        """Open (creating or migrating) the directory at ``path``.
+
+        Returns it; raises ``StoreFault`` naming the file when it is damaged or unusable.
+        """
+        db = await open_migrated(path, MIGRATIONS, synchronous, manifest)
+        return cls(db, Path(path))
+
+    async def close(self) -> None:
+        """Close the file."""
+        await self._tx.close()
+
+    # -- spaces ------------------------------------------------------------------------
+
+    async def find(self, name: str) -> Space | None:
+        """The space called ``name``, if there is one."""
+        rows = await self.db.execute_fetchall(
+            f"SELECT {_SPACE} FROM spaces s WHERE name = ?", (name,)
+        )
+        return next((_space(row) for row in rows), None)
+
+    async def by_ids(self, ids: Iterable[str]) -> dict[str, Space]:
+        """The spaces with these ids (deleted ones are simply absent)."""
+        wanted = list(set(ids))
+        if not wanted:
+            return {}
+        rows = await self.db.execute_fetchall(
+            f"SELECT {_SPACE} FROM spaces s WHERE id IN ({', '.join('?' * len(wanted))})", wanted
+        )
+        return {row[0]: _space(row) for row in rows}
+
+    async def create(self, name: str, owner: str, description: str | None) -> Space:
+        """A new space owned by ``owner``; the owner's own space of that name if it exists.
+
+        Raises ``Conflict`` when someone else owns a space of that name.
+        """
+        existing = await self.find(name)
+        if existing is None:
+            space = Space(str(uuid.uuid4()), name, owner, description, time.time())
+            try:
+                async with self._tx.write() as db:
+                    await db.execute(
+                        "INSERT INTO spaces (id, name, owner, description, created_at)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        (space.id, space.name, space.owner, space.description, space.created_at),
+                    )
+                return space
+            except sqlite3.IntegrityError:  # created meanwhile (another agent, same file)
+                existing = await self.find(name)
+        if existing is None or existing.owner != owner:
+            raise Conflict(f"the space name {name!r} is taken")
+        return existing
+
+    async def delete(self, space_id: str) -> None:
+        """Forget the space, its members and subscriptions."""
+        async with self._tx.write() as db:
+            await db.execute("DELETE FROM spaces WHERE id = ?", (space_id,))
+
+    async def set_quota(
+        self, space_id: str, max_memories: int | None, max_bytes: int | None
+    ) -> None:
+        """The space's own limits (None: the deployment's default)."""
+        async with self._tx.write() as db:
+            await db.execute(
+                "UPDATE spaces SET max_memories = ?, max_bytes = ? WHERE id = ?",
+                (max_memories, max_bytes, space_id),
+            )
+
+    # -- members -----------------------------------------------------------------------
+
+    async def role_of(self, space: Space, jid: str) -> str | None:
+        """``jid``'s role in ``space``: ``owner``, its best grant (as itself or through its
+        domain), or None."""
+        if jid == space.owner:
+            return "owner"
+        rows = await self.db.execute_fetchall(
+            "SELECT role FROM members WHERE space_id = ? AND member IN (?, ?)",
+            (space.id, jid, domain_member(jid)),
+        )
+        return max((str(row[0]) for row in rows), key=rank, default=None)
+
+    async def spaces_of(self, jid: str) -> list[tuple[Space, str]]:
+        """Every space ``jid`` belongs to, with its best role, by name."""
+        rows = await self.db.execute_fetchall(
+            f"SELECT {_SPACE}, 'owner' FROM spaces s WHERE s.owner = ?"
+            f" UNION ALL SELECT {_SPACE}, m.role FROM spaces s JOIN members m ON m.space_id = s.id"
+            " WHERE m.member IN (?, ?)",
+            (jid, jid, domain_member(jid)),
+        )
+        best: dict[str, tuple[Space, str]] = {}
+        for row in rows:
+            space, role = _space(row), str(row[7])
+            if space.id not in best or rank(role) > rank(best[space.id][1]):
+                best[space.id] = (space, role)
+        return sorted(best.values(), key=lambda pair: pair[0].name)
+
+    async def members(self, space: Space) -> list[tuple[str, str]]:
+        """(member, role) of the space, the owner first."""
+        rows = await self.db.execute_fetchall(
+            "SELECT member, role FROM members WHERE space_id = ? ORDER BY member", (space.id,)
+        )
+        return [(space.owner, "owner"), *((str(m), str(r)) for m, r in rows)]
+
+    async def grant(self, space: Space, member: str, role: str, by: str) -> None:
+        """Give ``member`` ``role`` (replacing the role it had)."""
+        async with self._tx.write() as db:
+            await db.execute(
+                "INSERT INTO members VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
+                " SET role = excluded.role, granted_by = excluded.granted_by,"
+                " granted_at = excluded.granted_at",
+                (space.id, member, role, by, time.time()),
+            )
+
+    async def revoke(self, space: Space, member: str) -> bool:
+        """Take ``member``'s grant away (and its subscription); False if it had none."""
+        async with self._tx.write() as db:
+            cursor = await db.execute(
+                "DELETE FROM members WHERE space_id = ? AND member = ?", (space.id, member)
+            )
+            await db.execute(
+                "DELETE FROM subscriptions WHERE space_id = ? AND subscriber = ?",
+                (space.id, member),
+            )
+            return bool(cursor.rowcount)
+
+    async def domain_grants(self) -> list[tuple[str, str]]:
+        """(space name, member) of every grant to a whole domain."""
+        rows = await self.db.execute_fetchall(
+            "SELECT s.name, m.member FROM members m JOIN spaces s ON s.id = m.space_id"
+            " WHERE m.member LIKE '*@%' ORDER BY s.name"
+        )
+        return [(str(name), str(member)) for name, member in rows]
+
+    # -- subscriptions -----------------------------------------------------------------
+
+    async def subscribe(self, space: Space, subscriber: str, address: str) -> None:
+        """Send ``space``'s change notices to ``address`` (the subscriber's full JID)."""
+        async with self._tx.write() as db:
+            await db.execute(
+                "INSERT INTO subscriptions VALUES (?, ?, ?) ON CONFLICT DO UPDATE"
+                " SET address = excluded.address",
+                (space.id, subscriber, address),
+            )
+
+    async def unsubscribe(self, space: Space, subscriber: str) -> None:
+        async with self._tx.write() as db:
+            await db.execute(
+                "DELETE FROM subscriptions WHERE space_id = ? AND subscriber = ?",
+                (space.id, subscriber),
+            )
+
+    async def subscribers(self, space_id: str) -> list[tuple[str, str]]:
+        """(subscriber, address) of the space's subscribers."""
+        rows = await self.db.execute_fetchall(
+            "SELECT subscriber, address FROM subscriptions WHERE space_id = ?", (space_id,)
+        )
+        return [(str(subscriber), str(address)) for subscriber, address in rows]
+
+    # -- shared beads sessions ---------------------------------------------------------
+
+    async def share_session(self, owner: str, session: str, member: str, role: str) -> None:
+        """Let ``member`` (a JID or ``*@domain``) read ``owner``'s memories of ``session``
+        (``writer``: also link and mark them; ``admin``: also close them)."""
+        async with self._tx.write() as db:
+            await db.execute(
+                "INSERT INTO session_shares VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE"
+                " SET role = excluded.role",
+                (owner, session, member, role),
+            )
+
+    async def unshare_session(self, owner: str, session: str, member: str) -> None:
+        async with self._tx.write() as db:
+            await db.execute(
+                "DELETE FROM session_shares WHERE owner = ? AND session = ? AND member = ?",
+                (owner, session, member),
+            )
+
+    async def shared_with(self, jid: str) -> list[SessionShare]:
+        """Every (owner, session) shared with ``jid``, with its best role."""
+        rows = await self.db.execute_fetchall(
+            "SELECT owner, session, role FROM session_shares WHERE member IN (?, ?)",
+            (jid, domain_member(jid)),
+        )
+        best: dict[tuple[str, str], str] = {}
+        for owner, session, role in rows:
+            key = (str(owner), str(session))
+            if rank(str(role)) > rank(best.get(key)):
+                best[key] = str(role)
+        return [SessionShare(owner, session, role) for (owner, session), role in best.items()]
+
+
+def _space(row: Sequence[object]) -> Space:
+    return Space(
+        id=str(row[0]),
+        name=str(row[1]),
+        owner=str(row[2]),
+        description=None if row[3] is None else str(row[3]),
+        created_at=float(str(row[4])),
+        max_memories=None if row[5] is None else int(str(row[5])),
+        max_bytes=None if row[6] is None else int(str(row[6])),
+    )
