@@ -238,3 +238,41 @@ async def test_recall_is_bounded_and_can_be_switched_off(
         assert recalled(provider.prompts[-1]) == ""
     finally:
         await stop_agent(agent)
+
+
+async def test_a_team_of_llm_agents_shares_a_space(
+    memory_service: MemoryServiceProcess, user: ChatUser
+) -> None:
+    port = memory_service.port
+    space = f"team-{uuid.uuid4().hex[:8]}"
+    finding = "The outage began when the cache expired early"
+    researcher_jid, writer_jid = unique_jid("researcher"), unique_jid("writer")
+    research = ScriptedProvider(
+        [ToolCall("store_memory", {"category": "fact", "content": finding}), Reply("Filed.")]
+    )
+    researcher = await start_assistant(
+        researcher_jid, research, port, spaces=[space], default_space=space
+    )
+    writing = ScriptedProvider(
+        [
+            ToolCall("search_memories", {"query": "outage cache"}),
+            Reply(lambda prompt: last_tool_result(prompt)),
+        ]
+    )
+    writer = await start_assistant(writer_jid, writing, port, spaces=[space])
+    try:
+        await researcher.memory.create_space(space)
+        await researcher.memory.grant(space, writer_jid, "reader")
+        assert await user.ask(researcher_jid, "What caused the outage?", "inc-1") == "Filed."
+        assert tool_results(research) == [f"Stored fact memory in space {space}: {finding}"]
+        assert await researcher.memory.search_memories("outage") == []  # not in its own space
+
+        answer = await user.ask(writer_jid, "Write up the outage cause.", "inc-2")
+        assert answer == (
+            f"Found 1 memories for 'outage cache':\n"
+            f"- [fact] {finding} (space {space}, by {researcher_jid})"
+        )
+        assert f"{finding} (space {space}, by {researcher_jid})" in recalled(writing.prompts[0])
+    finally:
+        await stop_agent(researcher)
+        await stop_agent(writer)

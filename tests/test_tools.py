@@ -48,18 +48,25 @@ def shape(parameters: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("name", ["remember_interaction_info", "store_memory", "list_memories"])
-def test_tools_take_exactly_spade_llms_parameters(name: str) -> None:
-    ours = {spec.name: spec.schema() for spec in TOOL_SPECS}
-    assert shape(ours[name]) == shape(spade_llm_tools()[name])
+ADDED = {
+    "remember_interaction_info": {},
+    "store_memory": {"space": ("string", None)},
+    "list_memories": {"space": ("string", None)},
+    "search_memories": {
+        "category": ("string", ["fact", "pattern", "preference", "capability"]),
+        "space": ("string", None),
+    },
+}
+"""Optional parameters beyond spade_llm's: the shared space, and search's category."""
 
 
-def test_search_memories_adds_only_an_optional_category() -> None:
-    ours = shape(next(spec.schema() for spec in TOOL_SPECS if spec.name == "search_memories"))
-    theirs = shape(spade_llm_tools()["search_memories"])
+@pytest.mark.parametrize("name", sorted(ADDED))
+def test_tools_take_spade_llms_parameters_and_only_optional_additions(name: str) -> None:
+    ours = shape(next(spec.schema() for spec in TOOL_SPECS if spec.name == name))
+    theirs = shape(spade_llm_tools()[name])
     assert ours["required"] == theirs["required"]
-    extra = ours["properties"].pop("category")
-    assert extra == ("string", ["fact", "pattern", "preference", "capability"])
+    added = {key: ours["properties"].pop(key) for key in ADDED[name]}
+    assert added == ADDED[name]
     assert ours["properties"] == theirs["properties"]
 
 
@@ -102,6 +109,27 @@ def test_arguments_are_coerced_bounded_and_defaulted_like_spade_llms() -> None:
     assert search._op({"query": "tea", "limit": "5"}).model_dump()["limit"] == 5
     assert search._op({"query": "tea", "limit": 500}).model_dump()["limit"] == 20
     assert listing._op({"category": "fact"}).model_dump()["limit"] == 20  # the op's own is 50
+
+
+def test_spaces_default_where_the_tools_read_and_store() -> None:
+    connection = MemoryConnection(spaces=["team", "lab"], default_space="team")
+    store, search, listing = (
+        MemoryTool(spec, connection)
+        for spec in TOOL_SPECS
+        if spec.name in ("store_memory", "search_memories", "list_memories")
+    )
+    assert store._op({"category": "fact", "content": "x"}).model_dump()["space"] == "team"
+    assert (
+        store._op({"category": "fact", "content": "x", "space": "personal"}).model_dump()["space"]
+        == "personal"
+    )
+    assert search._op({"query": "tea"}).model_dump()["space"] == ["personal", "team", "lab"]
+    assert search._op({"query": "tea", "space": "lab"}).model_dump()["space"] == "lab"
+    assert listing._op({"category": "fact"}).model_dump()["space"] == ["personal", "team", "lab"]
+    alone = MemoryTool(store.spec, MemoryConnection())
+    assert alone._op({"category": "fact", "content": "x"}).model_dump()["space"] is None
+    with pytest.raises(ValueError, match="space"):
+        store._op({"category": "fact", "content": "x", "space": "../etc"})
 
 
 def test_importing_spade_memory_leaves_spade_llm_unloaded() -> None:

@@ -15,6 +15,7 @@ the client's reply router, never to the LLM behaviour).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from spade_llm.agent import LLMAgent
@@ -81,6 +82,7 @@ class MemoryLLMBehaviour(LLMBehaviour):  # type: ignore[misc]
             incoming,
             notes=self._recall_notes,
             long_term=self._recall_long_term,
+            space=self.connection.readable,
         )
         # One recall per conversation, refreshed each turn: the context does not grow with it.
         history[:] = [message for message in history if not message.get(RECALL_MARK)]
@@ -95,6 +97,9 @@ class MemoryLLMAgent(LLMAgent):  # type: ignore[misc]
     agent of this agent's domain (``interaction-memory@…``, ``base-memory@…``),
     a JID string for another one, ``False`` (spade_llm's default) for none.
     ``recall``: ``True``/``False`` or a ``Recall`` with its bounds.
+    ``spaces``: shared spaces that recall, ``search_memories`` and ``list_memories`` draw
+    on beside the agent's own; ``default_space``: where ``store_memory`` stores when the
+    model names no space (default: the agent's own).
     ``memory_timeout``: seconds a tool waits for a memory agent (it retries once).
     ``port``: the XMPP server's client port (spade_llm's ``LLMAgent`` drops it).
     """
@@ -108,6 +113,8 @@ class MemoryLLMAgent(LLMAgent):  # type: ignore[misc]
         interaction_memory: bool | str = False,
         agent_base_memory: bool | str = False,
         recall: Recall | bool = True,
+        spaces: Sequence[str] = (),
+        default_space: str | None = None,
         memory_timeout: float = 5.0,
         port: int = 5222,
         **kwargs: Any,
@@ -119,9 +126,12 @@ class MemoryLLMAgent(LLMAgent):  # type: ignore[misc]
                 )
         super().__init__(jid, password, provider, **kwargs)
         self.xmpp_port = port  # spade_llm does not pass SPADE's port on
+        if isinstance(spaces, str):
+            raise TypeError("spaces takes a list of space names")
         self.connection = MemoryConnection.from_flags(
-            agent_base_memory, interaction_memory, memory_timeout
-        )
+            agent_base_memory, interaction_memory, memory_timeout,
+            spaces=spaces, default_space=default_space,
+        )  # fmt: skip
         self.memory: MemoryClient = self.connection.bind(self)
         for tool in memory_tools(
             agent_base_memory=agent_base_memory,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..client import MemoryClient
+from ..ops import PERSONAL
 
 log = logging.getLogger("spade_memory.recall")
 
@@ -43,11 +44,13 @@ async def recall_text(
     *,
     notes: bool,
     long_term: bool,
+    space: list[str] | None = None,
 ) -> str | None:
-    """The recall block for one turn, or None when there is nothing to add."""
+    """The recall block for one turn, or None when there is nothing to add (``space``:
+    where long-term memories are searched, the agent's own by default)."""
     summary_call = client.get_context_summary(conversation_id) if notes else _nothing()
     search_call = (
-        client.search_memories(incoming[:MAX_QUERY_CHARS], limit=settings.memories)
+        client.search_memories(incoming[:MAX_QUERY_CHARS], limit=settings.memories, space=space)
         if long_term and incoming.strip()
         else _nothing()
     )
@@ -58,7 +61,11 @@ async def recall_text(
     if summary:
         parts.append(str(summary))
     if memories:
-        lines = [f"- [{memory.category}] {memory.content}" for memory in memories]
+        lines = [
+            f"- [{memory.category}] {memory.content}"
+            + ("" if memory.space == PERSONAL else f" (space {memory.space}, by {memory.author})")
+            for memory in memories
+        ]
         parts.append("\n".join([LONG_TERM_HEADER, *lines]))
     if not parts:
         return None

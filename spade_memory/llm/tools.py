@@ -12,7 +12,7 @@ plain ``LLMAgent(tools=memory_tools())`` works too.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ from ..base_memory.ops import ListMemories, MemoryList, SearchMemories, Stored, 
 from ..client import MemoryClient
 from ..errors import MemoryServiceError, MemoryTimeout
 from ..interaction.notes import AddInformation, Confirmation
-from ..ops import Op, describe
+from ..ops import PERSONAL, Op, describe
 
 log = logging.getLogger("spade_memory.tools")
 
@@ -48,11 +48,19 @@ class ToolSpec:
     """The sentence the model gets back for a successful call."""
     bounds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Tool-level schema additions (spade_llm's limits on ``limit``)."""
+    replaced: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Parameters the model sees in a simpler form than the op takes (``space``: one
+    name, where the wire also takes a list)."""
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of the parameters, derived from the op model."""
         source = self.op.model_json_schema()["properties"]
-        properties = {name: _tool_property(source[name]) for name in self.parameters}
+        properties = {
+            name: dict(self.replaced[name])
+            if name in self.replaced
+            else _tool_property(source[name])
+            for name in self.parameters
+        }
         for name, extra in self.bounds.items():
             properties[name].update(extra)
         required = [name for name in self.parameters if self.op.model_fields[name].is_required()]
@@ -72,14 +80,18 @@ def _tool_property(prop: dict[str, Any]) -> dict[str, Any]:
 
 
 def _said_stored(op: StoreMemory, _result: Stored) -> str:
-    return f"Stored {op.category} memory: {op.content}"
+    where = "" if op.space in (None, PERSONAL) else f" in space {op.space}"
+    return f"Stored {op.category} memory{where}: {op.content}"
 
 
 def _memory_lines(result: MemoryList, *, with_category: bool) -> list[str]:
     lines = []
     for memory in result.memories:
+        shared = "" if memory.space == PERSONAL else f" (space {memory.space}, by {memory.author})"
         lines.append(
-            f"- [{memory.category}] {memory.content}" if with_category else f"- {memory.content}"
+            f"- [{memory.category}] {memory.content}{shared}"
+            if with_category
+            else f"- {memory.content}{shared}"
         )
         if memory.context:
             lines.append(f"  Context: {memory.context}")
@@ -104,6 +116,12 @@ def _said_remembered(_op: AddInformation, result: Confirmation) -> str:
     return result.text
 
 
+_READ_SPACE = {
+    "type": "string",
+    "description": "Optional: one space to look in: 'personal' (my own), a shared space's "
+    "name, or '*' for all I can read (default: my own and the agent's shared spaces)",
+}
+
 REMEMBER_INTERACTION_INFO = ToolSpec(
     name="remember_interaction_info",
     description=(
@@ -125,9 +143,16 @@ STORE_MEMORY = ToolSpec(
         "and my own capabilities or limitations. It persists across conversations."
     ),
     op=StoreMemory,
-    parameters=("category", "content", "context", "confidence"),
+    parameters=("category", "content", "context", "confidence", "space"),
     service=BASE_MEMORY,
     say=_said_stored,
+    replaced={
+        "space": {
+            "type": "string",
+            "description": "Optional: a shared space's name to "
+            "store into (default: the agent's default space, else its own)",
+        }
+    },
 )
 SEARCH_MEMORIES = ToolSpec(
     name="search_memories",
@@ -137,10 +162,11 @@ SEARCH_MEMORIES = ToolSpec(
         "Results are ranked by relevance."
     ),
     op=SearchMemories,
-    parameters=("query", "limit", "category"),
+    parameters=("query", "limit", "category", "space"),
     service=BASE_MEMORY,
     say=_said_found,
     bounds={"limit": {"minimum": 1, "maximum": 20, "default": 10}},
+    replaced={"space": _READ_SPACE},
 )
 LIST_MEMORIES = ToolSpec(
     name="list_memories",
@@ -149,10 +175,11 @@ LIST_MEMORIES = ToolSpec(
         "recently used first, to see what I know in that area."
     ),
     op=ListMemories,
-    parameters=("category", "limit"),
+    parameters=("category", "limit", "space"),
     service=BASE_MEMORY,
     say=_said_listed,
     bounds={"limit": {"minimum": 1, "maximum": 50, "default": 20}},
+    replaced={"space": _READ_SPACE},
 )
 
 TOOL_SPECS: tuple[ToolSpec, ...] = (
@@ -171,22 +198,42 @@ class MemoryConnection:
         base_memory_jid: str | None = None,
         interaction_memory_jid: str | None = None,
         timeout: float = 5.0,
+        *,
+        spaces: Sequence[str] = (),
+        default_space: str | None = None,
     ) -> None:
         self.base_memory_jid = base_memory_jid
         self.interaction_memory_jid = interaction_memory_jid
         self.timeout = timeout
+        self.spaces = tuple(spaces)
+        """Shared spaces that recall, search and list draw on beside the agent's own."""
+        self.default_space = default_space
+        """Where ``store_memory`` stores when the model names no space (None: personal)."""
         self.client: MemoryClient | None = None
 
     @classmethod
     def from_flags(
-        cls, agent_base_memory: bool | str, interaction_memory: bool | str, timeout: float
+        cls,
+        agent_base_memory: bool | str,
+        interaction_memory: bool | str,
+        timeout: float,
+        *,
+        spaces: Sequence[str] = (),
+        default_space: str | None = None,
     ) -> MemoryConnection:
         """spade_llm-style flags: a JID string names a memory agent, ``True`` the default."""
         return cls(
             agent_base_memory if isinstance(agent_base_memory, str) else None,
             interaction_memory if isinstance(interaction_memory, str) else None,
             timeout,
+            spaces=spaces,
+            default_space=default_space,
         )
+
+    @property
+    def readable(self) -> list[str] | None:
+        """Where a read looks when the model names no space (None: the agent's own)."""
+        return [PERSONAL, *self.spaces] if self.spaces else None
 
     def bind(self, agent: Agent) -> MemoryClient:
         """The agent's client, created on first use (one reply router per agent)."""
@@ -255,6 +302,12 @@ class MemoryTool(LLMTool):  # type: ignore[misc]
         for parameter, bounds in self.spec.bounds.items():
             if parameter not in values and "default" in bounds:
                 values[parameter] = bounds["default"]
+        if "space" in self.spec.parameters and "space" not in values:
+            values["space"] = (
+                self.connection.default_space
+                if self.spec.op is StoreMemory
+                else self.connection.readable
+            )
         if self.spec.op is AddInformation:
             if self.conversation_id is None:
                 raise ValueError("no conversation is active")
