@@ -2,13 +2,15 @@
 
 Generated requests: broken JSON, JSON that is not an object, unknown ops,
 writes with a wrong-typed, missing or extra field, writes naming another
-owner, oversized content, batches of bad writes, and reads carrying hostile
-strings (FTS5 syntax, SQL, path names, NUL and control characters as JSON
+owner, oversized content, batches of bad writes (space, grant and share ops
+among them), and reads carrying hostile strings as queries, ids and space
+names (FTS5 syntax, SQL, path names, NUL and control characters as JSON
 escapes, lone surrogates) and hostile numbers. The agents' own op schemas are
 the oracle: what they reject must get a typed ``failure``/``refuse``; a
 valid read may also be answered ``inform``; nothing may be an
-``internal-server-error``. Stored data (SQLite rows, the context directory,
-the beads file) is compared before and after, and the agents keep serving.
+``internal-server-error``. Stored data (SQLite rows, the directory of spaces,
+the context directory, the beads file) is compared before and after, and the
+agents keep serving.
 
 Characters XML cannot carry at all (NUL, most C0 controls, U+FFFE/U+FFFF)
 are sent as JSON escapes: no XMPP client can put them raw into a stanza.
@@ -97,6 +99,12 @@ READS: dict[str, Reads] = {
         lambda s, n: {"op": "recent_memories", "limit": n},
         lambda s, n: {"op": "list_memories", "category": "fact", "limit": n},
         lambda s, n: {"op": "memory_stats"},
+        lambda s, n: {"op": "search_memories", "query": "x", "space": s},
+        lambda s, n: {"op": "recent_memories", "space": [s, s], "limit": n},
+        lambda s, n: {"op": "get_memory", "id": s, "space": s},
+        lambda s, n: {"op": "changes_since", "space": s, "after": n},
+        lambda s, n: {"op": "space_info", "space": s},
+        lambda s, n: {"op": "list_spaces"},
     ],
     "interaction-memory": [
         lambda s, n: {"op": "get_information", "conversation_id": s},
@@ -108,6 +116,8 @@ READS: dict[str, Reads] = {
         lambda s, n: {"op": "search_context", "query": s, "limit": n},
         lambda s, n: {"op": "search_context", "query": s, "type": s},
         lambda s, n: {"op": "get_all_conversations"},
+        lambda s, n: {"op": "get_working_memory", "session_id": "w", "space": s},
+        lambda s, n: {"op": "search_context", "query": "x", "space": s, "limit": n},
     ],
     "beads-sync": [
         lambda s, n: {"op": "search_memories", "query": s, "limit": n},
@@ -122,6 +132,12 @@ WRITES: dict[str, list[dict[str, Any]]] = {
         {"op": "store_memory", "category": "fact", "content": "fuzz", "confidence": 0.5},
         {"op": "update_memory", "id": "seeded", "content": "fuzz"},
         {"op": "delete_memory", "id": "seeded"},
+        {"op": "store_memory", "category": "fact", "content": "fuzz", "space": "fuzz-team"},
+        {"op": "create_space", "name": "fuzz-team", "description": "fuzz"},
+        {"op": "grant", "space": "fuzz-team", "member": "x@localhost", "role": "reader"},
+        {"op": "revoke", "space": "fuzz-team", "member": "x@localhost"},
+        {"op": "subscribe", "space": "fuzz-team"},
+        {"op": "delete_space", "space": "fuzz-team"},
     ],
     "interaction-memory": [
         {"op": "add_information", "conversation_id": "c", "information": "fuzz"},
@@ -131,12 +147,21 @@ WRITES: dict[str, list[dict[str, Any]]] = {
         {"op": "save_preferences", "user": "u", "preferences": {"k": "v"}},
         {"op": "save_knowledge", "name": "k", "content": "fuzz", "tags": ["t"]},
         {"op": "end_conversation", "conversation_id": "c", "tags": [], "clear": False},
+        {
+            "op": "set_clarification",
+            "session_id": "w",
+            "space": "fuzz-team",
+            "clarification": {"question": "fuzz?"},
+        },
+        {"op": "save_knowledge", "name": "k", "content": "fuzz", "space": "fuzz-team"},
     ],
     "beads-sync": [
         {"op": "store_memory", "content": "fuzz", "importance": 5, "tags": ["t"]},
         {"op": "delete_memory", "memory_id": "seeded"},
         {"op": "link_memories", "child": "seeded", "parent": "seeded"},
         {"op": "mark_memory_accessed", "memory_id": "seeded"},
+        {"op": "share_session", "session": "s", "member": "x@localhost", "role": "writer"},
+        {"op": "unshare_session", "session": "s", "member": "x@localhost"},
     ],
 }
 AGENTS = st.sampled_from(sorted(ADAPTERS))
@@ -242,8 +267,14 @@ def snapshot(data_dir: Path) -> dict[str, Any]:
         for p in (data_dir / "context").rglob("*")
         if p.is_file()
     )
+    with sqlite3.connect(data_dir / "spaces.db") as db:
+        spaces = [
+            db.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in ("spaces", "members", "subscriptions", "session_shares")
+        ]
     beads = data_dir / "beads" / ".beads" / "issues.jsonl"
     return {
+        "spaces": spaces,
         "memories": memories,
         "notes": notes,
         "working": working,
@@ -274,10 +305,17 @@ async def fuzzer(fuzzed: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
     await memory.save_preferences("u", {"theme": "dark"})
     await memory.save_knowledge("seed", "knowledge seeded")
     await memory.end_conversation("c", summary="seeded")
+    await memory.create_space("fuzz-team")  # so that hostile space reads meet a real space
+    await memory.grant("fuzz-team", "x@localhost", "writer")
+    team = memory.space("fuzz-team")
+    await team.store_memory("fact", "The team's seeded memory")
+    await team.session("w").update_context({"seeded": "team"})
+    await team.save_knowledge("seed", "team knowledge seeded")
+    await memory.beads.share_session("s", "x@localhost")
     beads = fuzzed.data_dir / "beads" / ".beads" / "issues.jsonl"
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # the three base memories mirrored into beads
-        if beads.exists() and beads.read_text().count("spade-memory:") >= 3:
+    while time.monotonic() < deadline:  # the four base memories mirrored into beads
+        if beads.exists() and beads.read_text().count("spade-memory:") >= 4:
             break
         await asyncio.sleep(0.2)
     await asyncio.sleep(1.0)  # nothing left to mirror

@@ -3,17 +3,19 @@
 On Prosody and on the embedded server that ``spade-memory run`` starts (both
 stamp ``from`` with the sender's authenticated JID), mallory tries every
 operation of the base memory, interaction memory and beads sync agents
-against alice's memories in three ways: with a forged ``from`` naming alice,
+against alice's memories (and her space) in three ways: with a forged ``from`` naming alice,
 with alice named as owner in the body, and both. Every attempt must come
 back to mallory and reveal none of alice's secrets; claims of alice's
 identity are refused; an attempt on alice's items is answered exactly as the
 same attempt on items that do not exist (no existence oracle); alice's view
-of her own memories is the same afterwards.
+of her own memories is the same afterwards. The roles inside a space are
+``test_space_identity``'s matrix.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -47,6 +49,7 @@ class Alice:
         self.agent = agent
         self.memory_id = ""
         self.bead_ids: list[str] = []
+        self.space = f"alice-{uuid.uuid4().hex[:8]}"
 
     async def seed(self) -> None:
         memory = self.agent.memory
@@ -58,6 +61,8 @@ class Alice:
         await session.add_finding(Finding(type="security", title=SECRETS["finding"]))
         await memory.save_preferences(USER, {"secret": SECRETS["preference"]})
         await memory.save_knowledge("alice-runbook", SECRETS["knowledge"])
+        await memory.create_space(self.space, "alice's space")
+        await memory.space(self.space).store_memory("fact", SECRETS["memory"] + " (shared)")
         for text in (SECRETS["bead"], "alice's second bead"):
             stored = await memory.beads.store_memory(text, "decision", session=BEADS_SESSION)
             assert stored is not None
@@ -71,6 +76,7 @@ class Alice:
         session = await memory.session(SESSION).get()
         beads = await memory.beads.restore_session(BEADS_SESSION)
         context = await memory.search_context("runbook root password")
+        info = await memory.space_info(self.space)
         return {
             "memories": [(m.id, m.category, m.content, m.context, m.confidence) for m in recent],
             "total": stats.total_memories if stats else None,
@@ -80,12 +86,18 @@ class Alice:
             "preferences": await memory.get_preferences(USER),
             "knowledge": [(entry.path, entry.text) for entry in context],
             "beads": [(b.id, b.content, b.status, b.session, b.agent) for b in beads],
+            "space": [
+                (m.id, m.content, m.author)
+                for m in await memory.get_recent_memories(limit=50, space=self.space)
+            ],
+            "members": [(m.member, m.role) for m in info.members] if info else None,
         }
 
 
 def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
     """One request per op of each agent, aimed at alice's memories."""
     memory_id, bead, other_bead = alice.memory_id, alice.bead_ids[0], alice.bead_ids[1]
+    space = alice.space
     focus = {"type": "module", "id": "mallory-was-here", "name": "m"}
     return {
         "base-memory": [
@@ -98,6 +110,15 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "delete_memory", "id": memory_id},
             {"op": "memory_stats"},
             {"op": "changes_since", "after": 0},
+            {"op": "create_space", "name": f"mallory-{uuid.uuid4().hex[:8]}"},
+            {"op": "grant", "space": space, "member": "mallory@localhost", "role": "admin"},
+            {"op": "revoke", "space": space, "member": "alice@localhost"},
+            {"op": "leave_space", "space": space},
+            {"op": "list_spaces"},
+            {"op": "space_info", "space": space},
+            {"op": "delete_space", "space": space},
+            {"op": "subscribe", "space": space},
+            {"op": "unsubscribe", "space": space},
         ],
         "interaction-memory": [
             {"op": "add_information", "conversation_id": CONVERSATION, "information": "planted"},
@@ -149,6 +170,8 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "link_memories", "child": bead, "parent": other_bead},
             {"op": "delete_memory", "memory_id": bead},
             {"op": "search_memories", "query": "merger Initech"},
+            {"op": "share_session", "session": BEADS_SESSION, "member": "x@localhost"},
+            {"op": "unshare_session", "session": BEADS_SESSION, "member": "x@localhost"},
         ],
     }
 
@@ -178,6 +201,7 @@ async def attempt(
 def with_missing_ids(body: dict[str, Any], alice: Alice) -> dict[str, Any]:
     """The same request about memories that do not exist (ids of the same shape)."""
     text = json.dumps(body).replace(alice.memory_id, "00000000-0000-4000-8000-000000000000")
+    text = text.replace(alice.space, "nobody-" + alice.space.removeprefix("alice-"))
     for bead in alice.bead_ids:
         text = text.replace(bead, bead.split("-")[0] + "-000000000000")
     replaced: dict[str, Any] = json.loads(text)
@@ -194,7 +218,7 @@ def answer_kind(reply: Message) -> tuple[str, str | None]:
 
 def test_the_matrix_covers_every_op_of_every_agent() -> None:
     class Stub:
-        memory_id, bead_ids = "m", ["b1", "b2"]
+        memory_id, bead_ids, space = "m", ["b1", "b2"], "s"
         agent = type("A", (), {"jid": "alice@localhost"})()
 
     covered = {svc: {body["op"] for body in bodies} for svc, bodies in attacks(Stub()).items()}  # type: ignore[arg-type]
