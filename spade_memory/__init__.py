@@ -13,6 +13,9 @@ from .base_memory.ops import (
     CATEGORIES,
     BaseMemoryOp,
     Category,
+    Change,
+    ChangeList,
+    ChangesSince,
     Deleted,
     DeleteMemory,
     GetMemory,
@@ -30,10 +33,12 @@ from .base_memory.ops import (
 from .base_memory.service import BaseMemoryAgent, BaseMemoryService
 from .base_memory.store import LongTermStore
 from .beads_sync.calls import BeadsClient
+from .beads_sync.ops import SessionShared, ShareSession, UnshareSession
 from .client import MemoryClient
 from .errors import (
     BadRequest,
     Condition,
+    Conflict,
     InternalServerError,
     ItemNotFound,
     MemoryServiceError,
@@ -65,6 +70,28 @@ from .mixin import MemoryMixin
 from .ops import Op, Record, Request
 from .plugin import MemoryService, ServicePlugin
 from .serving import MemoryAgent
+from .spaces import EVERY, PERSONAL
+from .spaces.calls import SpaceMemory
+from .spaces.changes import SpaceChanges
+from .spaces.declared import SpacesFile, SpacesFileError
+from .spaces.names import Role
+from .spaces.ops import (
+    CreateSpace,
+    DeleteSpace,
+    Grant,
+    LeaveSpace,
+    ListSpaces,
+    Membership,
+    Revoke,
+    SpaceDetails,
+    SpaceDone,
+    SpaceInfo,
+    SpaceList,
+    SpaceSummary,
+    Subscribe,
+    Subscribed,
+    Unsubscribe,
+)
 from .wire import ONTOLOGY
 
 if TYPE_CHECKING:
@@ -96,7 +123,9 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CATEGORIES",
+    "EVERY",
     "ONTOLOGY",
+    "PERSONAL",
     "TOOL_SPECS",
     "AddInformation",
     "BadRequest",
@@ -105,12 +134,18 @@ __all__ = [
     "BaseMemoryService",
     "BeadsClient",
     "Category",
+    "Change",
+    "ChangeList",
+    "ChangesSince",
     "ChatUser",
     "Clarification",
     "ClearConversation",
     "Condition",
+    "Conflict",
     "ConversationInfo",
+    "CreateSpace",
     "DeleteMemory",
+    "DeleteSpace",
     "Deleted",
     "EntityRef",
     "ExportConversation",
@@ -120,6 +155,7 @@ __all__ = [
     "GetContextSummary",
     "GetInformation",
     "GetMemory",
+    "Grant",
     "InteractionMemoryAgent",
     "InteractionMemoryService",
     "InteractionOp",
@@ -127,9 +163,12 @@ __all__ = [
     "InteractionsFile",
     "InternalServerError",
     "ItemNotFound",
+    "LeaveSpace",
     "Limits",
     "ListMemories",
+    "ListSpaces",
     "LongTermStore",
+    "Membership",
     "Memories",
     "Memory",
     "MemoryAgent",
@@ -153,15 +192,32 @@ __all__ = [
     "Reply",
     "Request",
     "ResourceConstraint",
+    "Revoke",
+    "Role",
     "ScriptedProvider",
     "SearchMemories",
     "ServicePlugin",
     "ServiceUnavailable",
     "SessionMemory",
+    "SessionShared",
+    "ShareSession",
+    "SpaceChanges",
+    "SpaceDetails",
+    "SpaceDone",
+    "SpaceInfo",
+    "SpaceList",
+    "SpaceMemory",
+    "SpaceSummary",
+    "SpacesFile",
+    "SpacesFileError",
     "StoreMemory",
     "Stored",
+    "Subscribe",
+    "Subscribed",
     "ToolCall",
     "ToolSpec",
+    "UnshareSession",
+    "Unsubscribe",
     "UpdateMemory",
     "WorkingMemory",
     "WorkingMemoryState",

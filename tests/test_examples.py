@@ -44,3 +44,14 @@ def test_raw_xmpp_peer_example(memory_service: MemoryServiceProcess) -> None:
     assert lines[0].startswith("store: inform {'id': '")
     assert lines[1] == "inform: [fact] Invoices are due in 30 days"
     assert lines[2].startswith("bad op: failure {'condition': 'bad-request'")
+
+
+def test_team_example(memory_service: MemoryServiceProcess) -> None:
+    result = run_example("team.py", memory_service)
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["heard: stored by researcher@localhost"] * 2
+    assert sorted(lines[2:4]) == [  # in the order of their rank
+        "found: Most firms adopted the standard in 2025 (by researcher@localhost)",
+        "found: The 2024 survey covered 1,200 firms (by researcher@localhost)",
+    ]
+    assert lines[4:] == ["writer's own memories: 0"]
