@@ -22,7 +22,7 @@ from ..plugin import Behaviours, MemoryService, ServiceConfig, ServiceContext, S
 from ..serving import MemoryAgent
 from ..spaces.access import Gate
 from ..spaces.directory import SpaceDirectory
-from ..spaces.ops import SPACE_OPS
+from ..spaces.ops import SPACE_OPS, DeleteSpace
 from . import NAME
 from .embeddings import load_embedder
 from .journal import SpaceEvent
@@ -85,11 +85,12 @@ class BaseMemoryService(AppliesOps):
         try:
             if self.spaces is None:
                 raise BadRequest("spaces are not served by this memory agent")
-            return await self.spaces.apply(owner, request.op)
+            result = await self.spaces.apply(owner, request.op)
         except MemoryServiceError as error:
             return error
-        finally:
-            self.changed.set()  # a deleted space's memories reach the mirror as deletions
+        if isinstance(request.op, DeleteSpace):
+            self.changed.set()  # its memories reach the mirror as deletions
+        return result
 
     async def _memory_ops(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """The ops applied in one store transaction, each where the gate let it act; the

@@ -180,8 +180,8 @@ class BeadsMemoryStore(AppliesOps):
 
     async def session_context(self, owner: str, session: str | None) -> SessionContext:
         session = session or self.session
-        issues, everyone = await self._session_issues_and_agents(owner, session)
         reader = await self._reader(owner)
+        issues, everyone = await self._session_issues_and_agents(reader, session)
         ready = [
             issue
             for issue in await self.engine.ready(limit=200)
@@ -302,15 +302,14 @@ class BeadsMemoryStore(AppliesOps):
     async def _session_issues(self, owner: str, session: str) -> list[Issue]:
         """What the sender may read of ``session``, oldest first; ``item-not-found`` when it
         neither took part in it nor had it shared (the current session always answers)."""
-        return (await self._session_issues_and_agents(owner, session))[0]
+        return (await self._session_issues_and_agents(await self._reader(owner), session))[0]
 
     async def _session_issues_and_agents(
-        self, owner: str, session: str
+        self, reader: Reader, session: str
     ) -> tuple[list[Issue], list[str]]:
         """``_session_issues``, and every agent active in the session (told to those who
         read some of it: its participants and those it was shared with)."""
         where = IssueFilter(labels=(m.SESSION_LABEL + session,), include_closed=True)
-        reader = await self._reader(owner)
         issues = [i for i in await self.engine.list_issues(where) if m.is_memory(i)]
         readable = [issue for issue in issues if reader.may(issue)]
         if not readable and session != self.session and not reader.shares_session(session):
