@@ -130,6 +130,7 @@ async def _ours(path: Path, conversations: list[Conversation], dense: bool) -> t
             stored = await store.apply(conversation.owner, op)
             assert isinstance(stored, Stored)
             by_memory[stored.id].append(turn.dia_id)
+    await store.embedded()  # every turn's vector, before the questions
 
     async def search(owner: str, query: str) -> list[str]:
         found = await store.apply(owner, SearchMemories(query=query, limit=max(KS)))

@@ -76,6 +76,8 @@ async def bench_search(memories: int, queries: int, dense: bool) -> dict[str, li
             await _seed(shared, own, own_texts)
             for place in spaces:
                 await _seed(shared, place, corpus.memories(memories))
+            await alone.embedded()
+            await shared.embedded()
             runs = {
                 "own space, alone in its store": (alone, (own,)),
                 "own space, beside 3 spaces": (shared, (own,)),

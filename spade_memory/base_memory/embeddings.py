@@ -58,15 +58,16 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        """One unit vector per text, in the order given. Texts of like length are
+        batched together, so a batch pads little."""
         import numpy as np
 
-        batches = [
-            self._embed_batch(texts[i : i + self.batch_size])
-            for i in range(0, len(texts), self.batch_size)
-        ]
-        if not batches:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        return np.vstack(batches)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            vectors[rows] = self._embed_batch([texts[i] for i in rows])
+        return vectors
 
     def _embed_batch(self, texts: Sequence[str]) -> Vectors:
         import numpy as np

@@ -1,19 +1,20 @@
 """How the long-term store ranks: BM25 alone, or BM25 fused with dense similarity.
 
 ``Ranking`` owns the optional embedder and, per space (an owner's personal
-space or a shared one), a cached matrix of memory vectors that follows every
-committed write. A search over several spaces fuses over all of them. Vectors are stored with
-the memories (table ``embeddings``, deleted with them), computed off the
-event loop, and filled in for memories stored before dense search was on.
-Ranking runs inside the store's transaction, on its connection, so no write
-can slip in while an owner's matrix is built.
+space or a shared one), a cached index of memory vectors that follows every
+committed vector. A search over several spaces fuses over all of them. Vectors
+are stored with the memories (table ``embeddings``, deleted with them) and
+computed off the event loop, after the write that needed them (see
+``backfill``). Ranking runs inside the store's transaction, on its
+connection, so no write can slip in while a space's index is built.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 import aiosqlite
@@ -21,18 +22,15 @@ import aiosqlite
 from ..storage.fts import match_expression
 
 if TYPE_CHECKING:
-    from .dense import DenseIndex
+    from .dense import Similar, VectorIndex
     from .embeddings import Embedder
-
-Moved = dict[int, bytes | None]
-"""Memory seq → its new stored vector, or None when it has none any more."""
 
 BM25_CANDIDATES = 200
 """How many BM25 matches enter the fusion (dense similarity covers every memory)."""
 
 
 CACHED_SPACES = 64
-"""Spaces whose vector matrix stays in memory between searches (least recent dropped)."""
+"""Spaces whose vector index stays in memory between searches (least recent dropped)."""
 MIN_SIMILARITY = 0.25
 """Cosine a memory needs to be returned on meaning alone (unrelated text scores near 0)."""
 
@@ -47,28 +45,37 @@ class Ranking:
 
     def __init__(self, embedder: Embedder | None) -> None:
         self.embedder = embedder
-        self._indexes: OrderedDict[str, DenseIndex] = OrderedDict()
+        self._indexes: OrderedDict[str, VectorIndex] = OrderedDict()
 
     @property
     def kind(self) -> str:
         """``hybrid`` with an embedder, ``bm25`` without."""
         return "bm25" if self.embedder is None else "hybrid"
 
-    def moved(self, space: str, moved: Moved) -> None:
-        """Committed vector changes of a space's memories reach its cached matrix."""
+    def added(self, space: str, vectors: Mapping[int, Any]) -> None:
+        """Committed vectors of a space's memories reach its cached index."""
         index = self._indexes.get(space)
-        if moved and index is not None:
-            self._indexes[space] = index.changed(moved)
+        if vectors and index is not None:
+            index.put(vectors)
+
+    def removed(self, space: str, seqs: Collection[int]) -> None:
+        """Committed removals (a memory deleted, or its text changed) reach the cache."""
+        index = self._indexes.get(space)
+        if seqs and index is not None:
+            index.remove(seqs)
 
     def forget(self, space: str) -> None:
-        """Drop a space's cached matrix (the space is gone)."""
+        """Drop a space's cached index (the space is gone)."""
         self._indexes.pop(space, None)
 
-    async def embed(self, texts: Sequence[str]) -> list[Any]:
-        """One vector per text, in one model call off the event loop (None without a model)."""
+    async def embed(self, texts: Sequence[str], executor: Executor | None = None) -> list[Any]:
+        """One vector per text, in one model call off the event loop (None without a model).
+
+        ``executor`` runs it (the default one, at normal priority, when None)."""
         if self.embedder is None or not texts:
             return [None] * len(texts)
-        return list(await asyncio.to_thread(self.embedder.embed, list(texts)))
+        loop = asyncio.get_running_loop()
+        return list(await loop.run_in_executor(executor, self.embedder.embed, list(texts)))
 
     @staticmethod
     def blob(vector: Any) -> bytes:
@@ -85,11 +92,11 @@ class Ranking:
         categories: Sequence[str] | None,
         limit: int,
         query_vector: Any,
-        pending: dict[str, Moved],
+        removed: Collection[int] = (),
     ) -> list[int]:
         """The seqs of the best memories of ``spaces`` for ``query``, best first.
 
-        ``pending`` are vector changes of this transaction, not committed yet, by space.
+        ``removed`` are memories whose vectors this transaction dropped (not committed yet).
         """
         expression = match_expression(query)
         bm25 = await _bm25(db, spaces, expression, categories, max(limit, BM25_CANDIDATES))
@@ -97,63 +104,67 @@ class Ranking:
             return _best(bm25, limit)
         from .dense import fuse
 
-        dense: dict[int, float] = {}
-        for space in spaces:
-            index = await self._index(db, space, pending.get(space, {}))
-            dense.update(index.similarities(query_vector))
-        if categories is not None:
-            allowed = await _seqs_in(db, spaces, categories)
-            dense = {seq: score for seq, score in dense.items() if seq in allowed}
-        fused = fuse(bm25, dense)
+        indexes = [await self._index(db, space) for space in spaces]
+        similar = await self._similar(db, indexes, spaces, query_vector, limit, removed, categories)
+        cosines: dict[int, float] = {}
+        for index in indexes:
+            cosines.update(index.cosines(query_vector, bm25.keys() - set(removed)))
+        fused = fuse(bm25, similar, cosines)
         # a memory no word of the query matched must at least be similar in meaning
         relevant = {
             seq: score
             for seq, score in fused.items()
-            if seq in bm25 or dense.get(seq, 0.0) >= MIN_SIMILARITY
+            if seq in bm25 or similar.best.get(seq, 0.0) >= MIN_SIMILARITY
         }
         return _best(relevant, limit)
 
-    async def _index(self, db: aiosqlite.Connection, space: str, pending: Moved) -> DenseIndex:
+    async def _similar(
+        self,
+        db: aiosqlite.Connection,
+        indexes: Sequence[VectorIndex],
+        spaces: Sequence[str],
+        query_vector: Any,
+        limit: int,
+        removed: Collection[int],
+        categories: Sequence[str] | None,
+    ) -> Similar:
+        """The ``limit`` most similar memories of the categories asked, over every index."""
+        from .dense import Similar, merge
+
+        wanted = limit if categories is None else 4 * limit
+        total = sum(len(index) for index in indexes)
+        while True:
+            similar = merge(
+                (index.similar(query_vector, wanted, removed) for index in indexes), wanted
+            )
+            if categories is None:
+                return similar
+            allowed = await _seqs_in(db, spaces, categories, list(similar.best))
+            best = {seq: score for seq, score in similar.best.items() if seq in allowed}
+            if len(best) >= limit or wanted >= total:
+                return Similar(dict(list(best.items())[:limit]), similar.low, similar.high)
+            wanted *= 4
+
+    async def _index(self, db: aiosqlite.Connection, space: str) -> VectorIndex:
         index = self._indexes.get(space)
         if index is not None:
             self._indexes.move_to_end(space)
-            return index.changed(pending) if pending else index
-        await self._fill_missing(db, space)
-        from .dense import DenseIndex
+            return index
+        from .dense import ExactIndex, from_blob
 
+        assert self.embedder is not None
         rows = await db.execute_fetchall(
             "SELECT e.seq, e.vector FROM embeddings e JOIN memories m ON m.seq = e.seq"
             " WHERE m.space = ?",
             (space,),
         )
-        assert self.embedder is not None
-        index = DenseIndex.from_rows(
-            [(int(r[0]), bytes(r[1])) for r in rows], self.embedder.dimensions
-        )
-        if not pending:  # built from committed rows only: it may be kept
-            self._indexes[space] = index
-            while len(self._indexes) > CACHED_SPACES:
-                self._indexes.popitem(last=False)
+        rows = list(rows)
+        index = ExactIndex(self.embedder.dimensions, capacity=max(256, len(rows)))
+        index.put({int(seq): from_blob(bytes(blob)) for seq, blob in rows})
+        self._indexes[space] = index
+        while len(self._indexes) > CACHED_SPACES:
+            self._indexes.popitem(last=False)
         return index
-
-    async def _fill_missing(self, db: aiosqlite.Connection, space: str) -> None:
-        """Embed the space's memories that have no vector yet (stored without the extra)."""
-        assert self.embedder is not None
-        missing = await db.execute_fetchall(
-            "SELECT m.seq, m.content, m.context FROM memories m"
-            " LEFT JOIN embeddings e ON e.seq = m.seq WHERE m.space = ? AND e.seq IS NULL",
-            (space,),
-        )
-        if not missing:
-            return
-        vectors = await self.embed([embedding_text(str(row[1]), row[2]) for row in missing])
-        await db.executemany(
-            "INSERT OR REPLACE INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
-            [
-                (int(row[0]), self.embedder.name, self.blob(vector))
-                for row, vector in zip(missing, vectors, strict=True)
-            ],
-        )
 
 
 def _best(scores: dict[int, float], limit: int) -> list[int]:
@@ -185,11 +196,18 @@ async def _bm25(
 
 
 async def _seqs_in(
-    db: aiosqlite.Connection, spaces: Sequence[str], categories: Sequence[str]
+    db: aiosqlite.Connection,
+    spaces: Sequence[str],
+    categories: Sequence[str],
+    seqs: Sequence[int],
 ) -> set[int]:
+    """Which of ``seqs`` are memories of ``spaces`` in ``categories``."""
+    if not seqs:
+        return set()
     rows = await db.execute_fetchall(
-        f"SELECT seq FROM memories WHERE space IN ({', '.join('?' * len(spaces))})"
+        f"SELECT seq FROM memories WHERE seq IN ({', '.join('?' * len(seqs))})"
+        f" AND space IN ({', '.join('?' * len(spaces))})"
         f" AND category IN ({', '.join('?' * len(categories))})",
-        (*spaces, *categories),
+        (*seqs, *spaces, *categories),
     )
     return {int(row[0]) for row in rows}

@@ -2,9 +2,10 @@
 
 Like a langgraph ``BaseStore`` backend it has one entry point, ``batch``,
 that applies a list of ops for an owner in one transaction, each op through
-its handler in a dispatch table. Before the transaction, every text the
-batch needs embedded (stored contents, search queries) goes to the model in
-one call, off the event loop. Writes carrying a request id are applied once:
+its handler in a dispatch table. Before the transaction, the batch's search
+queries go to the model in one call, off the event loop; a stored or changed
+text is embedded after its commit (``backfill``), so a write never waits for
+the model. Writes carrying a request id are applied once:
 the id and the result are recorded in the same transaction as the change, so
 a retried request (even after a crash) gets the first answer back instead of
 a second memory.
@@ -42,6 +43,7 @@ from ..storage.faults import free_bytes
 from ..storage.manifest import Manifest
 from . import journal
 from .access import AccessLog
+from .backfill import VectorBackfill
 from .journal import SpaceEvent
 from .ops import (
     Change,
@@ -62,7 +64,7 @@ from .ops import (
     StoreMemory,
     UpdateMemory,
 )
-from .ranking import Moved, Ranking, embedding_text
+from .ranking import Ranking
 from .rows import COLUMNS, SIZE, Row, as_datetime, newest, select
 from .schema import MIGRATIONS, content_key
 
@@ -77,17 +79,36 @@ KNOWLEDGE = ("fact", "pattern", "capability")
 
 
 @dataclass
+class _Vectors:
+    """What ops did to vectors: memories that need one (new or changed text), and memories
+    deleted; each seq → its space's key."""
+
+    need: dict[int, str] = field(default_factory=dict)
+    gone: dict[int, str] = field(default_factory=dict)
+
+    def absorb(self, other: _Vectors) -> None:
+        self.need.update(other.need)
+        self.gone.update(other.gone)
+        for seq in other.gone:
+            self.need.pop(seq, None)
+
+    def stale(self) -> set[int]:
+        """Memories whose committed vector no longer holds."""
+        return self.need.keys() | self.gone.keys()
+
+
+@dataclass
 class _Work:
     """What one batch carries through its handlers."""
 
     owner: str
     """The sender: the author of what it stores, the actor of what it changes."""
-    vectors: dict[int, Any] = field(default_factory=dict)
-    """Embeddings computed before the transaction, by ``id(request)``."""
-    moved: dict[str, Moved] = field(default_factory=dict)
-    """Vector changes of the ops that succeeded so far, by space (committed with the batch)."""
-    current: dict[str, Moved] = field(default_factory=dict)
-    """Vector changes of the op being applied (kept only if it succeeds)."""
+    queries: dict[int, Any] = field(default_factory=dict)
+    """Search queries' embeddings, computed before the transaction, by ``id(request)``."""
+    vectors: _Vectors = field(default_factory=_Vectors)
+    """What the ops that succeeded so far did to vectors (committed with the batch)."""
+    current: _Vectors = field(default_factory=_Vectors)
+    """What the op being applied does to vectors (kept only if it succeeds)."""
     events: dict[int, list[SpaceEvent]] = field(default_factory=dict)
     """Shared spaces' events of each request, by ``id(request)``."""
 
@@ -109,6 +130,7 @@ class LongTermStore(AppliesOps):
     ) -> None:
         self._tx = Transactions(db, path, manifest)
         self.ranking = Ranking(embedder)
+        self._backfill = None if embedder is None else VectorBackfill(self._tx, self.ranking)
         self.limits = limits or Limits()
         """Its quotas (memories and bytes per author and per shared space)."""
         self.on_events: Callable[[list[SpaceEvent]], None] | None = None
@@ -144,10 +166,24 @@ class LongTermStore(AppliesOps):
         damaged, lost (held more, says ``manifest``) or cannot be opened.
         """
         db = await open_migrated(path, MIGRATIONS, synchronous, manifest, _forget_old)
-        return cls(db, embedder, path=Path(path), manifest=manifest, limits=limits)
+        store = cls(db, embedder, path=Path(path), manifest=manifest, limits=limits)
+        if store._backfill is not None:
+            try:
+                await store._backfill.start()
+            except BaseException:
+                await store.close()
+                raise
+        return store
+
+    async def embedded(self) -> None:
+        """Return once every committed memory has its vector (at once without a model)."""
+        if self._backfill is not None:
+            await self._backfill.drained()
 
     async def close(self) -> None:
         """Write pending access counts (if the disk lets it) and close the file, always."""
+        if self._backfill is not None:
+            await self._backfill.close()
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
@@ -160,14 +196,18 @@ class LongTermStore(AppliesOps):
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Apply the ops of ``requests`` for ``owner`` (the sender), in one transaction."""
-        work = _Work(owner, vectors=await self._embed(requests))
+        work = _Work(owner, queries=await self._embed_queries(owner, requests))
         if self._accesses and any(
             isinstance(r.op, ListMemories | RecentMemories) for r in requests
         ):
             await self.flush_accesses()  # they order by last access
         outcomes = await apply_all(self._tx, requests, lambda db, r: self._apply_one(db, r, work))
-        for space, moved in work.moved.items():  # committed: the cached vectors follow
-            self.ranking.moved(space, moved)
+        for seq, space in work.vectors.gone.items():  # committed: the cached vectors follow
+            self.ranking.removed(space, [seq])
+        for seq, space in work.vectors.need.items():
+            self.ranking.removed(space, [seq])  # a changed text's vector went
+        if self._backfill is not None:
+            self._backfill.note(work.vectors.need)
         events = [
             event
             for request, outcome in zip(requests, outcomes, strict=True)
@@ -230,23 +270,27 @@ class LongTermStore(AppliesOps):
             logger.warning("%s: access counts not written yet (%s)", self._tx.path, error)
 
     async def _apply_one(self, db: aiosqlite.Connection, request: Request, work: _Work) -> Record:
-        work.current = {}
+        work.current = _Vectors()
         result = await self._handlers[type(request.op)](db, request, work)
-        for space, moved in work.current.items():
-            work.moved.setdefault(space, {}).update(moved)
+        work.vectors.absorb(work.current)
         return result
 
-    async def _embed(self, requests: Sequence[Request]) -> dict[int, Any]:
-        """One model call for every text the batch needs embedded, by ``id(request)``."""
-        texts: dict[int, str] = {}
-        for request in requests:
-            op = request.op
-            if isinstance(op, StoreMemory):
-                texts[id(request)] = embedding_text(op.content, op.context)
-            elif isinstance(op, SearchMemories) and op.mode != "session_recovery":
-                texts[id(request)] = op.query
-        vectors = await self.ranking.embed(list(texts.values()))
-        return dict(zip(texts, vectors, strict=True))
+    async def _embed_queries(self, owner: str, requests: Sequence[Request]) -> dict[int, Any]:
+        """One model call for the batch's search queries, by ``id(request)``; meanwhile the
+        few memories of the searched spaces still waiting for a vector get theirs."""
+        searches = {
+            id(request): request
+            for request in requests
+            if isinstance(request.op, SearchMemories) and request.op.mode != "session_recovery"
+        }
+        if not searches or self._backfill is None:
+            return {}
+        spaces = {place.key for r in searches.values() for place in r.places_of(owner)}
+        queries = [r.op.query for r in searches.values()]  # type: ignore[attr-defined]
+        vectors, _ = await asyncio.gather(
+            self.ranking.embed(queries), self._backfill.embed_now(spaces)
+        )
+        return dict(zip(searches, vectors, strict=True))
 
     # -- reads ------------------------------------------------------------------------
 
@@ -285,7 +329,7 @@ class LongTermStore(AppliesOps):
                 categories = [c for c in KNOWLEDGE if op.category in (None, c)]
             seqs = await self.ranking.rank(
                 db, keys, op.query, categories, op.limit,
-                work.vectors.get(id(request)), work.moved,
+                work.queries.get(id(request)), work.vectors.stale(),
             )  # fmt: skip
             rows = await select(db, f"WHERE m.seq IN ({', '.join('?' * len(seqs))})", seqs)
             by_seq = {row.seq: row for row in rows}
@@ -440,9 +484,7 @@ class LongTermStore(AppliesOps):
         )  # fmt: skip
         assert cursor.lastrowid is not None
         await journal.use(db, owner, place, 1, size)
-        await self._keep_vector(
-            db, cursor.lastrowid, place.key, work.vectors.get(id(request)), work
-        )
+        work.current.need[cursor.lastrowid] = place.key  # embedded once committed
         await self._changed(db, request, work, "stored", memory_id, owner, place)
         return stored
 
@@ -468,8 +510,8 @@ class LongTermStore(AppliesOps):
         (row,) = await select(db, "WHERE m.seq = ?", (row.seq,))
         memory = row.memory({place.key: place.name})
         if op.content is not None or op.context is not None:  # its vector follows its text
-            (vector,) = await self.ranking.embed([embedding_text(memory.content, memory.context)])
-            await self._keep_vector(db, row.seq, place.key, vector, work)
+            await db.execute("DELETE FROM embeddings WHERE seq = ?", (row.seq,))
+            work.current.need[row.seq] = place.key
         await self._changed(db, request, work, "updated", op.id, memory.owner, place)
         await self._requests.claim(db, owner, request.id, memory)
         return memory
@@ -483,7 +525,7 @@ class LongTermStore(AppliesOps):
         row = await self._changeable(db, op.id, place, owner)
         gone = row.memory()
         await db.execute("DELETE FROM memories WHERE seq = ?", (row.seq,))
-        work.current.setdefault(place.key, {})[row.seq] = None  # its vector went (CASCADE)
+        work.current.gone[row.seq] = place.key  # its vector went (CASCADE)
         await journal.use(db, gone.owner, place, -1, -journal.size_of(gone.content, gone.context))
         await self._changed(db, request, work, "deleted", op.id, gone.owner, place)
         deleted = Deleted(id=op.id)
@@ -532,20 +574,6 @@ class LongTermStore(AppliesOps):
             memory = row.memory({place.key: place.name})
         event = dataclasses.replace(event, name=place.name, memory=memory)
         work.events.setdefault(id(request), []).append(event)
-
-    async def _keep_vector(
-        self, db: aiosqlite.Connection, seq: int, space: str, vector: Any, work: _Work
-    ) -> None:
-        """Store (or, with None, drop) a memory's vector, and note it in ``work.current``."""
-        await db.execute("DELETE FROM embeddings WHERE seq = ?", (seq,))
-        blob = None
-        if vector is not None and self.ranking.embedder is not None:
-            blob = self.ranking.blob(vector)
-            await db.execute(
-                "INSERT INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
-                (seq, self.ranking.embedder.name, blob),
-            )
-        work.current.setdefault(space, {})[seq] = blob
 
 
 async def _forget_old(db: aiosqlite.Connection) -> None:

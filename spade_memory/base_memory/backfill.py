@@ -1,0 +1,169 @@
+"""Vectors computed after the write that needed them, in batches, at low CPU priority.
+
+A store (or an update of a memory's text) commits without waiting for the
+model, so it costs what a SQLite transaction costs and BM25 finds the memory
+at once. Its seq joins ``waiting``; a background task embeds the waiting
+memories in batches (one model call each), in a thread of the lowest CPU
+priority, so the model takes what the agents' requests leave of the CPU,
+and commits their vectors. What waits is read from the file at start (a
+memory without a vector row), so a crash between a commit and its embedding
+loses nothing. A search first embeds the waiting memories of the spaces it
+reads, at normal priority, when they are few (``ON_DEMAND``): a memory
+stored just before a search is found by meaning too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sqlite3
+import sys
+import threading
+from collections.abc import Collection, Mapping
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any
+
+from ..storage.connection import Transactions
+from .ranking import Ranking, embedding_text
+
+logger = logging.getLogger("spade_memory.base_memory")
+
+BATCH = 64
+"""Memories embedded in one model call and committed in one transaction."""
+ON_DEMAND = 64
+"""A search embeds the waiting memories of its spaces first when at most this many wait."""
+RETRY_AFTER_SECONDS = 5.0
+"""Pause after a batch failed to commit (a full disk, say) before trying again."""
+
+
+class VectorBackfill:
+    """Embeds memories committed without a vector, and keeps the ranking's cache current."""
+
+    def __init__(self, tx: Transactions, ranking: Ranking) -> None:
+        self._tx, self._ranking = tx, ranking
+        self.waiting: dict[int, str] = {}
+        """Memory seq → its space's key, for every memory that has no vector yet."""
+        self._wake = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._background: Executor | None = None
+
+    async def start(self) -> None:
+        """Find what has no vector yet (stored before a crash, or without the model)
+        and start embedding it in the background."""
+        async with self._tx.write() as db:
+            rows = await db.execute_fetchall(
+                "SELECT m.seq, m.space FROM memories m LEFT JOIN embeddings e ON e.seq = m.seq"
+                " WHERE e.seq IS NULL"
+            )
+        self.note({int(seq): str(space) for seq, space in rows})
+        if self.waiting:
+            logger.info("%d memories have no vector yet: embedding them", len(self.waiting))
+        self._background = ThreadPoolExecutor(
+            1, thread_name_prefix="spade-memory-embed", initializer=_lowest_priority
+        )
+        self._task = asyncio.create_task(self._run(), name="spade-memory-backfill")
+
+    def note(self, seqs: Mapping[int, str]) -> None:
+        """These committed memories (seq → space key) need a vector."""
+        if seqs:
+            self.waiting.update(seqs)
+            self._drained.clear()
+            self._wake.set()
+        elif not self.waiting:
+            self._drained.set()
+
+    async def embed_now(self, spaces: Collection[str]) -> None:
+        """Embed the waiting memories of ``spaces`` now, at normal priority, if they are
+        few; otherwise a search finds them by words until the background reaches them."""
+        seqs = [seq for seq, space in self.waiting.items() if space in spaces]
+        if seqs and len(seqs) <= ON_DEMAND:
+            await self._embed(seqs, executor=None)
+
+    async def drained(self) -> None:
+        """Return once no memory waits for its vector (for tests and benchmarks)."""
+        self.note({})
+        await self._drained.wait()
+
+    async def close(self) -> None:
+        """Stop the background work; what still waits is found again at the next start."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._background is not None:
+            self._background.shutdown(wait=False, cancel_futures=True)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self.waiting:
+                batch = list(self.waiting)[:BATCH]
+                try:
+                    await self._embed(batch, self._background)
+                except (sqlite3.Error, OSError) as error:
+                    logger.warning("vectors not written yet (%s); trying again later", error)
+                    await asyncio.sleep(RETRY_AFTER_SECONDS)
+                except Exception:
+                    logger.exception("embedding failed; trying again later")
+                    await asyncio.sleep(RETRY_AFTER_SECONDS)
+            self._drained.set()
+
+    async def _embed(self, seqs: list[int], executor: Executor | None) -> None:
+        """Embed ``seqs`` as they are now and commit their vectors, unless their text
+        changed meanwhile (the change noted them again)."""
+        if self._tx.out_of_service is not None:
+            raise sqlite3.DatabaseError(str(self._tx.out_of_service))
+        texts = await self._texts(seqs)
+        for seq in set(seqs) - texts.keys():  # deleted meanwhile: nothing to embed
+            self.waiting.pop(seq, None)
+        if not texts:
+            return
+        vectors = await self._ranking.embed([text for _, text in texts.values()], executor)
+        embedded = dict(zip(texts, vectors, strict=True))
+        assert self._ranking.embedder is not None
+        model = self._ranking.embedder.name
+        async with self._tx.write() as db:
+            now = await self._texts_in(db, list(embedded))
+            kept = {seq: vector for seq, vector in embedded.items() if now.get(seq) == texts[seq]}
+            await db.executemany(
+                "INSERT OR REPLACE INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
+                [(seq, model, self._ranking.blob(vector)) for seq, vector in kept.items()],
+            )
+        # no await from here on: a change committed after ours notes its memory again later
+        for seq in embedded.keys() - now.keys():
+            self.waiting.pop(seq, None)
+        by_space: dict[str, dict[int, Any]] = {}
+        for seq, vector in kept.items():
+            self.waiting.pop(seq, None)
+            by_space.setdefault(texts[seq][0], {})[seq] = vector
+        for space, vectors_of_space in by_space.items():
+            self._ranking.added(space, vectors_of_space)
+
+    async def _texts(self, seqs: list[int]) -> dict[int, tuple[str, str]]:
+        async with self._tx.write() as db:
+            return await self._texts_in(db, seqs)
+
+    @staticmethod
+    async def _texts_in(db: Any, seqs: list[int]) -> dict[int, tuple[str, str]]:
+        """seq → (space key, text to embed) of those of ``seqs`` that still exist."""
+        rows = await db.execute_fetchall(
+            f"SELECT seq, space, content, context FROM memories"
+            f" WHERE seq IN ({', '.join('?' * len(seqs))})",
+            seqs,
+        )
+        return {
+            int(seq): (str(space), embedding_text(str(content), context))
+            for seq, space, content, context in rows
+        }
+
+
+def _lowest_priority() -> None:
+    """Give this (embedding) thread the lowest CPU priority: Linux sets a nice value per
+    thread; elsewhere it would apply to the whole process, so it is left alone."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)

@@ -1,0 +1,217 @@
+"""Vectors computed after the write: what a store acknowledged before its vector exists
+can be found by, a crash before the embedding, and the dense side's candidates.
+
+Real SQLite files and the real MiniLM model; the only thing added is a gate
+that holds the background embedding thread, so the test knows it has not run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spade_memory.base_memory import backfill
+from spade_memory.base_memory.dense import ExactIndex, Vector, fuse
+from spade_memory.base_memory.embeddings import Embedder, MiniLMEmbedder
+from spade_memory.base_memory.ops import (
+    MemoryList,
+    SearchMemories,
+    Stored,
+    StoreMemory,
+    UpdateMemory,
+)
+from spade_memory.base_memory.store import LongTermStore
+
+ALICE = "alice@localhost"
+DOG = "The family dog is called Rex and loves the beach"
+QUESTION = "what is the name of our puppy"  # no word in common with DOG
+
+
+class HeldInBackground:
+    """The real model, but the background thread's calls wait until ``release``."""
+
+    def __init__(self, model: Embedder) -> None:
+        self.model, self.name, self.dimensions = model, model.name, model.dimensions
+        self.entered, self._gate = threading.Event(), threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        if threading.current_thread().name.startswith("spade-memory-embed"):
+            self.entered.set()
+            assert self._gate.wait(timeout=60), "the test never released the gate"
+        return self.model.embed(texts)
+
+    def release(self) -> None:
+        self._gate.set()
+
+
+@pytest.fixture(scope="module")
+def model() -> Embedder:
+    return MiniLMEmbedder()
+
+
+@pytest.fixture
+async def held(
+    tmp_path: Path, model: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[LongTermStore, HeldInBackground]]:
+    monkeypatch.setattr(backfill, "ON_DEMAND", 0)  # a search never embeds first
+    embedder = HeldInBackground(model)
+    store = await LongTermStore.open(tmp_path / "held.db", embedder=embedder)
+    yield store, embedder
+    embedder.release()
+    await store.close()
+
+
+async def put(store: LongTermStore, content: str) -> str:
+    stored = await store.apply(ALICE, StoreMemory(category="fact", content=content))
+    assert isinstance(stored, Stored)
+    return stored.id
+
+
+async def found(store: LongTermStore, query: str) -> list[str]:
+    result = await store.apply(ALICE, SearchMemories(query=query))
+    assert isinstance(result, MemoryList)
+    return [memory.content for memory in result.memories]
+
+
+def vectors_in(path: Path) -> int:
+    with sqlite3.connect(path) as db:
+        return int(db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+
+
+async def test_a_store_is_found_by_words_at_once_and_by_meaning_once_embedded(
+    held: tuple[LongTermStore, HeldInBackground], tmp_path: Path
+) -> None:
+    store, embedder = held
+    await put(store, DOG)
+    await put(store, "Quarterly taxes are due on the fifteenth")
+    await asyncio.to_thread(embedder.entered.wait, 30)  # the background holds them
+    assert vectors_in(tmp_path / "held.db") == 0
+    assert await found(store, "Rex beach") == [DOG]  # by words, at once
+    assert await found(store, QUESTION) == []  # no vector yet, no word in common
+    embedder.release()
+    await store.embedded()
+    assert vectors_in(tmp_path / "held.db") == 2
+    assert await found(store, QUESTION) == [DOG]
+
+
+async def test_a_text_changed_while_it_was_embedded_gets_the_new_vector(
+    held: tuple[LongTermStore, HeldInBackground],
+) -> None:
+    store, embedder = held
+    memory_id = await put(store, "Quarterly taxes are due on the fifteenth")
+    await asyncio.to_thread(embedder.entered.wait, 30)  # the old text is being embedded
+    await store.apply(ALICE, UpdateMemory(id=memory_id, content=DOG))
+    embedder.release()
+    await store.embedded()
+    assert await found(store, QUESTION) == [DOG]
+    assert await found(store, "when do we pay the tax office") == []
+
+
+async def test_a_search_embeds_the_few_memories_still_waiting(
+    tmp_path: Path, model: Embedder
+) -> None:
+    embedder = HeldInBackground(model)  # the background never runs: the search does it
+    store = await LongTermStore.open(tmp_path / "demand.db", embedder=embedder)
+    try:
+        await put(store, DOG)
+        assert await found(store, QUESTION) == [DOG]
+    finally:
+        embedder.release()
+        await store.close()
+
+
+CRASHING_WRITER = """
+import asyncio, os, sys, threading
+from spade_memory.base_memory.embeddings import MiniLMEmbedder
+from spade_memory.base_memory.ops import StoreMemory
+from spade_memory.base_memory.store import LongTermStore
+
+class Never(MiniLMEmbedder):
+    def embed(self, texts):
+        if threading.current_thread().name.startswith("spade-memory-embed"):
+            threading.Event().wait()  # the background never gets to write a vector
+        return super().embed(texts)
+
+async def main():
+    store = await LongTermStore.open(sys.argv[1], embedder=Never())
+    for text in sys.argv[2:]:
+        await store.apply("alice@localhost", StoreMemory(category="fact", content=text))
+    print("stored", flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_crash_before_the_embedding_loses_nothing(tmp_path: Path, model: Embedder) -> None:
+    path = tmp_path / "crashed.db"
+    texts = [DOG, "Quarterly taxes are due on the fifteenth", "Carol prefers green tea"]
+    writer = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(CRASHING_WRITER), str(path), *texts],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(writer.stdout.readline), 120)
+        assert line.strip() == "stored"
+    finally:
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait()
+        if writer.stdout is not None:
+            writer.stdout.close()
+    assert vectors_in(path) == 0  # acknowledged, never embedded
+    store = await LongTermStore.open(path, embedder=model)
+    try:
+        await store.embedded()  # found missing at start, embedded in the background
+        assert vectors_in(path) == 3
+        assert (await found(store, QUESTION))[0] == DOG
+        assert sorted(await found(store, "quarterly taxes green tea Rex")) == sorted(texts)
+    finally:
+        await store.close()
+
+
+def full_fusion(bm25: dict[int, float], dense: dict[int, float], limit: int) -> list[int]:
+    """The fusion as first written: every memory's cosine normalised over all of them."""
+    low, high = min(dense.values()), max(dense.values())
+    b_low, b_high = min(bm25.values()), max(bm25.values())
+    fused = {
+        seq: 0.7 * ((bm25[seq] - b_low) / (b_high - b_low) if seq in bm25 else 0.0)
+        + 0.3 * (dense[seq] - low) / (high - low)
+        for seq in dense
+    }
+    return sorted(fused, key=lambda seq: (-fused[seq], -seq))[:limit]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_candidates_give_the_fused_top_of_every_memory(seed: int) -> None:
+    """Only BM25's candidates and the ``limit`` most similar are fused; the top is that of
+    fusing every memory (holes left by removed vectors included)."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(500, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = ExactIndex(16, capacity=8)  # it grows
+    index.put({seq: vectors[seq] for seq in range(500)})
+    removed = set(rng.choice(500, size=150, replace=False).tolist())
+    index.remove(removed)
+    kept = [seq for seq in range(500) if seq not in removed]
+    query = rng.normal(size=16).astype(np.float32)
+    query /= np.linalg.norm(query)
+    bm25 = {int(seq): float(rng.uniform(1, 9)) for seq in rng.choice(kept, 40, replace=False)}
+    similar = index.similar(query, 10, exclude=())
+    fused = fuse(bm25, similar, index.cosines(query, bm25))
+    ours = sorted(fused, key=lambda seq: (-fused[seq], -seq))[:10]
+    everything = {seq: float(vectors[seq] @ query) for seq in kept}
+    assert ours == full_fusion(bm25, everything, 10)
+    assert list(similar.best) == sorted(everything, key=lambda s: -everything[s])[:10]
