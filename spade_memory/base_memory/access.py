@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-import aiosqlite
+from ..storage.connection import Database
 
 
 class AccessLog:
@@ -37,7 +37,7 @@ class AccessLog:
             self._pending[seq] = (count + 1, now)
         return now, {seq: self._pending[seq][0] for seq in seqs}
 
-    async def flush(self, db: aiosqlite.Connection) -> None:
+    async def flush(self, db: Database) -> None:
         """Write the pending counts; call in a write transaction of their own."""
         if not self._pending:
             return

@@ -21,8 +21,8 @@ import os
 import sqlite3
 import sys
 import threading
-from collections.abc import Collection, Mapping
-from concurrent.futures import Executor, ThreadPoolExecutor
+import time
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ..storage.connection import Transactions
@@ -48,7 +48,7 @@ class VectorBackfill:
         self._wake = asyncio.Event()
         self._drained = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._background: Executor | None = None
+        self._thread = _LowPriorityThread()
 
     async def start(self) -> None:
         """Find what has no vector yet (stored before a crash, or without the model)
@@ -61,9 +61,6 @@ class VectorBackfill:
         self.note({int(seq): str(space) for seq, space in rows})
         if self.waiting:
             logger.info("%d memories have no vector yet: embedding them", len(self.waiting))
-        self._background = ThreadPoolExecutor(
-            1, thread_name_prefix="spade-memory-embed", initializer=_lowest_priority
-        )
         self._task = asyncio.create_task(self._run(), name="spade-memory-backfill")
 
     def note(self, seqs: Mapping[int, str]) -> None:
@@ -80,7 +77,10 @@ class VectorBackfill:
         few; otherwise a search finds them by words until the background reaches them."""
         seqs = [seq for seq, space in self.waiting.items() if space in spaces]
         if seqs and len(seqs) <= ON_DEMAND:
-            await self._embed(seqs, executor=None)
+            try:
+                await self._embed(seqs, background=False)
+            except (sqlite3.Error, OSError) as error:  # the search goes on without them
+                logger.warning("vectors not written yet (%s)", error)
 
     async def drained(self) -> None:
         """Return once no memory waits for its vector (for tests and benchmarks)."""
@@ -93,8 +93,7 @@ class VectorBackfill:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if self._background is not None:
-            self._background.shutdown(wait=False, cancel_futures=True)
+        await self._thread.stop()
 
     async def _run(self) -> None:
         while True:
@@ -103,7 +102,7 @@ class VectorBackfill:
             while self.waiting:
                 batch = list(self.waiting)[:BATCH]
                 try:
-                    await self._embed(batch, self._background)
+                    await self._embed(batch, background=True)
                 except (sqlite3.Error, OSError) as error:
                     logger.warning("vectors not written yet (%s); trying again later", error)
                     await asyncio.sleep(RETRY_AFTER_SECONDS)
@@ -112,9 +111,10 @@ class VectorBackfill:
                     await asyncio.sleep(RETRY_AFTER_SECONDS)
             self._drained.set()
 
-    async def _embed(self, seqs: list[int], executor: Executor | None) -> None:
+    async def _embed(self, seqs: list[int], background: bool) -> None:
         """Embed ``seqs`` as they are now and commit their vectors, unless their text
-        changed meanwhile (the change noted them again)."""
+        changed meanwhile (the change noted them again). In the ``background``, the model
+        runs in a thread of the lowest priority; otherwise like a search's query."""
         if self._tx.out_of_service is not None:
             raise sqlite3.DatabaseError(str(self._tx.out_of_service))
         texts = await self._texts(seqs)
@@ -122,7 +122,12 @@ class VectorBackfill:
             self.waiting.pop(seq, None)
         if not texts:
             return
-        vectors = await self._ranking.embed([text for _, text in texts.values()], executor)
+        inputs = [text for _, text in texts.values()]
+        if background:
+            assert self._ranking.embedder is not None
+            vectors = await self._thread.embed(self._ranking.embedder.embed, inputs)
+        else:
+            vectors = await self._ranking.embed(inputs)
         embedded = dict(zip(texts, vectors, strict=True))
         assert self._ranking.embedder is not None
         model = self._ranking.embedder.name
@@ -159,6 +164,59 @@ class VectorBackfill:
             int(seq): (str(space), embedding_text(str(content), context))
             for seq, space, content, context in rows
         }
+
+
+class _LowPriorityThread:
+    """Runs the model in a daemon thread of the lowest CPU priority, a few texts at a time,
+    so that a stop waits at most for a few texts (the model must not be running when the
+    interpreter exits: onnxruntime aborts the process)."""
+
+    CHUNK = 8
+
+    def __init__(self) -> None:
+        self._stopping = threading.Event()
+        self._running: threading.Thread | None = None
+
+    async def embed(self, model: Callable[[list[str]], Any], texts: list[str]) -> list[Any]:
+        """One vector per text; raises ``asyncio.CancelledError`` once stopping."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[list[Any]] = loop.create_future()
+
+        def settle(result: list[Any], error: BaseException | None) -> None:
+            if done.done():
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(result)
+
+        def run() -> None:
+            _lowest_priority()
+            vectors: list[Any] = []
+            error: BaseException | None = None
+            try:
+                for start in range(0, len(texts), self.CHUNK):
+                    if self._stopping.is_set():
+                        raise asyncio.CancelledError
+                    vectors.extend(model(texts[start : start + self.CHUNK]))
+            except BaseException as failed:
+                error = failed
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(settle, vectors, error)
+
+        self._running = threading.Thread(target=run, name="spade-memory-embed", daemon=True)
+        self._running.start()
+        return await done
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Let the running texts finish (at most ``timeout`` seconds) and start no more."""
+        self._stopping.set()
+        deadline = time.monotonic() + timeout
+        while self._running is not None and self._running.is_alive():
+            if time.monotonic() > deadline:
+                logger.warning("the embedding thread did not stop within %.0fs", timeout)
+                return
+            await asyncio.sleep(0.01)
 
 
 def _lowest_priority() -> None:

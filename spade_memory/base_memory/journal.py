@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
-import aiosqlite
-
 from ..errors import ResourceConstraint
 from ..limits import Limits
 from ..ops import Place
+from ..storage.connection import Database
 from .ops import Change, ChangeKind, Memory
 
 JOURNAL_DAYS = 30
@@ -87,7 +86,7 @@ def size_of(content: str, context: str | None) -> int:
 
 
 async def record(
-    db: aiosqlite.Connection,
+    db: Database,
     kind: ChangeKind,
     memory_id: str,
     *,
@@ -115,7 +114,7 @@ async def record(
     return SpaceEvent(cursor.lastrowid, space, kind, memory_id, author, actor)
 
 
-async def forget_old_events(db: aiosqlite.Connection) -> None:
+async def forget_old_events(db: Database) -> None:
     """Drop journal entries older than ``JOURNAL_DAYS``, remembering per space how far
     (its horizon): a catch-up from before it is told it is incomplete."""
     gone = await db.execute_fetchall(
@@ -133,7 +132,7 @@ async def forget_old_events(db: aiosqlite.Connection) -> None:
 
 
 async def journal(
-    db: aiosqlite.Connection, space: str, after: int, limit: int
+    db: Database, space: str, after: int, limit: int
 ) -> tuple[list[tuple[int, ChangeKind, str, str, str]], int, bool]:
     """The space's changes after ``after``, oldest first: (seq, kind, memory id, author,
     actor) each, the newest seq of the space, and whether nothing was forgotten since."""
@@ -152,7 +151,7 @@ async def journal(
     return found, last, after >= forgotten
 
 
-async def newest_event(db: aiosqlite.Connection, space: str) -> int:
+async def newest_event(db: Database, space: str) -> int:
     """The newest seq of the space's journal (0 when it has none)."""
     _, last, _ = await journal(db, space, 2**62, 1)
     return last
@@ -161,9 +160,7 @@ async def newest_event(db: aiosqlite.Connection, space: str) -> int:
 # -- usage and quotas --------------------------------------------------------------
 
 
-async def use(
-    db: aiosqlite.Connection, author: str, place: Place, memories: int, size: int
-) -> None:
+async def use(db: Database, author: str, place: Place, memories: int, size: int) -> None:
     """Add ``memories`` and ``size`` bytes (negative to take away) to the author's usage
     and, in a shared space, to the space's."""
     subjects = [f"owner:{author}"] + ([] if place.personal else [f"space:{place.key}"])
@@ -174,7 +171,7 @@ async def use(
     )
 
 
-async def usage_of(db: aiosqlite.Connection, subject: str) -> tuple[int, int]:
+async def usage_of(db: Database, subject: str) -> tuple[int, int]:
     """(memories, bytes) held by ``owner:JID`` or ``space:KEY``."""
     rows = await db.execute_fetchall(
         "SELECT memories, bytes FROM usage WHERE subject = ?", (subject,)
@@ -183,7 +180,7 @@ async def usage_of(db: aiosqlite.Connection, subject: str) -> tuple[int, int]:
 
 
 async def check_quota(
-    db: aiosqlite.Connection,
+    db: Database,
     limits: Limits,
     author: str,
     place: Place,
@@ -212,9 +209,7 @@ async def check_quota(
             )
 
 
-async def forget_space(
-    db: aiosqlite.Connection, key: str, authors: Sequence[tuple[str, int, int]]
-) -> None:
+async def forget_space(db: Database, key: str, authors: Sequence[tuple[str, int, int]]) -> None:
     """A deleted space's usage and journal go; its authors' usage gives back what it held
     ((author, memories, bytes) each)."""
     await db.execute("DELETE FROM usage WHERE subject = ?", (f"space:{key}",))

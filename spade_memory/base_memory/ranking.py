@@ -14,11 +14,9 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
-import aiosqlite
-
+from ..storage.connection import Database
 from ..storage.fts import match_expression
 
 if TYPE_CHECKING:
@@ -68,14 +66,11 @@ class Ranking:
         """Drop a space's cached index (the space is gone)."""
         self._indexes.pop(space, None)
 
-    async def embed(self, texts: Sequence[str], executor: Executor | None = None) -> list[Any]:
-        """One vector per text, in one model call off the event loop (None without a model).
-
-        ``executor`` runs it (the default one, at normal priority, when None)."""
+    async def embed(self, texts: Sequence[str]) -> list[Any]:
+        """One vector per text, in one model call off the event loop (None without a model)."""
         if self.embedder is None or not texts:
             return [None] * len(texts)
-        loop = asyncio.get_running_loop()
-        return list(await loop.run_in_executor(executor, self.embedder.embed, list(texts)))
+        return list(await asyncio.to_thread(self.embedder.embed, list(texts)))
 
     @staticmethod
     def blob(vector: Any) -> bytes:
@@ -86,7 +81,7 @@ class Ranking:
 
     async def rank(
         self,
-        db: aiosqlite.Connection,
+        db: Database,
         spaces: Sequence[str],
         query: str,
         categories: Sequence[str] | None,
@@ -120,7 +115,7 @@ class Ranking:
 
     async def _similar(
         self,
-        db: aiosqlite.Connection,
+        db: Database,
         indexes: Sequence[VectorIndex],
         spaces: Sequence[str],
         query_vector: Any,
@@ -145,7 +140,7 @@ class Ranking:
                 return Similar(dict(list(best.items())[:limit]), similar.low, similar.high)
             wanted *= 4
 
-    async def _index(self, db: aiosqlite.Connection, space: str) -> VectorIndex:
+    async def _index(self, db: Database, space: str) -> VectorIndex:
         index = self._indexes.get(space)
         if index is not None:
             self._indexes.move_to_end(space)
@@ -173,7 +168,7 @@ def _best(scores: dict[int, float], limit: int) -> list[int]:
 
 
 async def _bm25(
-    db: aiosqlite.Connection,
+    db: Database,
     spaces: Sequence[str],
     expression: str | None,
     categories: Sequence[str] | None,
@@ -196,7 +191,7 @@ async def _bm25(
 
 
 async def _seqs_in(
-    db: aiosqlite.Connection,
+    db: Database,
     spaces: Sequence[str],
     categories: Sequence[str],
     seqs: Sequence[int],

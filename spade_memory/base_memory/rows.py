@@ -7,9 +7,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-import aiosqlite
-
 from ..ops import PERSONAL
+from ..storage.connection import Database
 from .ops import Memory, SearchMemories
 
 COLUMNS = (
@@ -20,7 +19,7 @@ SIZE = "length(CAST(content AS BLOB)) + COALESCE(length(CAST(context AS BLOB)), 
 """A memory's bytes in SQL, as ``journal.size_of`` counts them."""
 
 
-async def newest(db: aiosqlite.Connection, keys: Sequence[str], op: SearchMemories) -> list[Row]:
+async def newest(db: Database, keys: Sequence[str], op: SearchMemories) -> list[Row]:
     """``session_recovery``: what was stored most recently in the spaces, newest first."""
     where, params = f"WHERE m.space IN ({', '.join('?' * len(keys))})", list(keys)
     if op.category is not None:
@@ -67,7 +66,7 @@ class Row:
         )
 
 
-async def select(db: aiosqlite.Connection, clause: str, params: Sequence[Any]) -> list[Row]:
+async def select(db: Database, clause: str, params: Sequence[Any]) -> list[Row]:
     # one round trip to aiosqlite's thread, not three (execute, fetch, close)
     rows = await db.execute_fetchall(f"SELECT {COLUMNS} FROM memories m {clause}", tuple(params))
     return [Row(tuple(values)) for values in rows]

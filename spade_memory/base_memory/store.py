@@ -38,7 +38,7 @@ from ..limits import Limits
 from ..ops import AppliesOps, Op, Outcome, Place, Record, Request
 from ..storage import requests
 from ..storage.batches import apply_all
-from ..storage.connection import Synchronous, Transactions, open_migrated
+from ..storage.connection import Database, Synchronous, Transactions, open_migrated
 from ..storage.faults import free_bytes
 from ..storage.manifest import Manifest
 from . import journal
@@ -113,7 +113,7 @@ class _Work:
     """Shared spaces' events of each request, by ``id(request)``."""
 
 
-Handler = Callable[[aiosqlite.Connection, Request, _Work], Awaitable[Record]]
+Handler = Callable[[Database, Request, _Work], Awaitable[Record]]
 
 
 class LongTermStore(AppliesOps):
@@ -201,7 +201,11 @@ class LongTermStore(AppliesOps):
             isinstance(r.op, ListMemories | RecentMemories) for r in requests
         ):
             await self.flush_accesses()  # they order by last access
-        outcomes = await apply_all(self._tx, requests, lambda db, r: self._apply_one(db, r, work))
+        outcomes = await apply_all(
+            self._tx, requests, lambda db, r: self._apply_one(db, r, work), inline=True
+        )
+        # no await from here to the notes below: the next batch cannot start before them
+        self._schedule_flush()
         for seq, space in work.vectors.gone.items():  # committed: the cached vectors follow
             self.ranking.removed(space, [seq])
         for seq, space in work.vectors.need.items():
@@ -269,7 +273,7 @@ class LongTermStore(AppliesOps):
         except (sqlite3.Error, OSError) as error:
             logger.warning("%s: access counts not written yet (%s)", self._tx.path, error)
 
-    async def _apply_one(self, db: aiosqlite.Connection, request: Request, work: _Work) -> Record:
+    async def _apply_one(self, db: Database, request: Request, work: _Work) -> Record:
         work.current = _Vectors()
         result = await self._handlers[type(request.op)](db, request, work)
         work.vectors.absorb(work.current)
@@ -294,7 +298,7 @@ class LongTermStore(AppliesOps):
 
     # -- reads ------------------------------------------------------------------------
 
-    async def _get(self, db: aiosqlite.Connection, request: Request, work: _Work) -> Memory:
+    async def _get(self, db: Database, request: Request, work: _Work) -> Memory:
         assert isinstance(request.op, GetMemory)
         (place,) = request.places_of(work.owner)
         found = await select(db, "WHERE m.id = ? AND m.space = ?", (request.op.id, place.key))
@@ -302,7 +306,7 @@ class LongTermStore(AppliesOps):
             raise ItemNotFound(f"no memory {request.op.id!r}")
         return self._count_access(found, _names(request, work))[0]
 
-    async def _list(self, db: aiosqlite.Connection, request: Request, work: _Work) -> MemoryList:
+    async def _list(self, db: Database, request: Request, work: _Work) -> MemoryList:
         op = request.op
         assert isinstance(op, ListMemories | RecentMemories)
         keys = [place.key for place in request.places_of(work.owner)]
@@ -314,7 +318,7 @@ class LongTermStore(AppliesOps):
         found = await select(db, where + order, (*params, op.limit))
         return MemoryList(memories=self._count_access(found, _names(request, work)))
 
-    async def _search(self, db: aiosqlite.Connection, request: Request, work: _Work) -> MemoryList:
+    async def _search(self, db: Database, request: Request, work: _Work) -> MemoryList:
         op = request.op
         assert isinstance(op, SearchMemories)
         keys = [place.key for place in request.places_of(work.owner)]
@@ -337,7 +341,7 @@ class LongTermStore(AppliesOps):
         memories = self._count_access(found, _names(request, work))
         return MemoryList(memories=memories, mode=mode, note=note)
 
-    async def _stats(self, db: aiosqlite.Connection, request: Request, work: _Work) -> MemoryStats:
+    async def _stats(self, db: Database, request: Request, work: _Work) -> MemoryStats:
         (place,) = request.places_of(work.owner)
         (row,) = await db.execute_fetchall(
             "SELECT COUNT(*), AVG(confidence), MIN(created_at), MAX(created_at)"
@@ -373,9 +377,7 @@ class LongTermStore(AppliesOps):
             max_bytes=most_bytes,
         )
 
-    async def _changes_since(
-        self, db: aiosqlite.Connection, request: Request, work: _Work
-    ) -> ChangeList:
+    async def _changes_since(self, db: Database, request: Request, work: _Work) -> ChangeList:
         op = request.op
         assert isinstance(op, ChangesSince)
         if op.space is not None:
@@ -404,9 +406,7 @@ class LongTermStore(AppliesOps):
         last_seq = int(next(iter(newest))[0]) if newest else 0
         return ChangeList(changes=changes, last_seq=last_seq)
 
-    async def _journal(
-        self, db: aiosqlite.Connection, place: Place, after: int, limit: int
-    ) -> ChangeList:
+    async def _journal(self, db: Database, place: Place, after: int, limit: int) -> ChangeList:
         """A shared space's changes after ``after``, with each memory as it is now."""
         entries, last, complete = await journal.journal(db, place.key, after, limit)
         ids = [memory_id for _, _, memory_id, _, _ in entries]
@@ -428,14 +428,17 @@ class LongTermStore(AppliesOps):
 
     def _count_access(self, found: Sequence[Row], names: Mapping[str, str]) -> list[Memory]:
         now, pending = self._accesses.note([row.seq for row in found])
-        if len(self._accesses) >= 1000:
-            self._start_flush()
-        elif self._flush_timer is None and found:
-            loop = asyncio.get_running_loop()
-            self._flush_timer = loop.call_later(AccessLog.FLUSH_AFTER_SECONDS, self._start_flush)
         return [
             row.memory(names, accessed_at=now, extra_accesses=pending[row.seq]) for row in found
         ]
+
+    def _schedule_flush(self) -> None:
+        """Write the noted access counts soon, or at once when many are noted."""
+        if len(self._accesses) >= 1000:
+            self._start_flush()
+        elif self._flush_timer is None and self._accesses:
+            loop = asyncio.get_running_loop()
+            self._flush_timer = loop.call_later(AccessLog.FLUSH_AFTER_SECONDS, self._start_flush)
 
     def _start_flush(self) -> None:
         if self._flush_timer is not None:
@@ -446,7 +449,7 @@ class LongTermStore(AppliesOps):
 
     # -- writes -----------------------------------------------------------------------
 
-    async def _store(self, db: aiosqlite.Connection, request: Request, work: _Work) -> Record:
+    async def _store(self, db: Database, request: Request, work: _Work) -> Record:
         """A new memory, or the space's same memory (same category and content) reinforced."""
         op, owner = request.op, work.owner
         assert isinstance(op, StoreMemory)
@@ -488,7 +491,7 @@ class LongTermStore(AppliesOps):
         await self._changed(db, request, work, "stored", memory_id, owner, place)
         return stored
 
-    async def _update(self, db: aiosqlite.Connection, request: Request, work: _Work) -> Record:
+    async def _update(self, db: Database, request: Request, work: _Work) -> Record:
         op, owner = request.op, work.owner
         assert isinstance(op, UpdateMemory)
         if earlier := await requests.earlier(db, owner, request.id, _results.validate_json):
@@ -516,7 +519,7 @@ class LongTermStore(AppliesOps):
         await self._requests.claim(db, owner, request.id, memory)
         return memory
 
-    async def _delete(self, db: aiosqlite.Connection, request: Request, work: _Work) -> Record:
+    async def _delete(self, db: Database, request: Request, work: _Work) -> Record:
         op, owner = request.op, work.owner
         assert isinstance(op, DeleteMemory)
         if earlier := await requests.earlier(db, owner, request.id, _results.validate_json):
@@ -533,9 +536,7 @@ class LongTermStore(AppliesOps):
         return deleted
 
     @staticmethod
-    async def _changeable(
-        db: aiosqlite.Connection, memory_id: str, place: Place, sender: str
-    ) -> Row:
+    async def _changeable(db: Database, memory_id: str, place: Place, sender: str) -> Row:
         """The memory ``sender`` may change: its own, or anyone's where it is an admin.
 
         Raises ``ItemNotFound`` when the place has no such memory and
@@ -553,7 +554,7 @@ class LongTermStore(AppliesOps):
 
     async def _changed(
         self,
-        db: aiosqlite.Connection,
+        db: Database,
         request: Request,
         work: _Work,
         kind: ChangeKind,
@@ -576,7 +577,7 @@ class LongTermStore(AppliesOps):
         work.events.setdefault(id(request), []).append(event)
 
 
-async def _forget_old(db: aiosqlite.Connection) -> None:
+async def _forget_old(db: Database) -> None:
     """At open: applied request ids and journal entries past their time."""
     await requests.forget_old(db)
     await journal.forget_old_events(db)

@@ -21,7 +21,7 @@ import aiosqlite
 from ..ops import AppliesOps, Op, Outcome, Record, Request
 from ..storage import requests
 from ..storage.batches import apply_all
-from ..storage.connection import Migration, Synchronous, Transactions, open_migrated
+from ..storage.connection import Database, Migration, Synchronous, Transactions, open_migrated
 from ..storage.manifest import Manifest
 from . import working_store
 from .notes import (
@@ -117,7 +117,7 @@ class InteractionStore(AppliesOps):
             self._tx, requests, lambda db, r: self._handlers[type(r.op)](db, owner, r)
         )
 
-    async def _add(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
+    async def _add(self, db: Database, owner: str, request: Request) -> Record:
         op = request.op
         assert isinstance(op, AddInformation)
         confirmation = Confirmation(
@@ -131,7 +131,7 @@ class InteractionStore(AppliesOps):
         )
         return confirmation
 
-    async def _clear(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
+    async def _clear(self, db: Database, owner: str, request: Request) -> Record:
         op = request.op
         assert isinstance(op, ClearConversation)
         if earlier := await requests.earlier(db, owner, request.id, Cleared.model_validate_json):
@@ -144,7 +144,7 @@ class InteractionStore(AppliesOps):
         await self._requests.claim(db, owner, request.id, result)
         return result
 
-    async def _read_notes(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
+    async def _read_notes(self, db: Database, owner: str, request: Request) -> Record:
         op = request.op
         assert isinstance(op, GetInformation | GetContextSummary | ExportConversation)
         entries = await _entries(db, owner, op.conversation_id)
@@ -156,9 +156,7 @@ class InteractionStore(AppliesOps):
         exported = {op.conversation_id: entries} if entries else {}
         return InteractionsFile(agent_id=owner, interactions=exported)
 
-    async def _conversations(
-        self, db: aiosqlite.Connection, owner: str, _request: Request
-    ) -> Conversations:
+    async def _conversations(self, db: Database, owner: str, _request: Request) -> Conversations:
         # with MAX(), SQLite takes the bare column (timestamp) from the row holding the maximum
         rows = await db.execute_fetchall(
             "SELECT conversation_id, COUNT(*), MAX(seq), timestamp FROM notes WHERE owner = ?"
@@ -200,7 +198,7 @@ def bare_jid(jid: str) -> str:
     return jid.split("/", 1)[0].lower()
 
 
-async def _entries(db: aiosqlite.Connection, owner: str, conversation_id: str) -> list[NoteEntry]:
+async def _entries(db: Database, owner: str, conversation_id: str) -> list[NoteEntry]:
     rows = await db.execute_fetchall(
         "SELECT content, timestamp FROM notes WHERE owner = ? AND conversation_id = ? ORDER BY seq",
         (owner, conversation_id),

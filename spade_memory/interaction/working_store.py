@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiosqlite
-
 from ..errors import ItemNotFound
 from ..ops import Op, Record, Request
 from ..storage import requests
+from ..storage.connection import Database
 from .working_memory import WorkingMemory
 from .working_ops import (
     AddEntity,
@@ -37,7 +36,7 @@ from .working_ops import (
     WorkingMemoryState,
 )
 
-Handler = Callable[[aiosqlite.Connection, str, Request], Awaitable[Record]]
+Handler = Callable[[Database, str, Request], Awaitable[Record]]
 """Applies one request of one owner inside the store's open transaction."""
 
 # owner: the key of the session's space (its owner's bare JID for a personal session)
@@ -120,7 +119,7 @@ class WorkingMemories:
         }
         return {**reads, **dict.fromkeys(CHANGES, self._change)}
 
-    async def _read(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
+    async def _read(self, db: Database, owner: str, request: Request) -> Record:
         op = request.op
         assert isinstance(op, GetWorkingMemory | RecentEntities)
         (place,) = request.places_of(owner)
@@ -131,7 +130,7 @@ class WorkingMemories:
             return Entities(entities=memory.recent_entities(op.limit))
         return _state(memory, place.name)
 
-    async def _change(self, db: aiosqlite.Connection, owner: str, request: Request) -> Record:
+    async def _change(self, db: Database, owner: str, request: Request) -> Record:
         op: Any = request.op
         parse = WorkingMemoryState.model_validate_json
         if earlier := await requests.earlier(db, owner, request.id, parse):
@@ -158,7 +157,7 @@ def _state(memory: WorkingMemory, space: str) -> WorkingMemoryState:
     )
 
 
-async def _load(db: aiosqlite.Connection, space: str, session_id: str) -> WorkingMemory | None:
+async def _load(db: Database, space: str, session_id: str) -> WorkingMemory | None:
     rows = await db.execute_fetchall(
         "SELECT document FROM working_memories WHERE owner = ? AND session_id = ?",
         (space, session_id),

@@ -18,36 +18,42 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-import aiosqlite
-
 from ..errors import InternalServerError, MemoryServiceError
 from ..ops import Outcome, Record, Request
-from .connection import Transactions
+from .connection import Database, Transactions
 from .faults import free_bytes, is_damage, serving_fault
 
 logger = logging.getLogger("spade_memory.storage")
 
-ApplyOne = Callable[[aiosqlite.Connection, Request], Awaitable[Record]]
+ApplyOne = Callable[[Database, Request], Awaitable[Record]]
 """Applies one request inside the open transaction; returns its result or raises."""
 
 
 async def apply_all(
-    tx: Transactions, requests: Sequence[Request], apply_one: ApplyOne
+    tx: Transactions, requests: Sequence[Request], apply_one: ApplyOne, *, inline: bool = False
 ) -> list[Outcome]:
     """Apply ``requests`` in order in one transaction.
 
+    With ``inline``, the whole transaction runs in the connection's thread in one trip
+    (``Transactions.inline``): ``apply_one`` must then await nothing but the connection.
     Returns one outcome per request (its result or its typed error); raises
     only when a lone request fails unexpectedly or the commit itself fails.
     """
     if tx.out_of_service is not None:
         return [tx.out_of_service] * len(requests)
+
+    async def transaction(db: Database) -> list[Outcome]:
+        if len(requests) == 1:
+            return [await _alone(db, requests[0], apply_one)]
+        if not db.in_transaction:
+            await db.execute("BEGIN IMMEDIATE")
+        return [await _in_savepoint(db, tx, request, apply_one) for request in requests]
+
     try:
+        if inline:
+            return await tx.inline(transaction)
         async with tx.write() as db:
-            if len(requests) == 1:
-                return [await _alone(db, requests[0], apply_one)]
-            if not db.in_transaction:
-                await db.execute("BEGIN IMMEDIATE")
-            return [await _in_savepoint(db, tx, request, apply_one) for request in requests]
+            return await transaction(db)
     except Exception as error:
         failure = serving_fault(tx.path, error)
         if failure is None:
@@ -60,7 +66,7 @@ async def apply_all(
         return [failure] * len(requests)
 
 
-async def _alone(db: aiosqlite.Connection, request: Request, apply_one: ApplyOne) -> Outcome:
+async def _alone(db: Database, request: Request, apply_one: ApplyOne) -> Outcome:
     try:
         return await apply_one(db, request)
     except MemoryServiceError as error:
@@ -70,7 +76,7 @@ async def _alone(db: aiosqlite.Connection, request: Request, apply_one: ApplyOne
 
 
 async def _in_savepoint(
-    db: aiosqlite.Connection, tx: Transactions, request: Request, apply_one: ApplyOne
+    db: Database, tx: Transactions, request: Request, apply_one: ApplyOne
 ) -> Outcome:
     await db.execute("SAVEPOINT op")
     try:

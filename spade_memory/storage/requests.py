@@ -12,9 +12,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-import aiosqlite
-
 from ..ops import Record
+from .connection import Database
 
 R = TypeVar("R")
 
@@ -41,9 +40,7 @@ class RequestLog:
     def __init__(self) -> None:
         self._claims = 0
 
-    async def claim(
-        self, db: aiosqlite.Connection, owner: str, request_id: str | None, result: Record
-    ) -> bool:
+    async def claim(self, db: Database, owner: str, request_id: str | None, result: Record) -> bool:
         """Record the request's result (nothing without a request id).
 
         Returns False if this id was already applied.
@@ -61,7 +58,7 @@ class RequestLog:
 
 
 async def earlier(
-    db: aiosqlite.Connection, owner: str, request_id: str | None, parse: Callable[[str], R]
+    db: Database, owner: str, request_id: str | None, parse: Callable[[str], R]
 ) -> R | None:
     """The result recorded for an applied request id, read by ``parse``; None if the id
     was not applied (or there is none)."""
@@ -74,7 +71,7 @@ async def earlier(
     return next((parse(str(row[0])) for row in rows), None)
 
 
-async def forget_old(db: aiosqlite.Connection) -> None:
+async def forget_old(db: Database) -> None:
     """Delete ids older than ``KEEP_SECONDS``; call in a write transaction."""
     await db.execute(
         "DELETE FROM applied_requests WHERE applied_at < ?", (time.time() - KEEP_SECONDS,)
