@@ -23,6 +23,14 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 _EXIT_LOOPS: list[asyncio.AbstractEventLoop] = []
 
 
+def pytest_sessionstart() -> None:
+    """Prepare the embedding model once, before the services the tests start (each would
+    otherwise prepare its own copy at the same time on a new machine)."""
+    from spade_memory.base_memory.embeddings import load_embedder
+
+    load_embedder()
+
+
 def pytest_sessionfinish() -> None:
     """litellm (imported with spade_llm) closes its HTTP clients at exit, on the current
     event loop; pytest-asyncio leaves its closed loop current, so litellm's closing

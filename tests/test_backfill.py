@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_memory.base_memory import backfill
+from spade_memory.base_memory import backfill, model_file
 from spade_memory.base_memory.dense import ExactIndex, Vector, fuse
 from spade_memory.base_memory.embeddings import Embedder, MiniLMEmbedder
 from spade_memory.base_memory.ops import (
@@ -50,6 +50,9 @@ class HeldInBackground:
             self.entered.set()
             assert self._gate.wait(timeout=60), "the test never released the gate"
         return self.model.embed(texts)
+
+    def load(self) -> None:
+        self.model.load()
 
     def release(self) -> None:
         self._gate.set()
@@ -215,3 +218,20 @@ def test_the_candidates_give_the_fused_top_of_every_memory(seed: int) -> None:
     everything = {seq: float(vectors[seq] @ query) for seq in kept}
     assert ours == full_fusion(bm25, everything, 10)
     assert list(similar.best) == sorted(everything, key=lambda s: -everything[s])[:10]
+
+
+def test_the_prepared_model_is_made_once_and_agrees_with_the_shipped_one(
+    tmp_path: Path, model: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPADE_MEMORY_CACHE", str(tmp_path / "cache"))
+    path, name = model_file.prepared_model()
+    assert name == model_file.PREPARED_NAME and path.parent == tmp_path / "cache"
+    made = path.stat().st_mtime_ns
+    assert model_file.prepared_model() == (path, name)  # kept, not made again
+    assert path.stat().st_mtime_ns == made
+    prepared = MiniLMEmbedder(path, name)
+    texts = [DOG, QUESTION, "Quarterly taxes are due on the fifteenth", "Carol prefers tea"]
+    ours, shipped = prepared.embed(texts), model.embed(texts)
+    assert float((ours * shipped).sum(axis=1).min()) > 0.97
+    similar = ours @ ours[1]  # the question is nearest the dog, as with the shipped model
+    assert int(np.argsort(-similar)[1]) == 0

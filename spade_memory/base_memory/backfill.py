@@ -6,7 +6,7 @@ at once. Its seq joins ``waiting``; a background task embeds the waiting
 memories in batches (one model call each), in a thread of the lowest CPU
 priority, so the model takes what the agents' requests leave of the CPU,
 and commits their vectors. What waits is read from the file at start (a
-memory without a vector row), so a crash between a commit and its embedding
+memory without a vector row, or with another model's), so a crash between a commit and its embedding
 loses nothing. A search first embeds the waiting memories of the spaces it
 reads, at normal priority, when they are few (``ON_DEMAND``): a memory
 stored just before a search is found by meaning too.
@@ -53,10 +53,12 @@ class VectorBackfill:
     async def start(self) -> None:
         """Find what has no vector yet (stored before a crash, or without the model)
         and start embedding it in the background."""
+        assert self._ranking.embedder is not None
         async with self._tx.write() as db:
             rows = await db.execute_fetchall(
                 "SELECT m.seq, m.space FROM memories m LEFT JOIN embeddings e ON e.seq = m.seq"
-                " WHERE e.seq IS NULL"
+                " WHERE e.seq IS NULL OR e.model != ?",  # none yet, or another model's
+                (self._ranking.embedder.name,),
             )
         self.note({int(seq): str(space) for seq, space in rows})
         if self.waiting:
@@ -125,6 +127,8 @@ class VectorBackfill:
         inputs = [text for _, text in texts.values()]
         if background:
             assert self._ranking.embedder is not None
+            # loaded at normal priority: a search must never wait for a starved thread
+            await asyncio.to_thread(self._ranking.embedder.load)
             vectors = await self._thread.embed(self._ranking.embedder.embed, inputs)
         else:
             vectors = await self._ranking.embed(inputs)

