@@ -1,27 +1,36 @@
 """Round trips over XMPP: a bare SPADE request/reply vs the memory agent's ops.
 
-Four processes share one embedded XMPP server: the server itself, an echo
-agent, the base memory agent (``spade-memory run --external-server``) and
-the requester (this process). The echo agent and the memory agent are set
-up alike (own process, same server), so the ratio is the memory agent's own
-cost. The three kinds of request are timed in alternating blocks, so that
-machine noise falls on all of them.
+Five processes share one embedded XMPP server: the server itself, an echo
+agent, two base memory agents (``spade-memory run --external-server``), one
+with hybrid search and one with BM25 alone, and the requester (this
+process). The echo agent and the memory agents are set up alike (own
+process, same server), so the ratio is the memory agent's own cost. The
+kinds of request are timed in alternating blocks, so that machine noise
+falls on all of them. Then batches of a hundred stores and of
+a hundred searches, and bare messages, are sent four at a time, for rates.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from spade.agent import Agent
 
-from spade_memory import MemoryMixin, wire
-from spade_memory.base_memory.ops import MemoryStatsOp
+from spade_memory import MemoryClient, MemoryMixin, wire
+from spade_memory.base_memory.ops import (
+    MemoryList,
+    MemoryStatsOp,
+    SearchMemories,
+    Stored,
+    StoreMemory,
+)
 from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
 
@@ -49,37 +58,55 @@ def peer_process(*args: str) -> ChildProcess:
     return ChildProcess([sys.executable, "-m", "benchmarks.peers", *args], READY)
 
 
-async def bench_wire(round_trips: int = 2000, blocks: int = 10) -> list[WireResult]:
+BM25_JID = "base-bm25@localhost"
+
+
+async def bench_wire(
+    round_trips: int = 2000, blocks: int = 10, batches: int = 200
+) -> tuple[list[WireResult], list[RateResult]]:
+    """Round trips of each kind (p50, p99), and the rates of batched requests."""
     with tempfile.TemporaryDirectory() as tmp:
         port, s2s = free_port(), free_port()
         server = peer_process("server", str(Path(tmp) / "xmpp"), str(port), str(s2s))
         echo = peer_process("echo", ECHO_JID, str(port))
+        env = {"SPADE_MEMORY_PASSWORD": "bench"}
         memory = MemoryServiceProcess(
-            Path(tmp) / "memory",
-            "--external-server",
-            "--services",
-            "base-memory,interaction-memory",
-            env={"SPADE_MEMORY_PASSWORD": "bench"},
+            Path(tmp) / "memory", "--external-server", "--services", "base-memory", env=env
         )
-        memory.command[memory.command.index("--port") + 1] = str(port)
+        bm25 = MemoryServiceProcess(
+            Path(tmp) / "bm25", "--external-server", "--services", "base-memory",
+            "--base-jid", BM25_JID, "--no-dense-search", env=env,
+        )  # fmt: skip
+        for service in (memory, bm25):
+            service.command[service.command.index("--port") + 1] = str(port)
         started: list[ChildProcess] = []
         try:
-            for child in (server, echo, memory):
+            for child in (server, echo, memory, bm25):
                 child.start()
                 started.append(child)
-            return await _measure(port, round_trips, blocks)
+            return await _measure(port, round_trips, blocks, batches)
         finally:
             for child in reversed(started):
                 child.stop()
 
 
-async def _measure(port: int, round_trips: int, blocks: int) -> list[WireResult]:
+@dataclass
+class RateResult:
+    name: str
+    per_second: float
+    """Items (memories, searches, messages) per second."""
+    messages_per_second: float
+
+
+async def _measure(
+    port: int, round_trips: int, blocks: int, batches: int
+) -> tuple[list[WireResult], list[RateResult]]:
     agent = Requester(f"bench-{uuid.uuid4().hex[:6]}@localhost", "bench", port=port)
     await start_agent(agent)
     memory = agent.memory
     corpus = Corpus(seed=5)
-    texts = iter(corpus.memories(round_trips + 2000))
-    queries = iter(corpus.queries(round_trips + 200, 2))
+    texts = iter(corpus.memories(2 * round_trips + 4000 + batches * BATCH))
+    queries = iter(corpus.queries(2 * round_trips + 400 + batches * BATCH, 2))
 
     async def bare(reply: str | None = None) -> None:
         request = wire.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
@@ -96,14 +123,19 @@ async def _measure(port: int, round_trips: int, blocks: int) -> list[WireResult]
     async def search() -> None:
         await memory.search_memories(next(queries), limit=10)
 
+    async def search_bm25() -> None:
+        await memory.request(BM25_JID, SearchMemories(query=next(queries), limit=10))
+
     kinds: dict[str, Callable[[], Awaitable[None]]] = {
         "bare SPADE request/reply": bare,
         "store_memory": store,
-        "search_memories (10 results)": search,
+        "search_memories, hybrid (10 results)": search,
+        "search_memories, BM25 alone (10 results)": search_bm25,
         "control: bare, reply of 10 memories": bare_large,
     }
-    for _ in range(1000):  # a store to search in, and warm-up
+    for _ in range(1000):  # memories to search in, and warm-up
         await store()
+        await memory.request(BM25_JID, StoreMemory(category="fact", content=next(texts)))
     for run in kinds.values():
         for _ in range(100):
             await run()
@@ -114,5 +146,54 @@ async def _measure(port: int, round_trips: int, blocks: int) -> list[WireResult]
                 start = time.perf_counter()
                 await run()
                 samples[name].append(time.perf_counter() - start)
+    rates = await _rates(memory, texts, queries, batches)
     await stop_agent(agent)
-    return [WireResult(name, *summary_ms(s), len(s)) for name, s in samples.items()]
+    return [WireResult(name, *summary_ms(s), len(s)) for name, s in samples.items()], rates
+
+
+BATCH = 100
+"""Ops per batch request (the default ``--max-batch-ops``)."""
+IN_FLIGHT = 4
+"""Batch requests (or bare messages) sent before the first answer is awaited."""
+
+
+async def _rates(
+    memory: MemoryClient, texts: Iterator[str], queries: Iterator[str], batches: int
+) -> list[RateResult]:
+    """Stores and searches per second in batches of ``BATCH``, ``IN_FLIGHT`` at a time,
+    and bare messages per second sent the same way."""
+
+    async def stores() -> None:
+        ops = [StoreMemory(category="fact", content=next(texts)) for _ in range(BATCH)]
+        outcomes = await memory.batch(memory.base_memory_jid, ops)
+        assert all(isinstance(o, Stored) for o in outcomes), outcomes[:3]
+
+    async def searches() -> None:
+        ops = [SearchMemories(query=next(queries), limit=10) for _ in range(BATCH)]
+        outcomes = await memory.batch(memory.base_memory_jid, ops)
+        assert all(isinstance(o, MemoryList) for o in outcomes), outcomes[:3]
+
+    async def bare() -> None:
+        request = wire.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
+        assert await memory.round_trip(request) is not None
+
+    async def rate(send: Callable[[], Awaitable[None]], count: int) -> float:
+        """Messages per second: ``count`` sends, ``IN_FLIGHT`` at a time."""
+        pending = iter(range(count))
+
+        async def sender() -> None:
+            for _ in pending:
+                await send()
+
+        started = time.perf_counter()
+        await asyncio.gather(*(sender() for _ in range(IN_FLIGHT)))
+        return count / (time.perf_counter() - started)
+
+    stored = await rate(stores, batches)
+    searched = await rate(searches, max(1, batches // 4))
+    messages = await rate(bare, batches * 10)
+    return [
+        RateResult(f"store_memory, batches of {BATCH}", stored * BATCH, stored),
+        RateResult(f"search_memories, batches of {BATCH}", searched * BATCH, searched),
+        RateResult("bare SPADE request/reply (one op each)", messages, messages),
+    ]

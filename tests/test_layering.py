@@ -22,7 +22,7 @@ SERVICES = ("base_memory", "interaction", "beads_sync", "spaces")
 STORES = (
     "base_memory.store", "base_memory.ranking", "base_memory.dense", "base_memory.access",
     "base_memory.schema", "base_memory.embeddings", "base_memory.journal", "base_memory.rows",
-    "base_memory.backfill",
+    "base_memory.backfill", "base_memory.ann", "base_memory.threads", "base_memory.model_file",
     "interaction.store", "interaction.working_store", "interaction.context_dir",
     "beads_sync.store", "beads_sync.access", "spaces.directory", "storage", "beads",
 )  # fmt: skip

@@ -17,9 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import sqlite3
-import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -27,6 +25,7 @@ from typing import Any
 
 from ..storage.connection import Transactions
 from .ranking import Ranking, embedding_text
+from .threads import lowest_priority
 
 logger = logging.getLogger("spade_memory.base_memory")
 
@@ -73,6 +72,10 @@ class VectorBackfill:
             self._wake.set()
         elif not self.waiting:
             self._drained.set()
+
+    def waiting_in(self, space: str) -> int:
+        """How many memories of ``space`` wait for their vector."""
+        return sum(1 for waiting in self.waiting.values() if waiting == space)
 
     async def embed_now(self, spaces: Collection[str]) -> None:
         """Embed the waiting memories of ``spaces`` now, at normal priority, if they are
@@ -195,7 +198,7 @@ class _LowPriorityThread:
                 done.set_result(result)
 
         def run() -> None:
-            _lowest_priority()
+            lowest_priority()
             vectors: list[Any] = []
             error: BaseException | None = None
             try:
@@ -221,11 +224,3 @@ class _LowPriorityThread:
                 logger.warning("the embedding thread did not stop within %.0fs", timeout)
                 return
             await asyncio.sleep(0.01)
-
-
-def _lowest_priority() -> None:
-    """Give this (embedding) thread the lowest CPU priority: Linux sets a nice value per
-    thread; elsewhere it would apply to the whole process, so it is left alone."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)

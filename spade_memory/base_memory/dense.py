@@ -69,6 +69,8 @@ class ExactIndex:
         self._seqs = np.full(capacity, -1, dtype=np.int64)
         self._rows: dict[int, int] = {}
         self._used = 0
+        self.frozen = False
+        """Set while another thread reads the rows (``rows``): no compaction moves them."""
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -88,7 +90,7 @@ class ExactIndex:
             if row is not None:
                 self._seqs[row] = -1
                 self._vectors[row] = 0.0
-        if self._used > 64 and len(self._rows) < 0.75 * self._used:
+        if self._used > 64 and len(self._rows) < 0.75 * self._used and not self.frozen:
             self._compact()
 
     def similar(self, query: Vector, k: int, exclude: Collection[int]) -> Similar:
@@ -111,6 +113,12 @@ class ExactIndex:
             return {}
         scores = self._vectors[[row for _, row in found]] @ query.reshape(-1)
         return {seq: float(score) for (seq, _), score in zip(found, scores, strict=True)}
+
+    def rows(self) -> tuple[npt.NDArray[np.int64], Vector]:
+        """The seqs (-1 for a hole) and vectors of the used rows, as views; freezes the
+        index (no compaction) until ``frozen`` is cleared."""
+        self.frozen = True
+        return self._seqs[: self._used], self._vectors[: self._used]
 
     def _append(self) -> int:
         if self._used == len(self._seqs):

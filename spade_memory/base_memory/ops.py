@@ -94,6 +94,12 @@ class MemoryStats(Record):
     used_bytes: int = 0
     max_memories: int | None = None
     max_bytes: int | None = None
+    waiting_vectors: int = 0
+    """Memories of this space stored or changed but not embedded yet (found by words
+    meanwhile); they are embedded in the background, in batches."""
+    vector_index: Literal["none", "exact", "approximate"] = "none"
+    """How this space's vectors are searched now: ``exact`` (every vector scored),
+    ``approximate`` (a large space's IVF index), ``none`` (not loaded yet, or BM25 alone)."""
 
 
 ChangeKind = Literal["stored", "updated", "deleted"]

@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..storage.connection import Database
 from ..storage.fts import match_expression
 
 if TYPE_CHECKING:
+    from .ann import IndexBuild
     from .dense import Similar, VectorIndex
     from .embeddings import Embedder
 
@@ -44,6 +45,10 @@ class Ranking:
     def __init__(self, embedder: Embedder | None) -> None:
         self.embedder = embedder
         self._indexes: OrderedDict[str, VectorIndex] = OrderedDict()
+        self._builds: dict[str, IndexBuild] = {}
+        """Approximate indexes being built, by space (see ``ann``)."""
+        self._unbuildable: set[str] = set()
+        """Spaces whose build failed: they stay exact until the next start."""
 
     @property
     def kind(self) -> str:
@@ -55,16 +60,37 @@ class Ranking:
         index = self._indexes.get(space)
         if vectors and index is not None:
             index.put(vectors)
+            if build := self._builds.get(space):
+                build.put(vectors)
+            self._build_if_large(space, index)
 
     def removed(self, space: str, seqs: Collection[int]) -> None:
         """Committed removals (a memory deleted, or its text changed) reach the cache."""
         index = self._indexes.get(space)
         if seqs and index is not None:
             index.remove(seqs)
+            if build := self._builds.get(space):
+                build.remove(seqs)
+
+    @property
+    def building(self) -> bool:
+        """Whether an approximate index is being built (it takes over at the next search)."""
+        return any(not build.done for build in self._builds.values())
+
+    def kind_of(self, space: str) -> Literal["none", "exact", "approximate"]:
+        """``exact`` or ``approximate``: how the cached index of ``space`` scores (``none``
+        when it is not cached)."""
+        from .ann import ApproximateIndex
+
+        index = self._indexes.get(space)
+        if index is None:
+            return "none"
+        return "approximate" if isinstance(index, ApproximateIndex) else "exact"
 
     def forget(self, space: str) -> None:
         """Drop a space's cached index (the space is gone)."""
         self._indexes.pop(space, None)
+        self._builds.pop(space, None)  # its thread ends by itself; its result is dropped
 
     async def embed(self, texts: Sequence[str]) -> list[Any]:
         """One vector per text, in one model call off the event loop (None without a model)."""
@@ -144,7 +170,7 @@ class Ranking:
         index = self._indexes.get(space)
         if index is not None:
             self._indexes.move_to_end(space)
-            return index
+            return self._promoted(space, index)
         from .dense import ExactIndex, from_blob
 
         assert self.embedder is not None
@@ -158,8 +184,38 @@ class Ranking:
         index.put({int(seq): from_blob(bytes(blob)) for seq, blob in rows})
         self._indexes[space] = index
         while len(self._indexes) > CACHED_SPACES:
-            self._indexes.popitem(last=False)
+            dropped, _ = self._indexes.popitem(last=False)
+            self._builds.pop(dropped, None)
+        self._build_if_large(space, index)
         return index
+
+    def _build_if_large(self, space: str, index: VectorIndex) -> None:
+        """Start building an approximate index for a space that has grown large."""
+        from . import ann
+        from .dense import ExactIndex
+
+        if (
+            isinstance(index, ExactIndex)
+            and len(index) >= ann.ANN_FROM
+            and space not in self._builds
+            and space not in self._unbuildable
+            and ann.available()
+        ):
+            self._builds[space] = ann.IndexBuild(index)
+
+    def _promoted(self, space: str, index: VectorIndex) -> VectorIndex:
+        """The space's approximate index once its build is done (the exact one until)."""
+        build = self._builds.get(space)
+        if build is None or not build.done:
+            return index
+        del self._builds[space]
+        approximate = build.finished()
+        if approximate is None:
+            self._unbuildable.add(space)
+            index.frozen = False  # type: ignore[attr-defined]
+            return index
+        self._indexes[space] = approximate
+        return approximate
 
 
 def _best(scores: dict[int, float], limit: int) -> list[int]:

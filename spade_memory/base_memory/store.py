@@ -375,6 +375,8 @@ class LongTermStore(AppliesOps):
             used_bytes=used_bytes,
             max_memories=most,
             max_bytes=most_bytes,
+            waiting_vectors=0 if self._backfill is None else self._backfill.waiting_in(place.key),
+            vector_index=self.ranking.kind_of(place.key),
         )
 
     async def _changes_since(self, db: Database, request: Request, work: _Work) -> ChangeList:
