@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from spade_memory.base_memory.ops import SearchMemories
+from spade_memory.base_memory.schema import content_key
 from spade_memory.base_memory.store import LongTermStore
 
 from .corpus import Corpus
@@ -51,11 +52,12 @@ def _rows(memories: list[str]) -> list[tuple[object, ...]]:
 async def _ours(path: Path, rows: list[tuple[object, ...]]) -> LongTermStore:
     store = await LongTermStore.open(path)
     await store.close()  # schema made; bulk-load the rows as the benchmark's setup
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path) as db:  # each in its owner's personal space
         db.executemany(
             "INSERT INTO memories (id, owner, category, content, context, confidence,"
-            " created_at, last_accessed, access_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
+            " created_at, last_accessed, access_count, space, content_key)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(*row, row[1], content_key(str(row[3]))) for row in rows],
         )
     return await LongTermStore.open(path)
 
@@ -94,6 +96,7 @@ async def bench_search(size: int, queries: int = 200) -> list[SearchResult]:
                 legacy = await theirs.search_memories(OWNER, query, 10)  # type: ignore[attr-defined]
                 samples["theirs"].append(time.perf_counter() - start)
                 hits["theirs"] += len(legacy)
+            assert hits["ours"], "our store found nothing: its rows miss a column it reads"
             results.append(
                 SearchResult(
                     size,

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .dense import ExactIndex, Similar, Vector
-from .threads import lowest_priority
+from .threads import lowest_priority, one_thread_per_library
 
 logger = logging.getLogger("spade_memory.base_memory")
 
@@ -64,7 +64,7 @@ class ApproximateIndex:
         """Train and fill an index with the rows whose seq is not -1 (holes)."""
         import faiss
 
-        faiss.omp_set_num_threads(1)  # the agents share the machine
+        one_thread_per_library()  # faiss's own OpenMP and OpenBLAS, now loaded
         live = seqs >= 0
         seqs, vectors = seqs[live], np.ascontiguousarray(vectors[live], dtype=np.float32)
         dimensions = vectors.shape[1]

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from ..storage.connection import Transactions
+from ..storage.connection import Database, Transactions
 from .ranking import Ranking, embedding_text
 from .threads import lowest_priority
 
@@ -33,6 +33,8 @@ BATCH = 64
 """Memories embedded in one model call and committed in one transaction."""
 ON_DEMAND = 64
 """A search embeds the waiting memories of its spaces first when at most this many wait."""
+GATHER_SECONDS = 0.05
+"""How long the background waits after a first memory to embed, for more to come."""
 RETRY_AFTER_SECONDS = 5.0
 """Pause after a batch failed to commit (a full disk, say) before trying again."""
 
@@ -44,6 +46,8 @@ class VectorBackfill:
         self._tx, self._ranking = tx, ranking
         self.waiting: dict[int, str] = {}
         """Memory seq → its space's key, for every memory that has no vector yet."""
+        self._texts: dict[int, str] = {}
+        """The text to embed of waiting memories, when the write that noted them knew it."""
         self._wake = asyncio.Event()
         self._drained = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -64,10 +68,14 @@ class VectorBackfill:
             logger.info("%d memories have no vector yet: embedding them", len(self.waiting))
         self._task = asyncio.create_task(self._run(), name="spade-memory-backfill")
 
-    def note(self, seqs: Mapping[int, str]) -> None:
-        """These committed memories (seq → space key) need a vector."""
+    def note(self, seqs: Mapping[int, str], texts: Mapping[int, str] | None = None) -> None:
+        """These committed memories (seq → space key) need a vector; ``texts`` are the
+        texts to embed of some of them (the others are read from the file)."""
         if seqs:
             self.waiting.update(seqs)
+            for seq in seqs:
+                self._texts.pop(seq, None)
+            self._texts.update(texts or {})
             self._drained.clear()
             self._wake.set()
         elif not self.waiting:
@@ -103,6 +111,8 @@ class VectorBackfill:
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
+            if len(self.waiting) < BATCH:
+                await asyncio.sleep(GATHER_SECONDS)  # one batch for many single stores
             self._wake.clear()
             while self.waiting:
                 batch = list(self.waiting)[:BATCH]
@@ -122,9 +132,12 @@ class VectorBackfill:
         runs in a thread of the lowest priority; otherwise like a search's query."""
         if self._tx.out_of_service is not None:
             raise sqlite3.DatabaseError(str(self._tx.out_of_service))
-        texts = await self._texts(seqs)
-        for seq in set(seqs) - texts.keys():  # deleted meanwhile: nothing to embed
-            self.waiting.pop(seq, None)
+        texts = {seq: (self.waiting[seq], self._texts[seq]) for seq in seqs if seq in self._texts}
+        if unknown := [seq for seq in seqs if seq not in texts]:
+            read = await self._tx.inline(lambda db: self._texts_in(db, unknown))
+            texts.update(read)
+            for seq in set(unknown) - read.keys():  # deleted meanwhile: nothing to embed
+                self._forget(seq)
         if not texts:
             return
         inputs = [text for _, text in texts.values()]
@@ -138,29 +151,33 @@ class VectorBackfill:
         embedded = dict(zip(texts, vectors, strict=True))
         assert self._ranking.embedder is not None
         model = self._ranking.embedder.name
-        async with self._tx.write() as db:
+
+        async def write(db: Database) -> tuple[dict[int, tuple[str, str]], dict[int, Any]]:
             now = await self._texts_in(db, list(embedded))
             kept = {seq: vector for seq, vector in embedded.items() if now.get(seq) == texts[seq]}
             await db.executemany(
                 "INSERT OR REPLACE INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
                 [(seq, model, self._ranking.blob(vector)) for seq, vector in kept.items()],
             )
+            return now, kept
+
+        now, kept = await self._tx.inline(write)
         # no await from here on: a change committed after ours notes its memory again later
         for seq in embedded.keys() - now.keys():
-            self.waiting.pop(seq, None)
+            self._forget(seq)
         by_space: dict[str, dict[int, Any]] = {}
         for seq, vector in kept.items():
-            self.waiting.pop(seq, None)
+            self._forget(seq)
             by_space.setdefault(texts[seq][0], {})[seq] = vector
         for space, vectors_of_space in by_space.items():
             self._ranking.added(space, vectors_of_space)
 
-    async def _texts(self, seqs: list[int]) -> dict[int, tuple[str, str]]:
-        async with self._tx.write() as db:
-            return await self._texts_in(db, seqs)
+    def _forget(self, seq: int) -> None:
+        self.waiting.pop(seq, None)
+        self._texts.pop(seq, None)
 
     @staticmethod
-    async def _texts_in(db: Any, seqs: list[int]) -> dict[int, tuple[str, str]]:
+    async def _texts_in(db: Database, seqs: list[int]) -> dict[int, tuple[str, str]]:
         """seq → (space key, text to embed) of those of ``seqs`` that still exist."""
         rows = await db.execute_fetchall(
             f"SELECT seq, space, content, context FROM memories"

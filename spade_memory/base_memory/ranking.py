@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..storage.connection import Database
 from ..storage.fts import match_expression
+from .threads import one_thread_per_library
 
 if TYPE_CHECKING:
     from .ann import IndexBuild
@@ -44,6 +45,8 @@ class Ranking:
 
     def __init__(self, embedder: Embedder | None) -> None:
         self.embedder = embedder
+        if embedder is not None:
+            one_thread_per_library()
         self._indexes: OrderedDict[str, VectorIndex] = OrderedDict()
         self._builds: dict[str, IndexBuild] = {}
         """Approximate indexes being built, by space (see ``ann``)."""

@@ -64,7 +64,7 @@ from .ops import (
     StoreMemory,
     UpdateMemory,
 )
-from .ranking import Ranking
+from .ranking import Ranking, embedding_text
 from .rows import COLUMNS, SIZE, Row, as_datetime, newest, select
 from .schema import MIGRATIONS, content_key
 
@@ -84,13 +84,17 @@ class _Vectors:
     deleted; each seq → its space's key."""
 
     need: dict[int, str] = field(default_factory=dict)
+    texts: dict[int, str] = field(default_factory=dict)
+    """The text to embed of each memory of ``need``."""
     gone: dict[int, str] = field(default_factory=dict)
 
     def absorb(self, other: _Vectors) -> None:
         self.need.update(other.need)
+        self.texts.update(other.texts)
         self.gone.update(other.gone)
         for seq in other.gone:
             self.need.pop(seq, None)
+            self.texts.pop(seq, None)
 
     def stale(self) -> set[int]:
         """Memories whose committed vector no longer holds."""
@@ -211,7 +215,7 @@ class LongTermStore(AppliesOps):
         for seq, space in work.vectors.need.items():
             self.ranking.removed(space, [seq])  # a changed text's vector went
         if self._backfill is not None:
-            self._backfill.note(work.vectors.need)
+            self._backfill.note(work.vectors.need, work.vectors.texts)
         events = [
             event
             for request, outcome in zip(requests, outcomes, strict=True)
@@ -490,6 +494,7 @@ class LongTermStore(AppliesOps):
         assert cursor.lastrowid is not None
         await journal.use(db, owner, place, 1, size)
         work.current.need[cursor.lastrowid] = place.key  # embedded once committed
+        work.current.texts[cursor.lastrowid] = embedding_text(op.content, op.context)
         await self._changed(db, request, work, "stored", memory_id, owner, place)
         return stored
 
@@ -517,6 +522,7 @@ class LongTermStore(AppliesOps):
         if op.content is not None or op.context is not None:  # its vector follows its text
             await db.execute("DELETE FROM embeddings WHERE seq = ?", (row.seq,))
             work.current.need[row.seq] = place.key
+            work.current.texts[row.seq] = embedding_text(memory.content, memory.context)
         await self._changed(db, request, work, "updated", op.id, memory.owner, place)
         await self._requests.claim(db, owner, request.id, memory)
         return memory
