@@ -34,7 +34,9 @@ async def main(args: argparse.Namespace) -> None:
         batched = Table("sent four at a time", "per second", "messages per second")
         for rate in rates:
             batched.add_row(
-                rate.name, f"{rate.per_second:,.0f}", f"{rate.messages_per_second:,.0f}"
+                rate.name,
+                f"{rate.per_second:,.0f}",
+                f"{rate.messages_per_second:,.0f}" if rate.messages_per_second else "",
             )
         console.print(batched)
     table = Table(

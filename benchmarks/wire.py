@@ -13,6 +13,7 @@ a hundred searches, and bare messages, are sent four at a time, for rates.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import sys
 import tempfile
 import time
@@ -31,6 +32,8 @@ from spade_memory.base_memory.ops import (
     Stored,
     StoreMemory,
 )
+from spade_memory.base_memory.schema import content_key
+from spade_memory.base_memory.store import LongTermStore
 from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
 
@@ -192,8 +195,39 @@ async def _rates(
     stored = await rate(stores, batches)
     searched = await rate(searches, max(1, batches // 4))
     messages = await rate(bare, batches * 10)
+    floor = await sqlite_floor([next(texts) for _ in range(batches * BATCH)])
     return [
         RateResult(f"store_memory, batches of {BATCH}", stored * BATCH, stored),
         RateResult(f"search_memories, batches of {BATCH}", searched * BATCH, searched),
         RateResult("bare SPADE request/reply (one op each)", messages, messages),
+        RateResult(f"SQLite alone: the rows, FTS5 and indexes, {BATCH} a commit", floor, 0),
     ]
+
+
+async def sqlite_floor(texts: list[str]) -> float:
+    """Rows per second that SQLite alone takes into the store's own schema (memories
+    table, its indexes and FTS5 index), ``BATCH`` rows a transaction, in this process:
+    what a store costs before the change feed, quotas, request ids and the agent."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "floor.db"
+        await (await LongTermStore.open(path)).close()  # the schema
+        db = sqlite3.connect(path, isolation_level="IMMEDIATE")
+        try:
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA wal_autocheckpoint=0")  # as the store: checkpoints elsewhere
+            started = time.perf_counter()
+            for start in range(0, len(texts), BATCH):
+                now = time.time()
+                db.executemany(
+                    "INSERT INTO memories (id, owner, category, content, confidence,"
+                    " created_at, last_accessed, content_key, space)"
+                    " VALUES (?, 'floor@localhost', 'fact', ?, 1.0, ?, ?, ?, 'floor@localhost')",
+                    [
+                        (str(uuid.uuid4()), text, now, now, content_key(text))
+                        for text in texts[start : start + BATCH]
+                    ],
+                )
+                db.commit()
+            return len(texts) / (time.perf_counter() - started)
+        finally:
+            db.close()

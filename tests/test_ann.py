@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_memory.base_memory import ann
+from spade_memory.base_memory import ann, ranking
 from spade_memory.base_memory.dense import ExactIndex
 from spade_memory.base_memory.embeddings import MiniLMEmbedder
 from spade_memory.base_memory.ops import (
@@ -90,5 +90,41 @@ async def test_a_large_space_moves_to_the_approximate_index(
         assert store.ranking.kind_of(ALICE) == "approximate"
         await store.apply(ALICE, DeleteMemory(id=dog.id))
         assert DOG not in await search(QUESTION)
+    finally:
+        await store.close()
+
+
+async def test_a_large_space_is_read_in_the_background_after_a_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its first search is answered by words at once; meaning joins once its vectors are
+    read, including a memory stored while they were being read."""
+    monkeypatch.setattr(ranking, "LOAD_IN_BACKGROUND_FROM", 50)
+    path, model = tmp_path / "restart.db", MiniLMEmbedder()
+    store = await LongTermStore.open(path, embedder=model)
+    for n in range(60):
+        await store.apply(ALICE, StoreMemory(category="fact", content=f"note {n} on item {n}"))
+    await store.apply(ALICE, StoreMemory(category="fact", content=DOG))
+    await store.embedded()
+    await store.close()
+
+    store = await LongTermStore.open(path, embedder=model)  # nothing cached: a start
+    try:
+
+        async def search(query: str) -> list[str]:
+            found = await store.apply(ALICE, SearchMemories(query=query, limit=3))
+            assert isinstance(found, MemoryList)
+            return [memory.content for memory in found.memories]
+
+        assert await search("Rex beach") == [DOG]  # by words, while the vectors are read
+        assert store.ranking.kind_of(ALICE) == "none"
+        cat = "Our cat Tom sleeps on the sofa all day"
+        await store.apply(ALICE, StoreMemory(category="fact", content=cat))
+        await store.embedded()  # its vector reaches the read's log
+        while store.ranking.building:
+            await asyncio.sleep(0.05)
+        assert (await search(QUESTION))[0] == DOG
+        assert (await search("which kitten lives with us"))[0] == cat
+        assert store.ranking.kind_of(ALICE) == "exact"
     finally:
         await store.close()

@@ -12,8 +12,13 @@ connection, so no write can slip in while a space's index is built.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import sqlite3
+import threading
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..storage.connection import Database
@@ -22,12 +27,22 @@ from .threads import one_thread_per_library
 
 if TYPE_CHECKING:
     from .ann import IndexBuild
-    from .dense import Similar, VectorIndex
+    from .dense import ExactIndex, Similar, VectorIndex
     from .embeddings import Embedder
 
 BM25_CANDIDATES = 200
 """How many BM25 matches enter the fusion (dense similarity covers every memory)."""
 
+
+logger = logging.getLogger("spade_memory.base_memory")
+
+LOAD_IN_BACKGROUND_FROM = 50_000
+"""Memories a space needs for its vectors to be read in the background at its first
+search after a start (a million take tens of seconds), instead of within the search."""
+VECTORS_OF_SPACE = (
+    "SELECT e.seq, e.vector FROM embeddings e JOIN memories m ON m.seq = e.seq"
+    " WHERE m.space = ? AND e.model = ?"
+)
 
 CACHED_SPACES = 64
 """Spaces whose vector index stays in memory between searches (least recent dropped)."""
@@ -43,8 +58,10 @@ def embedding_text(content: str, context: str | None) -> str:
 class Ranking:
     """BM25, plus dense similarity when an embedder is loaded."""
 
-    def __init__(self, embedder: Embedder | None) -> None:
+    def __init__(self, embedder: Embedder | None, path: Path | None = None) -> None:
         self.embedder = embedder
+        self.path = None if path is None or str(path) == ":memory:" else path
+        """The store's file, which large spaces' vectors are read from in the background."""
         if embedder is not None:
             one_thread_per_library()
         self._indexes: OrderedDict[str, VectorIndex] = OrderedDict()
@@ -52,6 +69,8 @@ class Ranking:
         """Approximate indexes being built, by space (see ``ann``)."""
         self._unbuildable: set[str] = set()
         """Spaces whose build failed: they stay exact until the next start."""
+        self._loads: dict[str, IndexLoad] = {}
+        """Large spaces whose vectors are being read in the background (BM25 answers)."""
 
     @property
     def kind(self) -> str:
@@ -60,6 +79,8 @@ class Ranking:
 
     def added(self, space: str, vectors: Mapping[int, Any]) -> None:
         """Committed vectors of a space's memories reach its cached index."""
+        if load := self._loads.get(space):
+            load.put(vectors)
         index = self._indexes.get(space)
         if vectors and index is not None:
             index.put(vectors)
@@ -69,6 +90,8 @@ class Ranking:
 
     def removed(self, space: str, seqs: Collection[int]) -> None:
         """Committed removals (a memory deleted, or its text changed) reach the cache."""
+        if load := self._loads.get(space):
+            load.remove(seqs)
         index = self._indexes.get(space)
         if seqs and index is not None:
             index.remove(seqs)
@@ -77,8 +100,10 @@ class Ranking:
 
     @property
     def building(self) -> bool:
-        """Whether an approximate index is being built (it takes over at the next search)."""
-        return any(not build.done for build in self._builds.values())
+        """Whether a large space's vectors are being read or its approximate index built
+        (either takes over at the next search)."""
+        jobs: list[IndexBuild | IndexLoad] = [*self._builds.values(), *self._loads.values()]
+        return any(not job.done for job in jobs)
 
     def kind_of(self, space: str) -> Literal["none", "exact", "approximate"]:
         """``exact`` or ``approximate``: how the cached index of ``space`` scores (``none``
@@ -94,6 +119,7 @@ class Ranking:
         """Drop a space's cached index (the space is gone)."""
         self._indexes.pop(space, None)
         self._builds.pop(space, None)  # its thread ends by itself; its result is dropped
+        self._loads.pop(space, None)
 
     async def embed(self, texts: Sequence[str]) -> list[Any]:
         """One vector per text, in one model call off the event loop (None without a model)."""
@@ -128,7 +154,8 @@ class Ranking:
             return _best(bm25, limit)
         from .dense import fuse
 
-        indexes = [await self._index(db, space) for space in spaces]
+        loaded = [await self._index(db, space) for space in spaces]
+        indexes = [index for index in loaded if index is not None]  # others: still loading
         similar = await self._similar(db, indexes, spaces, query_vector, limit, removed, categories)
         cosines: dict[int, float] = {}
         for index in indexes:
@@ -169,7 +196,9 @@ class Ranking:
                 return Similar(dict(list(best.items())[:limit]), similar.low, similar.high)
             wanted *= 4
 
-    async def _index(self, db: Database, space: str) -> VectorIndex:
+    async def _index(self, db: Database, space: str) -> VectorIndex | None:
+        """The space's index: cached, read now (a small space), or None while a large
+        space's vectors are read in the background (its memories are found by words)."""
         index = self._indexes.get(space)
         if index is not None:
             self._indexes.move_to_end(space)
@@ -177,14 +206,20 @@ class Ranking:
         from .dense import ExactIndex, from_blob
 
         assert self.embedder is not None
-        rows = await db.execute_fetchall(
-            "SELECT e.seq, e.vector FROM embeddings e JOIN memories m ON m.seq = e.seq"
-            " WHERE m.space = ? AND e.model = ?",
-            (space, self.embedder.name),
-        )
-        rows = list(rows)
-        index = ExactIndex(self.embedder.dimensions, capacity=max(256, len(rows)))
-        index.put({int(seq): from_blob(bytes(blob)) for seq, blob in rows})
+        if load := self._loads.get(space):
+            if not load.done:
+                return None
+            del self._loads[space]
+            index = load.finished()
+        elif self.path is not None and await _larger_than(db, space, LOAD_IN_BACKGROUND_FROM):
+            self._loads[space] = IndexLoad(
+                self.path, space, self.embedder.name, self.embedder.dimensions
+            )
+            return None
+        else:
+            rows = list(await db.execute_fetchall(VECTORS_OF_SPACE, (space, self.embedder.name)))
+            index = ExactIndex(self.embedder.dimensions, capacity=max(256, len(rows)))
+            index.put({int(seq): from_blob(bytes(blob)) for seq, blob in rows})
         self._indexes[space] = index
         while len(self._indexes) > CACHED_SPACES:
             dropped, _ = self._indexes.popitem(last=False)
@@ -219,6 +254,59 @@ class Ranking:
             return index
         self._indexes[space] = approximate
         return approximate
+
+
+class IndexLoad:
+    """A large space's vectors read into an exact index in a daemon thread, from a
+    connection of its own (WAL lets it read beside the writer); the changes committed
+    meanwhile are noted, to be replayed once it is read."""
+
+    def __init__(self, path: Path, space: str, model: str, dimensions: int) -> None:
+        from .dense import ExactIndex
+
+        self.index = ExactIndex(dimensions)
+        self.changes: list[tuple[str, Any]] = []
+        self._thread = threading.Thread(
+            target=self._read, args=(path, space, model), name="spade-memory-load", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def put(self, vectors: Mapping[int, Any]) -> None:
+        self.changes.append(("put", dict(vectors)))
+
+    def remove(self, seqs: Collection[int]) -> None:
+        self.changes.append(("remove", list(seqs)))
+
+    def finished(self) -> ExactIndex:
+        """The index read, with the changes made meanwhile replayed."""
+        for kind, change in self.changes:
+            if kind == "put":
+                self.index.put(change)
+            else:
+                self.index.remove(change)
+        return self.index
+
+    def _read(self, path: Path, space: str, model: str) -> None:
+        from .dense import from_blob
+
+        try:
+            with contextlib.closing(sqlite3.connect(path, timeout=30.0)) as db:
+                rows = db.execute(VECTORS_OF_SPACE, (space, model))
+                while chunk := rows.fetchmany(10_000):
+                    self.index.put({int(seq): from_blob(bytes(blob)) for seq, blob in chunk})
+        except sqlite3.Error as error:  # what was read serves; the rest comes back by search
+            logger.warning("%s: vectors of a space not all read (%s)", path, error)
+
+
+async def _larger_than(db: Database, space: str, count: int) -> bool:
+    rows = await db.execute_fetchall(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE space = ? LIMIT ?)", (space, count)
+    )
+    return int(next(iter(rows))[0]) >= count
 
 
 def _best(scores: dict[int, float], limit: int) -> list[int]:

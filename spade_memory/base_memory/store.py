@@ -133,7 +133,7 @@ class LongTermStore(AppliesOps):
         limits: Limits | None = None,
     ) -> None:
         self._tx = Transactions(db, path, manifest)
-        self.ranking = Ranking(embedder)
+        self.ranking = Ranking(embedder, path)
         self._backfill = None if embedder is None else VectorBackfill(self._tx, self.ranking)
         self.limits = limits or Limits()
         """Its quotas (memories and bytes per author and per shared space)."""
