@@ -7,7 +7,7 @@ around 2,000 random centres, whose cosine to their centre is about 0.6, as
 sentence embeddings cluster) and prints:
 
 - load: memories stored per second (batches of 1,000), disk per million;
-- the index: seconds to load the vectors and to build the approximate index,
+- the index: seconds to read the vectors and to build the approximate index,
   RSS per million with the exact and with the approximate index;
 - recall@10 of the approximate index against exact search on 200 query
   vectors drawn like the memories;
@@ -102,10 +102,14 @@ async def in_store(
     try:
         base = rss_mib(os.getpid())
         started = time.perf_counter()
-        await store.apply(OWNER, SearchMemories(query="warm up", limit=10))  # loads the vectors
-        figures["vectors load seconds"] = time.perf_counter() - started
+        await store.apply(OWNER, SearchMemories(query="warm up", limit=10))  # starts the read
+        while store.ranking.building:
+            await asyncio.sleep(0.5)
+        await store.apply(OWNER, SearchMemories(query="read", limit=10))  # takes it over
+        figures["vectors read seconds"] = time.perf_counter() - started
         figures["RSS MB per million, exact"] = (rss_mib(os.getpid()) - base) * 1e6 / _count(path)
         exact = store.ranking._indexes[OWNER]
+        started = time.perf_counter()
         while store.ranking.building:
             await asyncio.sleep(0.5)
         figures["approximate build seconds"] = time.perf_counter() - started

@@ -165,6 +165,9 @@ class VectorBackfill:
         # no await from here on: a change committed after ours notes its memory again later
         for seq in embedded.keys() - now.keys():
             self._forget(seq)
+        for seq in now.keys() - kept.keys():  # changed meanwhile: read it again next time,
+            if self._texts.get(seq) == texts[seq][1]:  # unless the change told its text
+                del self._texts[seq]
         by_space: dict[str, dict[int, Any]] = {}
         for seq, vector in kept.items():
             self._forget(seq)

@@ -210,6 +210,8 @@ class LongTermStore(AppliesOps):
         )
         # no await from here to the notes below: the next batch cannot start before them
         self._schedule_flush()
+        if all(isinstance(outcome, MemoryServiceError) for outcome in outcomes):
+            return outcomes  # nothing was committed (the transaction itself may have failed)
         for seq, space in work.vectors.gone.items():  # committed: the cached vectors follow
             self.ranking.removed(space, [seq])
         for seq, space in work.vectors.need.items():
