@@ -5,6 +5,7 @@ Commits are counted with SQLite's statement trace on the store's own connection.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,6 +28,7 @@ from spade_memory.batch import BatchResults
 from spade_memory.interaction.notes import AddInformation, GetInformation
 from spade_memory.ops import AppliesOps
 from spade_memory.serving import ServeRequests
+from spade_memory.storage.connection import run_to_completion
 
 ALICE = "alice@localhost"
 
@@ -145,3 +147,14 @@ async def test_a_batch_of_notes_is_one_commit(tmp_path: Path) -> None:
         assert len(listed.notes) == 100
     finally:
         await notes.close()
+
+
+def test_code_run_in_the_database_thread_may_not_wait_for_the_event_loop() -> None:
+    """A batch runs in the connection's thread as a coroutine that must never suspend:
+    one that does (here, on the event loop's sleep) is refused by name, not hung."""
+
+    async def waits_for_the_loop() -> None:
+        await asyncio.sleep(0)
+
+    with pytest.raises(RuntimeError, match="waited for the event loop"):
+        run_to_completion(waits_for_the_loop())

@@ -3,11 +3,11 @@
 A store (or an update of a memory's text) commits without waiting for the
 model, so it costs what a SQLite transaction costs and BM25 finds the memory
 at once. Its seq joins ``waiting``; a background task embeds the waiting
-memories in batches (one model call each), in a thread of the lowest CPU
-priority, so the model takes what the agents' requests leave of the CPU,
-and commits their vectors. What waits is read from the file at start (a
-memory without a vector row, or with another model's), so a crash between a commit and its embedding
-loses nothing. A search first embeds the waiting memories of the spaces it
+memories in batches, in a thread of the lowest CPU priority, so the model
+takes what the agents' requests leave of the CPU, and commits their vectors
+in one trip. What waits is read from the file at start (a memory without a
+vector row, or with another model's), so a crash between a commit and its
+embedding loses nothing. A search first embeds the waiting memories of the spaces it
 reads, at normal priority, when they are few (``ON_DEMAND``): a memory
 stored just before a search is found by meaning too.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import sqlite3
 import threading
@@ -30,7 +31,7 @@ from .threads import lowest_priority
 logger = logging.getLogger("spade_memory.base_memory")
 
 BATCH = 64
-"""Memories embedded in one model call and committed in one transaction."""
+"""Memories embedded together and committed in one transaction."""
 ON_DEMAND = 64
 """A search embeds the waiting memories of its spaces first when at most this many wait."""
 GATHER_SECONDS = 0.05
@@ -48,6 +49,8 @@ class VectorBackfill:
         """Memory seq → its space's key, for every memory that has no vector yet."""
         self._texts: dict[int, str] = {}
         """The text to embed of waiting memories, when the write that noted them knew it."""
+        self._by_space: dict[str, set[int]] = {}
+        """The waiting memories of each space."""
         self._wake = asyncio.Event()
         self._drained = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -73,8 +76,9 @@ class VectorBackfill:
         texts to embed of some of them (the others are read from the file)."""
         if seqs:
             self.waiting.update(seqs)
-            for seq in seqs:
+            for seq, space in seqs.items():
                 self._texts.pop(seq, None)
+                self._by_space.setdefault(space, set()).add(seq)
             self._texts.update(texts or {})
             self._drained.clear()
             self._wake.set()
@@ -83,13 +87,15 @@ class VectorBackfill:
 
     def waiting_in(self, space: str) -> int:
         """How many memories of ``space`` wait for their vector."""
-        return sum(1 for waiting in self.waiting.values() if waiting == space)
+        return len(self._by_space.get(space, ()))
 
     async def embed_now(self, spaces: Collection[str]) -> None:
         """Embed the waiting memories of ``spaces`` now, at normal priority, if they are
         few; otherwise a search finds them by words until the background reaches them."""
-        seqs = [seq for seq, space in self.waiting.items() if space in spaces]
-        if seqs and len(seqs) <= ON_DEMAND:
+        if not 0 < sum(self.waiting_in(space) for space in spaces) <= ON_DEMAND:
+            return
+        seqs = [seq for space in spaces for seq in self._by_space.get(space, ())]
+        if seqs:
             try:
                 await self._embed(seqs, background=False)
             except (sqlite3.Error, OSError) as error:  # the search goes on without them
@@ -115,7 +121,7 @@ class VectorBackfill:
                 await asyncio.sleep(GATHER_SECONDS)  # one batch for many single stores
             self._wake.clear()
             while self.waiting:
-                batch = list(self.waiting)[:BATCH]
+                batch = list(itertools.islice(self.waiting, BATCH))
                 try:
                     await self._embed(batch, background=True)
                 except (sqlite3.Error, OSError) as error:
@@ -176,8 +182,12 @@ class VectorBackfill:
             self._ranking.added(space, vectors_of_space)
 
     def _forget(self, seq: int) -> None:
-        self.waiting.pop(seq, None)
+        space = self.waiting.pop(seq, None)
         self._texts.pop(seq, None)
+        if space is not None and (of_space := self._by_space.get(space)) is not None:
+            of_space.discard(seq)
+            if not of_space:
+                del self._by_space[space]
 
     @staticmethod
     async def _texts_in(db: Database, seqs: list[int]) -> dict[int, tuple[str, str]]:
