@@ -59,6 +59,7 @@ async def _ours(path: Path, rows: list[tuple[object, ...]]) -> LongTermStore:
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(*row, row[1], content_key(str(row[3]))) for row in rows],
         )
+        db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('rebuild')")  # the word index
     return await LongTermStore.open(path)
 
 

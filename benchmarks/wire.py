@@ -227,6 +227,11 @@ async def sqlite_floor(texts: list[str]) -> float:
                         for text in texts[start : start + BATCH]
                     ],
                 )
+                db.execute(  # the word index, one statement a batch as the store does
+                    "INSERT INTO memories_fts (rowid, content, context)"
+                    " SELECT seq, content, context FROM memories WHERE seq > ?",
+                    (start,),
+                )
                 db.commit()
             return len(texts) / (time.perf_counter() - started)
         finally:

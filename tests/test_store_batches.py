@@ -23,12 +23,22 @@ from spade_memory import (
     Request,
     StoreMemory,
 )
-from spade_memory.base_memory.ops import DeleteMemory, MemoryStatsOp, Stored, UpdateMemory
+from spade_memory.base_memory.ops import (
+    Deleted,
+    DeleteMemory,
+    Memory,
+    MemoryList,
+    MemoryStatsOp,
+    SearchMemories,
+    Stored,
+    UpdateMemory,
+)
+from spade_memory.base_memory.schema import MIGRATIONS
 from spade_memory.batch import BatchResults
 from spade_memory.interaction.notes import AddInformation, GetInformation
 from spade_memory.ops import AppliesOps
 from spade_memory.serving import ServeRequests
-from spade_memory.storage.connection import run_to_completion
+from spade_memory.storage.connection import open_migrated, run_to_completion
 
 ALICE = "alice@localhost"
 
@@ -128,6 +138,64 @@ async def test_a_failing_op_is_rolled_back_alone(
     assert again.deduplicated is False
 
 
+async def word_index_holds(store: LongTermStore) -> None:
+    """FTS5's own check that its index matches the memories table (raises if not)."""
+    db = store._tx.db
+    await db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('integrity-check')")
+
+
+async def test_a_batch_indexes_its_words_once_and_its_own_ops_see_them(
+    memories: LongTermStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New memories reach the word index in one statement per batch, yet a search, an
+    update or a deletion later in the same batch acts on them, and a store rolled back
+    alone leaves nothing in the index."""
+    stored = memories._handlers[StoreMemory]
+
+    async def store_then_fail(db: Any, request: Request, work: Any) -> Any:
+        result = await stored(db, request, work)
+        if isinstance(request.op, StoreMemory) and "boom" in request.op.content:
+            raise RuntimeError("after the insert")
+        return result
+
+    monkeypatch.setitem(memories._handlers, StoreMemory, store_then_fail)
+    statements = Statements()
+    await statements.watch(memories)
+    first = await memories.batch(ALICE, stores(3, "walrus"))
+    ids = [outcome.id for outcome in first if isinstance(outcome, Stored)]
+    outcomes = await memories.batch(
+        ALICE,
+        [
+            Request(StoreMemory(category="fact", content="narwhal tusk")),
+            Request(StoreMemory(category="fact", content="narwhal boom")),
+            Request(SearchMemories(query="narwhal")),
+            Request(UpdateMemory(id=ids[0], content="a beluga now")),
+            Request(DeleteMemory(id=ids[1])),
+            Request(StoreMemory(category="fact", content="narwhal pod")),
+        ],
+    )
+    assert [type(outcome) for outcome in outcomes] == [
+        Stored, InternalServerError, MemoryList, Memory, Deleted, Stored,
+    ]  # fmt: skip
+    found = outcomes[2]
+    assert isinstance(found, MemoryList)
+    assert [memory.content for memory in found.memories] == ["narwhal tusk"]
+    indexed = [s for s in statements.seen if s.startswith("INSERT INTO memories_fts (rowid")]
+    assert [s.split("'")[1] for s in indexed] == [
+        "walrus 0", "walrus 1", "walrus 2", "narwhal tusk", "narwhal pod",
+    ]  # fmt: skip  # each new memory once, and never the store rolled back
+    await word_index_holds(memories)
+    monkeypatch.undo()
+    for query, expected in [
+        ("narwhal", {"narwhal tusk", "narwhal pod"}),
+        ("beluga", {"a beluga now"}),
+        ("walrus", {"walrus 2"}),
+        ("boom", set()),
+    ]:
+        hits = await memories.apply(ALICE, SearchMemories(query=query))
+        assert {memory.content for memory in hits.memories} == expected, query
+
+
 async def test_a_batch_of_notes_is_one_commit(tmp_path: Path) -> None:
     notes = await InteractionStore.open(tmp_path / "notes.db")
     try:
@@ -158,3 +226,31 @@ def test_code_run_in_the_database_thread_may_not_wait_for_the_event_loop() -> No
 
     with pytest.raises(RuntimeError, match="waited for the event loop"):
         run_to_completion(waits_for_the_loop())
+
+
+async def test_a_store_from_before_the_batched_word_index_is_searched_whole(
+    tmp_path: Path,
+) -> None:
+    """A file whose insert trigger indexed each memory keeps those words, loses the
+    trigger, and indexes new memories itself."""
+    path = tmp_path / "old.db"
+    db = await open_migrated(path, MIGRATIONS[:4])  # the version with the insert trigger
+    await db.execute(
+        "INSERT INTO memories (id, owner, category, content, created_at, last_accessed, space)"
+        " VALUES ('old-1', ?, 'fact', 'an old walrus', 0, 0, ?)",
+        (ALICE, ALICE),
+    )
+    await db.commit()
+    await db.close()
+    store = await LongTermStore.open(path)
+    try:
+        await store.apply(ALICE, StoreMemory(category="fact", content="a new walrus"))
+        triggers = await store._tx.db.execute_fetchall(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger'"
+        )
+        assert "memories_ai" not in {str(row[0]) for row in triggers}
+        hits = await store.apply(ALICE, SearchMemories(query="walrus"))
+        assert {memory.content for memory in hits.memories} == {"an old walrus", "a new walrus"}
+        await word_index_holds(store)
+    finally:
+        await store.close()

@@ -16,7 +16,7 @@ import aiosqlite
 
 from ..storage import requests
 from ..storage.connection import Migration
-from . import journal
+from . import journal, words
 
 _V1 = (
     """CREATE TABLE memories (
@@ -173,6 +173,11 @@ async def _add_spaces(db: aiosqlite.Connection) -> None:
         await db.execute(statement)
 
 
+async def _index_words_per_batch(db: aiosqlite.Connection) -> None:
+    await db.execute(words.DROP_INSERT_TRIGGER)
+
+
 MIGRATIONS: list[Migration] = [
     _create_v1, _add_change_feed, _add_vectors_and_content_keys, _add_spaces,
+    _index_words_per_batch,
 ]  # fmt: skip

@@ -41,7 +41,7 @@ from ..storage.batches import apply_all
 from ..storage.connection import Database, Synchronous, Transactions, open_migrated
 from ..storage.faults import free_bytes
 from ..storage.manifest import Manifest
-from . import journal
+from . import journal, words
 from .access import AccessLog
 from .backfill import VectorBackfill
 from .journal import SpaceEvent
@@ -115,9 +115,20 @@ class _Work:
     """What the op being applied does to vectors (kept only if it succeeds)."""
     events: dict[int, list[SpaceEvent]] = field(default_factory=dict)
     """Shared spaces' events of each request, by ``id(request)``."""
+    unindexed: words.Unindexed = field(default_factory=list)
+    """New memories of the ops that succeeded, not yet in the word index (``words``)."""
+    adding: words.Unindexed = field(default_factory=list)
+    """New memories of the op being applied (kept only if it succeeds)."""
 
 
 Handler = Callable[[Database, Request, _Work], Awaitable[Record]]
+
+
+async def _index_words(db: Database, work: _Work, following: Request | None) -> None:
+    """The batch's new memories into the word index, before the commit (``following``
+    None) and before an op other than a store, which may read or change the index."""
+    if following is None or not isinstance(following.op, StoreMemory):
+        await words.index(db, work.unindexed)
 
 
 class LongTermStore(AppliesOps):
@@ -206,7 +217,11 @@ class LongTermStore(AppliesOps):
         ):
             await self.flush_accesses()  # they order by last access
         outcomes = await apply_all(
-            self._tx, requests, lambda db, r: self._apply_one(db, r, work), inline=True
+            self._tx,
+            requests,
+            lambda db, r: self._apply_one(db, r, work),
+            inline=True,
+            settle=lambda db, following: _index_words(db, work, following),
         )
         # no await from here to the notes below: the next batch cannot start before them
         self._schedule_flush()
@@ -280,9 +295,10 @@ class LongTermStore(AppliesOps):
             logger.warning("%s: access counts not written yet (%s)", self._tx.path, error)
 
     async def _apply_one(self, db: Database, request: Request, work: _Work) -> Record:
-        work.current = _Vectors()
+        work.current, work.adding = _Vectors(), []
         result = await self._handlers[type(request.op)](db, request, work)
         work.vectors.absorb(work.current)
+        work.unindexed += work.adding
         return result
 
     async def _embed_queries(self, owner: str, requests: Sequence[Request]) -> dict[int, Any]:
@@ -497,6 +513,7 @@ class LongTermStore(AppliesOps):
         await journal.use(db, owner, place, 1, size)
         work.current.need[cursor.lastrowid] = place.key  # embedded once committed
         work.current.texts[cursor.lastrowid] = embedding_text(op.content, op.context)
+        work.adding.append((cursor.lastrowid, op.content, op.context))
         await self._changed(db, request, work, "stored", memory_id, owner, place)
         return stored
 

@@ -11,6 +11,10 @@ A named fault of the file (a full disk, damage, an I/O error: see ``faults``)
 rolls the whole transaction back and fails every op of it with the fault's
 typed failure, since none of them was committed; damage also puts the store
 out of service until it is restored.
+
+A store may defer work to one statement per batch (``settle``): it is called
+outside every savepoint, before each op and before the commit, so what it
+writes is never rolled back with one op while another op's rows stay.
 """
 
 from __future__ import annotations
@@ -27,27 +31,43 @@ logger = logging.getLogger("spade_memory.storage")
 
 ApplyOne = Callable[[Database, Request], Awaitable[Record]]
 """Applies one request inside the open transaction; returns its result or raises."""
+Settle = Callable[[Database, Request | None], Awaitable[None]]
+"""Writes what the ops so far deferred, if the next request (None: the commit) needs it."""
 
 
 async def apply_all(
-    tx: Transactions, requests: Sequence[Request], apply_one: ApplyOne, *, inline: bool = False
+    tx: Transactions,
+    requests: Sequence[Request],
+    apply_one: ApplyOne,
+    *,
+    inline: bool = False,
+    settle: Settle | None = None,
 ) -> list[Outcome]:
     """Apply ``requests`` in order in one transaction.
 
     With ``inline``, the whole transaction runs in the connection's thread in one trip
-    (``Transactions.inline``): ``apply_one`` must then await nothing but the connection.
-    Returns one outcome per request (its result or its typed error); raises
+    (``Transactions.inline``): ``apply_one`` (and ``settle``) must then await nothing but
+    the connection. ``settle`` runs before each op and before the commit, outside the
+    ops' savepoints. Returns one outcome per request (its result or its typed error); raises
     only when a lone request fails unexpectedly or the commit itself fails.
     """
     if tx.out_of_service is not None:
         return [tx.out_of_service] * len(requests)
 
     async def transaction(db: Database) -> list[Outcome]:
+        outcomes: list[Outcome] = []
         if len(requests) == 1:
-            return [await _alone(db, requests[0], apply_one)]
-        if not db.in_transaction:
-            await db.execute("BEGIN IMMEDIATE")
-        return [await _in_savepoint(db, tx, request, apply_one) for request in requests]
+            outcomes.append(await _alone(db, requests[0], apply_one))
+        else:
+            if not db.in_transaction:
+                await db.execute("BEGIN IMMEDIATE")
+            for request in requests:
+                if settle is not None:
+                    await settle(db, request)
+                outcomes.append(await _in_savepoint(db, tx, request, apply_one))
+        if settle is not None and db.in_transaction:
+            await settle(db, None)
+        return outcomes
 
     try:
         if inline:
