@@ -106,9 +106,17 @@ async def _measure(
 ) -> tuple[list[WireResult], list[RateResult]]:
     agent = Requester(f"bench-{uuid.uuid4().hex[:6]}@localhost", "bench", port=port)
     await start_agent(agent)
-    memory = agent.memory
+    try:
+        return await _measure_with(agent.memory, round_trips, blocks, batches)
+    finally:
+        await stop_agent(agent)
+
+
+async def _measure_with(
+    memory: MemoryClient, round_trips: int, blocks: int, batches: int
+) -> tuple[list[WireResult], list[RateResult]]:
     corpus = Corpus(seed=5)
-    texts = iter(corpus.memories(2 * round_trips + 4000 + batches * BATCH))
+    texts = iter(corpus.memories(2 * round_trips + 2400 + 2 * batches * BATCH))  # warm-up, floor
     queries = iter(corpus.queries(2 * round_trips + 400 + batches * BATCH, 2))
 
     async def bare(reply: str | None = None) -> None:
@@ -123,6 +131,9 @@ async def _measure(
     async def store() -> None:
         await memory.store_memory("fact", next(texts))
 
+    async def store_bm25() -> None:
+        await memory.request(BM25_JID, StoreMemory(category="fact", content=next(texts)))
+
     async def search() -> None:
         await memory.search_memories(next(queries), limit=10)
 
@@ -132,6 +143,7 @@ async def _measure(
     kinds: dict[str, Callable[[], Awaitable[None]]] = {
         "bare SPADE request/reply": bare,
         "store_memory": store,
+        "store_memory, BM25 alone": store_bm25,
         "search_memories, hybrid (10 results)": search,
         "search_memories, BM25 alone (10 results)": search_bm25,
         "control: bare, reply of 10 memories": bare_large,
@@ -150,7 +162,6 @@ async def _measure(
                 await run()
                 samples[name].append(time.perf_counter() - start)
     rates = await _rates(memory, texts, queries, batches)
-    await stop_agent(agent)
     return [WireResult(name, *summary_ms(s), len(s)) for name, s in samples.items()], rates
 
 
