@@ -3,7 +3,7 @@
 Measured here: indexing each new memory in a statement of its own, as an insert
 trigger did, took about 60 µs of the 95 µs a store's insert cost, since FTS5
 writes out what it has pending at such statement boundaries; the same rows in
-one statement for the batch cost about 10 µs each. So a store notes the texts
+one statement for the batch cost about 5 µs each. So a store notes the texts
 of the memories it inserts, and the batch indexes them before its commit, and
 before any op of the same batch that reads or changes the index (a search, an
 update, a deletion), always outside the ops' savepoints. A changed or deleted
