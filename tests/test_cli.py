@@ -26,6 +26,14 @@ def spade_memory(
     )  # fmt: skip
 
 
+def test_version_names_the_installed_package() -> None:
+    from importlib.metadata import version
+
+    result = spade_memory("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"spade-memory {version('spade-memory')}"
+
+
 def test_schema_describes_every_request_and_reply() -> None:
     result = spade_memory("schema")
     assert result.returncode == 0, result.stderr

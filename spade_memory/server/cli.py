@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import json
 import logging
 import os
@@ -40,8 +41,17 @@ def default_data_dir() -> Path:
     return Path(xdg) / "spade-memory"
 
 
+def package_version() -> str:
+    """The installed package's version ("unknown" when run from a tree never installed)."""
+    try:
+        return importlib.metadata.version("spade-memory")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spade-memory", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"spade-memory {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run the memory agents (and an embedded XMPP server)")
