@@ -35,6 +35,7 @@ from .base_memory.store import LongTermStore
 from .beads_sync.calls import BeadsClient
 from .beads_sync.ops import SessionShared, ShareSession, UnshareSession
 from .client import MemoryClient
+from .discovery import protocol_feature
 from .errors import (
     BadRequest,
     Condition,
@@ -222,5 +223,6 @@ __all__ = [
     "WorkingMemory",
     "WorkingMemoryState",
     "memory_tools",
+    "protocol_feature",
     "provider_from_env",
 ]

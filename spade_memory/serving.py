@@ -36,7 +36,7 @@ from slixmpp.jid import InvalidJID
 from spade.agent import Agent
 from spade.message import Message
 
-from . import wire, xml_escape
+from . import discovery, wire, xml_escape
 from .batch import BatchItem, BatchResults, item_request_id, parse_batch
 from .errors import (
     Busy,
@@ -285,6 +285,7 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         # pyjabber (SPADE's embedded server) stops routing bare-JID messages to a
         # re-started session until it announces presence again.
         self.presence.set_available()
+        discovery.describe(self.client, self.service.name)
         self.serving = ServeRequests(self.service)
         self.add_behaviour(self.serving, wire.request_template())
         for behaviour, template in self.service.behaviours(self):

@@ -23,6 +23,7 @@ STORES = (
     "base_memory.store", "base_memory.ranking", "base_memory.dense", "base_memory.access",
     "base_memory.schema", "base_memory.embeddings", "base_memory.journal", "base_memory.rows",
     "base_memory.backfill", "base_memory.ann", "base_memory.threads", "base_memory.model_file",
+    "base_memory.words",
     "interaction.store", "interaction.working_store", "interaction.context_dir",
     "beads_sync.store", "beads_sync.access", "spaces.directory", "storage", "beads",
 )  # fmt: skip
@@ -33,7 +34,7 @@ OPS = (
 )  # fmt: skip
 KERNEL = (
     "ops", "errors", "limits", "batch", "wire", "plugin", "serving", "transport", "reconnect",
-    "lifecycle", "xml_escape", "storage", "beads",
+    "lifecycle", "xml_escape", "discovery", "storage", "beads",
 )  # fmt: skip
 
 XMPP = ("slixmpp", "spade")

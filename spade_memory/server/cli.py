@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.metadata
 import json
 import logging
 import os
@@ -22,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import wire
+from ..discovery import package_version
 from ..interaction.service import DATABASE as NOTES_DATABASE
 from ..interaction.store import InteractionStore
 from ..limits import Limits
@@ -39,14 +39,6 @@ def default_data_dir() -> Path:
         return Path(os.environ[DATA_ENV])
     xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(xdg) / "spade-memory"
-
-
-def package_version() -> str:
-    """The installed package's version ("unknown" when run from a tree never installed)."""
-    try:
-        return importlib.metadata.version("spade-memory")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,9 +12,11 @@ it does not install signal handlers, so Ctrl-C stops us cleanly; it
 hashes passwords in threads, not in forked processes; and it **stamps every
 client stanza's ``from`` with the stream's authenticated JID**, as RFC 6120
 §8.1.2.1 requires (pyjabber only fills in a missing ``from``, so any client
-could send as anyone). The stamping lives in this server's own client
-listener and stanza handler; pyjabber's modules are left as they are for
-any other user of the process.
+could send as anyone). It also **delivers an iq addressed to a connected
+client's full JID to that client** (pyjabber answers every iq itself, so a
+peer's disco#info or version query never reached the agent it named). Both
+live in this server's own client listener and stanza handler; pyjabber's
+modules are left as they are for any other user of the process.
 
 pyjabber keeps global state: one embedded server per process.
 """
@@ -26,6 +28,7 @@ import contextlib
 import shutil
 import socket
 import sys
+import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -41,18 +44,34 @@ from pyjabber.queues.workers.ServerConnectionWorker import server_connection_wor
 from pyjabber.server import Server
 from pyjabber.server_parameters import Parameters
 from pyjabber.stream.handlers.StanzaHandler import StanzaHandler
+from pyjabber.stream.JID import JID
 
 _CLIENT_STANZAS = frozenset("{jabber:client}" + kind for kind in ("message", "presence", "iq"))
 
 
 class _StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
-    """pyjabber's handler of a client stream, with ``from`` set to who is speaking."""
+    """pyjabber's handler of a client stream, with ``from`` set to who is speaking, and
+    iq stanzas to a connected client's full JID delivered to it."""
 
     async def feed(self, element: Any) -> None:
         speaker = self._jid or self._connections.get_jid(self._peername)
         if speaker is not None and element.tag in _CLIENT_STANZAS:
             element.attrib["from"] = str(speaker)  # a forged from is replaced, not trusted
         await super().feed(element)
+
+    async def handle_iq(self, element: Any) -> None:
+        """An iq to a local client's full JID goes to that client (RFC 6120 §10.5.4):
+        pyjabber answers every iq itself, so a peer's disco#info or version query never
+        reached the agent it named. Any other iq is pyjabber's, as before."""
+        address = element.attrib.get("to")
+        to = JID(address) if address and "/" in address else None
+        if to is not None and to.domain == AppConfig.app_config.host:
+            connected = self._connections.get_transport(to)  # bound, available or not
+            if connected:
+                for client in connected:
+                    client[1].write(ET.tostring(element))
+                return
+        await super().handle_iq(element)
 
 
 class _StampingXMLProtocol(XMLProtocol):  # type: ignore[misc]
