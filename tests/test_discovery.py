@@ -5,6 +5,7 @@ their own process), on SPADE's embedded server and on Prosody."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from spade_memory.base_memory.ops import MemoryStatsOp
 from spade_memory.discovery import package_version, protocol_feature
 from spade_memory.interaction.notes import GetAllConversations
 from spade_memory.lifecycle import stop_agent
+from spade_memory.ops import Op
 from spade_memory.testing import MemoryServiceProcess
 
 from .harness import ClientAgent, start_client, unique_jid
@@ -31,10 +33,10 @@ async def peer(any_memory_service: MemoryServiceProcess) -> AsyncIterator[Client
     [("base-memory", MemoryStatsOp()), ("interaction-memory", GetAllConversations())],
 )
 async def test_a_memory_agent_says_what_it_serves_and_its_version(
-    peer: ClientAgent, service: str, op: object
+    peer: ClientAgent, service: str, op: Op[Any]
 ) -> None:
     to = peer.memory.jids[service]
-    reply = await peer.memory.round_trip(wire.request_message(to, op, "whoami-1"))  # type: ignore[arg-type]
+    reply = await peer.memory.round_trip(wire.request_message(to, op, "whoami-1"))
     assert reply is not None
     agent = reply.sender  # its full JID: a client's bare JID is answered by its server
 
