@@ -23,7 +23,7 @@ STORES = (
     "base_memory.store", "base_memory.ranking", "base_memory.dense", "base_memory.access",
     "base_memory.schema", "base_memory.embeddings", "base_memory.journal", "base_memory.rows",
     "base_memory.backfill", "base_memory.ann", "base_memory.threads", "base_memory.model_file",
-    "base_memory.words",
+    "base_memory.words", "base_memory.meanwhile",
     "interaction.store", "interaction.working_store", "interaction.context_dir",
     "beads_sync.store", "beads_sync.access", "spaces.directory", "storage", "beads",
 )  # fmt: skip

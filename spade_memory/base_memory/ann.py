@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from .dense import ExactIndex, Similar, Vector
+from .meanwhile import BackgroundFill
 from .threads import lowest_priority, one_thread_per_library
 
 logger = logging.getLogger("spade_memory.base_memory")
@@ -131,40 +131,21 @@ class ApproximateIndex:
         self._seqs.update(seqs.tolist())
 
 
-class IndexBuild:
+class IndexBuild(BackgroundFill):
     """An approximate index being built in a daemon thread from an exact index's rows;
     the changes made meanwhile are noted, to be replayed before it takes over."""
 
     def __init__(self, exact: ExactIndex) -> None:
-        self.changes: list[tuple[str, Any]] = []
         self.result: ApproximateIndex | None = None
         self.error: BaseException | None = None
-        seqs, vectors = exact.rows()
-        self._thread = threading.Thread(
-            target=self._build, args=(seqs, vectors), name="spade-memory-index", daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def done(self) -> bool:
-        return not self._thread.is_alive()
-
-    def put(self, vectors: Mapping[int, Vector]) -> None:
-        self.changes.append(("put", dict(vectors)))
-
-    def remove(self, seqs: Collection[int]) -> None:
-        self.changes.append(("remove", list(seqs)))
+        super().__init__("spade-memory-index", self._build, *exact.rows())
 
     def finished(self) -> ApproximateIndex | None:
         """The built index with the changes replayed, or None if the build failed."""
         if self.result is None:
             logger.warning("the approximate index could not be built (%s)", self.error)
             return None
-        for kind, change in self.changes:
-            if kind == "put":
-                self.result.put(change)
-            else:
-                self.result.remove(change)
+        self.replay(self.result)
         return self.result
 
     def _build(self, seqs: np.ndarray, vectors: np.ndarray) -> None:

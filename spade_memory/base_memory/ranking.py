@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
-import threading
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..storage.connection import Database
 from ..storage.fts import match_expression
+from .meanwhile import BackgroundFill
 from .threads import one_thread_per_library
 
 if TYPE_CHECKING:
@@ -256,7 +256,7 @@ class Ranking:
         return approximate
 
 
-class IndexLoad:
+class IndexLoad(BackgroundFill):
     """A large space's vectors read into an exact index in a daemon thread, from a
     connection of its own (WAL lets it read beside the writer); the changes committed
     meanwhile are noted, to be replayed once it is read."""
@@ -265,29 +265,11 @@ class IndexLoad:
         from .dense import ExactIndex
 
         self.index = ExactIndex(dimensions)
-        self.changes: list[tuple[str, Any]] = []
-        self._thread = threading.Thread(
-            target=self._read, args=(path, space, model), name="spade-memory-load", daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def done(self) -> bool:
-        return not self._thread.is_alive()
-
-    def put(self, vectors: Mapping[int, Any]) -> None:
-        self.changes.append(("put", dict(vectors)))
-
-    def remove(self, seqs: Collection[int]) -> None:
-        self.changes.append(("remove", list(seqs)))
+        super().__init__("spade-memory-load", self._read, path, space, model)
 
     def finished(self) -> ExactIndex:
         """The index read, with the changes made meanwhile replayed."""
-        for kind, change in self.changes:
-            if kind == "put":
-                self.index.put(change)
-            else:
-                self.index.remove(change)
+        self.replay(self.index)
         return self.index
 
     def _read(self, path: Path, space: str, model: str) -> None:
