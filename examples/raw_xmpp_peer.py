@@ -1,10 +1,12 @@
 """A peer that is not a SPADE agent: plain slixmpp speaking the JSON protocol.
 
 Any XMPP client can use the memory agents. A request is a chat message whose
-body is one op as JSON (``spade-memory schema`` lists them all), with three
-metadata fields and the request id in a XEP-0004 data form titled
-``spade:x:metadata`` (SPADE's encoding). The reply comes back in the same
-form: ``inform`` with the result, or ``failure`` / ``refuse`` with a condition.
+body is one op as JSON (``spade-memory schema`` lists them all), its request id in
+the standard ``<thread>``; SPADE's metadata form is not needed. The reply comes back
+in the same thread: the result as JSON, or ``{"condition", "text"}`` (its
+performative, ``inform``, ``failure`` or ``refuse``, is also in the SPADE form the
+reply carries for SPADE peers). A body that is no op is answered with an error
+message saying what to send.
 
 Start the memory service first (``spade-memory run``), then:
 
@@ -37,7 +39,6 @@ class MemoryPeer(ClientXMPP):  # type: ignore[misc]
         self.enable_direct_tls = False  # STARTTLS on the client port
         self.ssl_context.check_hostname = False  # a local server's self-signed certificate
         self.ssl_context.verify_mode = ssl.CERT_NONE
-        self.register_plugin("xep_0004")  # data forms
         self.register_plugin("xep_0077")  # in-band registration: create the account
         self.add_event_handler("register", self.create_account)
         self.add_event_handler("session_start", self.started)
@@ -59,30 +60,31 @@ class MemoryPeer(ClientXMPP):  # type: ignore[misc]
 
     async def request(self, to: str, op: dict[str, Any]) -> tuple[str, Any]:
         """Send one op; (performative, decoded JSON body) of the reply."""
+        return await self.send_body(to, json.dumps(op))
+
+    async def send_body(self, to: str, body: str) -> tuple[str, Any]:
+        """Send ``body`` in a new thread; (performative, decoded JSON body) of the reply,
+        or ("error", its text) for an error message."""
         request_id = uuid.uuid4().hex
-        message = self.make_message(mto=to, mbody=json.dumps(op), mtype="chat")
-        form = self["xep_0004"].make_form(ftype="form", title="spade:x:metadata")
-        for name, value in [
-            ("performative", "request"),
-            ("ontology", "spade-memory"),
-            ("language", "json"),
-            ("_thread_node", request_id),
-        ]:
-            form.add_field(var=name, ftype="text-single", value=value)
-        message.append(form)
+        message = self.make_message(mto=to, mbody=body, mtype="chat")
+        message["thread"] = request_id
         answer = asyncio.get_running_loop().create_future()
         self.pending[request_id] = answer
         message.send()
         return await asyncio.wait_for(answer, 10)
 
     def answered(self, message: Message) -> None:
-        fields = {}
-        for form in message.xml.iter(f"{FORM}x"):
-            for field in form.iter(f"{FORM}field"):
-                fields[field.get("var")] = field.findtext(f"{FORM}value")
-        answer = self.pending.pop(fields.get("_thread_node") or "", None)
-        if answer is not None and not answer.done():
-            answer.set_result((fields.get("performative") or "", json.loads(message["body"])))
+        answer = self.pending.pop(message["thread"], None)
+        if answer is None or answer.done():
+            return
+        if message["type"] == "error":  # the body was no op
+            answer.set_result(("error", message["error"]["text"]))
+            return
+        performative = "inform"
+        for field in message.xml.iter(f"{FORM}field"):  # SPADE's form, for SPADE peers
+            if field.get("var") == "performative":
+                performative = field.findtext(f"{FORM}value") or performative
+        answer.set_result((performative, json.loads(message["body"])))
 
 
 async def main() -> None:
@@ -98,6 +100,7 @@ async def main() -> None:
         for memory in found["memories"]:
             print(f"{performative}: [{memory['category']}] {memory['content']}")
         print("bad op:", *await peer.request(MEMORY, {"op": "forget_everything"}))
+        print("not an op:", *await peer.send_body(MEMORY, "hello?"))
     finally:
         peer.disconnect()
         await peer.disconnected

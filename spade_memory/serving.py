@@ -33,10 +33,11 @@ from typing import Any
 from pydantic import TypeAdapter
 from pydantic_core import to_json
 from slixmpp.jid import InvalidJID
+from slixmpp.stanza import Message as Stanza
 from spade.agent import Agent
 from spade.message import Message
 
-from . import discovery, wire, xml_escape
+from . import discovery, plain_peers, wire, xml_escape
 from .batch import BatchItem, BatchResults, item_request_id, parse_batch
 from .errors import (
     Busy,
@@ -218,6 +219,11 @@ class ServeRequests(WakesWhenKilled):
         return op
 
 
+def op_names(ops: TypeAdapter[Any]) -> list[str]:
+    """The ``op`` tags a service's union of ops accepts, sorted."""
+    return sorted(ops.json_schema()["discriminator"]["mapping"])
+
+
 def _item(outcome: Outcome) -> BatchItem:
     if isinstance(outcome, MemoryServiceError):
         return BatchItem(ok=False, condition=outcome.condition.value, text=outcome.text)
@@ -278,6 +284,7 @@ class MemoryAgent(Agent):  # type: ignore[misc]
     ) -> None:
         super().__init__(jid, password, **agent_options)
         self.service = service
+        self.op_names = op_names(service.ops)
         xml_escape.install()
 
     async def setup(self) -> None:
@@ -290,6 +297,26 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         self.add_behaviour(self.serving, wire.request_template())
         for behaviour, template in self.service.behaviours(self):
             self.add_behaviour(behaviour, template)
+
+    def _message_received(self, stanza: Stanza) -> list[asyncio.Task[None]]:
+        """SPADE's dispatch, plus what peers without SPADE's form send (``plain_peers``):
+        an op is served as a request, anything else with a body is answered with an
+        error saying what to send; error stanzas are never answered."""
+        if stanza["type"] == "error":
+            return []
+        message = Message.from_node(stanza)
+        if message.get_metadata("performative") is not None:  # a SPADE peer
+            tasks: list[asyncio.Task[None]] = self.dispatch(message)
+            return tasks
+        request = plain_peers.as_request(stanza)
+        if request is None:
+            return []
+        if plain_peers.names_an_op(request.body):
+            tasks = self.dispatch(request)
+            return tasks
+        text = plain_peers.what_to_send(self.service.name, self.op_names)
+        plain_peers.refusal(stanza, text).send()
+        return []
 
     async def stop(self) -> None:
         """Stop, letting the requests being served finish first."""

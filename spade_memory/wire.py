@@ -9,13 +9,23 @@ or ``refuse`` (body: ``{"condition", "text"}``; ``refuse`` is used for
 ``not-authorized``). SPADE only sends the thread when metadata is present,
 which it always is here.
 
+Peers that are not SPADE agents are served too (see ``plain_peers``): a plain
+``chat`` or ``normal`` message whose body is an op, its request id in the
+standard ``<thread>``. So every message a memory agent sends (a ``Envelope``)
+carries the request id in ``<thread>`` as well as in the form, answers in the
+request's own stanza type, and types its form ``result``: a person's client
+shows it rather than offering it as a form to fill in.
+
 Nothing here knows which services exist: that is the registry's business.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
-from slixmpp import JID
+from slixmpp import JID, ClientXMPP
+from slixmpp.stanza import Message as Stanza
 from spade.message import Message
 from spade.template import Template
 
@@ -36,6 +46,28 @@ class Failure(Record):
     seconds: the sender had too many requests in flight."""
 
 
+class Envelope(Message):  # type: ignore[misc]
+    """A SPADE message with the request id also in ``<thread>``, its form typed
+    ``result``, and sent as ``stanza_type`` (``chat``, or ``normal`` to answer a
+    ``normal`` message)."""
+
+    def __init__(self, *args: Any, stanza_type: str = "chat", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stanza_type = stanza_type
+
+    def prepare(self, client: ClientXMPP) -> Stanza:
+        """The stanza to send (SPADE's, with the additions above)."""
+        stanza: Stanza = super().prepare(client)
+        if self.stanza_type != "chat":
+            stanza["type"] = self.stanza_type
+        if self.thread:
+            stanza["thread"] = self.thread
+        form = stanza.xml.find("{jabber:x:data}x")
+        if form is not None:
+            form.set("type", "result")
+        return stanza
+
+
 def bare(jid: JID | str) -> str:
     """The bare JID (``name@domain``) of a full or bare JID.
 
@@ -46,7 +78,7 @@ def bare(jid: JID | str) -> str:
 
 def request_message(to: str, op: BaseModel, request_id: str) -> Message:
     """The request carrying ``op`` to the memory agent ``to``."""
-    return Message(
+    return Envelope(
         to=to,
         body=op.model_dump_json(exclude_none=True, by_alias=True),
         thread=request_id,
@@ -77,18 +109,19 @@ def reply_to(request: Message, outcome: Record | MemoryServiceError) -> Message:
 
 
 def _reply(request: Message, performative: str, body: str) -> Message:
-    return Message(
+    return Envelope(
         to=str(request.sender),
         sender=str(request.to),
         body=body,
         thread=request.thread,
         metadata={"performative": performative, "ontology": ONTOLOGY, "language": LANGUAGE},
+        stanza_type=getattr(request, "stanza_type", "chat"),
     )
 
 
 def notice(to: str, ontology: str, body: str = "{}") -> Message:
     """A one-way notice (``inform`` without a thread) under its own ontology."""
-    return Message(
+    return Envelope(
         to=to,
         body=body,
         metadata={"performative": "inform", "ontology": ontology, "language": LANGUAGE},
@@ -124,6 +157,9 @@ def envelope_schema() -> dict[str, object]:
             "ontology": ONTOLOGY,
             "language": LANGUAGE,
         },
-        "thread": "request id; the form field _thread_node carries it on the wire",
+        "thread": "request id: the standard <thread> element, and the form field "
+        "_thread_node for SPADE peers (a peer without the form sends <thread> alone)",
+        "plain_peers": "a chat or normal message whose body is one op as JSON is served "
+        "without the form; the reply carries <thread> and the body",
         "conditions": [condition.value for condition in Condition],
     }

@@ -44,6 +44,7 @@ def test_raw_xmpp_peer_example(memory_service: MemoryServiceProcess) -> None:
     assert lines[0].startswith("store: inform {'id': '")
     assert lines[1] == "inform: [fact] Invoices are due in 30 days"
     assert lines[2].startswith("bad op: failure {'condition': 'bad-request'")
+    assert lines[3].startswith("not an op: error This is the spade-memory base-memory agent")
 
 
 def test_team_example(memory_service: MemoryServiceProcess) -> None:
