@@ -14,12 +14,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from spade.agent import Agent, DisconnectedException
+from spade.agent import Agent, AuthenticationFailure, DisconnectedException
 from spade.behaviour import CyclicBehaviour
 
 
 class AgentStartError(RuntimeError):
     """An agent could not connect and authenticate in time."""
+
+
+class WrongPassword(AgentStartError):
+    """The XMPP server refused an agent's password."""
 
 
 async def start_agent(
@@ -31,12 +35,19 @@ async def start_agent(
 ) -> None:
     """Start ``agent``, each attempt bounded by ``attempt_timeout`` seconds.
 
-    Raises ``AgentStartError`` (naming the server tried) after ``attempts`` attempts.
+    Raises ``AgentStartError`` (naming the server tried) after ``attempts`` attempts,
+    at once ``WrongPassword`` when the server refuses the password.
     """
     for _ in range(attempts):
         try:
             await asyncio.wait_for(agent.start(auto_register=auto_register), attempt_timeout)
             return
+        except AuthenticationFailure:
+            await _abort(agent)
+            raise WrongPassword(
+                f"the XMPP server at {agent.jid.host}:{agent.xmpp_port} refused the password"
+                f" of {agent.jid.bare}"
+            ) from None
         except (asyncio.TimeoutError, DisconnectedException):
             await _abort(agent)
     raise AgentStartError(

@@ -16,6 +16,8 @@ from spade_memory.interaction.notes import ExportConversation
 from spade_memory.interaction.store import InteractionStore
 from spade_memory.testing import MemoryServiceProcess, free_port
 
+from .prosody import ProsodyProcess
+
 
 def spade_memory(
     *args: str, env: dict[str, str] | None = None, timeout: float = 60
@@ -167,3 +169,49 @@ def test_run_refuses_what_it_cannot_start_in_a_sentence(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
     result = spade_memory(*common, "--s2s-port", str(free_port()), "--services", "nonsense")
     assert result.returncode == 1 and "unknown memory service 'nonsense'" in result.stderr
+
+
+def test_a_data_directory_it_cannot_use_is_one_sentence(tmp_path: Path) -> None:
+    a_file = tmp_path / "memories.db"
+    a_file.write_text("")
+    common = ["--port", str(free_port()), "--s2s-port", str(free_port())]
+    for data_dir, sentence in [
+        (a_file, f"the data directory {a_file} is a file; give --data-dir a directory"),
+        (a_file / "sub", f"cannot make the data directory {a_file / 'sub'}: {a_file} is a file"),
+        (Path("/proc/spade-memory"), "cannot make the data directory /proc/spade-memory:"),
+    ]:
+        result = spade_memory("run", "--data-dir", str(data_dir), *common)
+        assert result.returncode == 1
+        assert result.stderr.startswith(f"spade-memory: {sentence}"), result.stderr
+        assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_second_service_on_one_data_directory_stops_at_once(tmp_path: Path) -> None:
+    first = MemoryServiceProcess(tmp_path)
+    first.start()
+    try:
+        assert first.process is not None
+        result = spade_memory(
+            "run", "--data-dir", str(tmp_path), "--port", str(free_port()),
+            "--s2s-port", str(free_port()),
+        )  # fmt: skip
+        assert result.returncode == 1
+        assert result.stderr == (
+            f"spade-memory: {tmp_path} is in use by a running spade-memory"
+            f" (pid {first.process.pid}); stop it first\n"
+        )
+    finally:
+        first.stop()
+
+
+def test_a_refused_password_is_one_sentence(prosody_server: ProsodyProcess, tmp_path: Path) -> None:
+    result = spade_memory(
+        "run", "--external-server", "--port", str(prosody_server.port),
+        "--data-dir", str(tmp_path), env={"SPADE_MEMORY_PASSWORD": "not-the-password"},
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"spade-memory: the XMPP server at localhost:{prosody_server.port} refused the password"
+        " of base-memory@localhost; set SPADE_MEMORY_PASSWORD to the password of the memory"
+        " agents' accounts\n"
+    )

@@ -225,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
+    # "No appropriate login method." on a refused password: the sentence printed says more
+    logging.getLogger("slixmpp.features.feature_mechanisms.mechanisms").setLevel(logging.CRITICAL)
     use_uvloop()
     status = _run(config, debug=args.debug)
     return _exit_cleanly(status)

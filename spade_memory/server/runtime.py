@@ -21,7 +21,7 @@ from pathlib import Path
 
 from spade.agent import Agent
 
-from ..lifecycle import start_agent, stop_agent
+from ..lifecycle import WrongPassword, start_agent, stop_agent
 from ..limits import Limits
 from ..plugin import MemoryService, ServiceConfig, ServiceContext
 from ..registry import NAMES, SERVICES, service
@@ -92,20 +92,54 @@ def agent_password(config: RunConfig) -> str:
     return path.read_text().strip()
 
 
+def _password_hint(config: RunConfig) -> str:
+    """What to do when the server refuses the agents' password."""
+    if os.environ.get(PASSWORD_ENV) or config.password:
+        return f"set {PASSWORD_ENV} to the password of the memory agents' accounts"
+    return (
+        f"the password kept in {config.data_dir / 'agent-password'} is not the one the"
+        f" server has for them; set {PASSWORD_ENV} to that one"
+    )
+
+
+class UnusableDataDirectory(RuntimeError):
+    """The data directory cannot be made or written."""
+
+
 def _writable(data_dir: Path) -> None:
-    """The data directory exists and takes files; raises ``OSError`` naming it if not.
-    Little free space there is logged as a warning."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    """The data directory exists and takes files; raises ``UnusableDataDirectory`` with
+    one sentence saying why not. Little free space there is logged as a warning."""
+    _make_directory(data_dir)
     try:
         with tempfile.TemporaryFile(dir=data_dir):
             pass
     except OSError as error:
-        raise OSError(error.errno, error.strerror, str(data_dir)) from None
+        raise UnusableDataDirectory(
+            f"cannot write in the data directory {data_dir} ({error.strerror or error});"
+            " give --data-dir a writable directory"
+        ) from None
     free = free_bytes(data_dir)
     if free is not None and free < LOW_DISK_BYTES:
         logger.warning(
             "%s: only %d MiB free; writes fail when the disk is full", data_dir, free >> 20
         )
+
+
+def _make_directory(data_dir: Path) -> None:
+    if data_dir.exists() and not data_dir.is_dir():
+        raise UnusableDataDirectory(
+            f"the data directory {data_dir} is a file; give --data-dir a directory"
+            " (it is made if missing)"
+        )
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        blocking = next((p for p in data_dir.parents if p.exists() and not p.is_dir()), None)
+        why = f"{blocking} is a file" if blocking else (error.strerror or str(error))
+        raise UnusableDataDirectory(
+            f"cannot make the data directory {data_dir}: {why}; give --data-dir a directory"
+            " you can write to"
+        ) from None
 
 
 async def warn_of_domain_grants(directory: SpaceDirectory) -> None:
@@ -132,9 +166,10 @@ class MemoryRuntime:
     async def start(self) -> None:
         """Start the embedded server (unless external) and every configured service's agent.
 
-        Raises ``RuntimeError`` with one sentence when something cannot start
-        (an unknown service, a busy port, no XMPP server, a beads engine),
-        ``StoreFault`` naming a store's file, or ``OSError`` for the data directory.
+        Raises ``RuntimeError`` with one sentence when something cannot start (an
+        unknown service, a busy port, no XMPP server, a refused password, a beads
+        engine, an unusable or busy data directory), ``StoreFault`` naming a store's
+        file, or ``OSError`` for another failure of the data directory.
         """
         config = self.config
         try:
@@ -162,7 +197,10 @@ class MemoryRuntime:
                 agent = await self._open(name, password)
                 self._push(stop_agent, agent)
                 self.agents.append(agent)
-                await start_agent(agent, attempt_timeout=config.connect_timeout / 3)
+                try:
+                    await start_agent(agent, attempt_timeout=config.connect_timeout / 3)
+                except WrongPassword as refused:
+                    raise WrongPassword(f"{refused}; {_password_hint(config)}") from None
         except BaseException:
             await self.stop()
             raise
