@@ -48,6 +48,7 @@ from .errors import (
     ResourceConstraint,
     ServiceUnavailable,
 )
+from .interaction.forget import ForgetInteractions, Forgotten
 from .interaction.notes import (
     AddInformation,
     ClearConversation,
@@ -152,6 +153,8 @@ __all__ = [
     "ExportConversation",
     "Finding",
     "Focus",
+    "ForgetInteractions",
+    "Forgotten",
     "GetAllConversations",
     "GetContextSummary",
     "GetInformation",

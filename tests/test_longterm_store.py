@@ -127,6 +127,25 @@ async def test_list_by_category_and_recent_order(store: LongTermStore) -> None:
     assert len(recent.memories) == 2
 
 
+async def test_pages_of_a_list_cover_every_memory_once(store: LongTermStore) -> None:
+    stored = {await put(store, ALICE, f"note {i}", category="pattern") for i in range(7)}
+    await put(store, BOB, "not alice's", category="pattern")
+    for op in (RecentMemories, ListMemories):
+        seen: list[str] = []
+        offset: int | None = 0
+        while offset is not None:
+            fields = {"category": "pattern"} if op is ListMemories else {}
+            page = await store.apply(ALICE, op(limit=3, offset=offset, **fields))
+            assert isinstance(page, MemoryList)
+            assert len(page.memories) <= 3
+            seen += [m.id for m in page.memories]
+            offset = page.next_offset
+        assert sorted(seen) == sorted(stored)  # every one, none twice, nobody else's
+    last = await store.apply(ALICE, RecentMemories(limit=7))
+    assert isinstance(last, MemoryList) and last.next_offset is None
+    assert len(last.memories) == 7
+
+
 async def test_update_changes_fields_and_index(store: LongTermStore) -> None:
     memory_id = await put(store, ALICE, "likes tea")
     updated = await store.apply(

@@ -25,10 +25,18 @@ from .ops import (
 class Memories(list[Memory]):
     """A list of memories that says whether it is a degraded (empty) answer."""
 
-    def __init__(self, memories: list[Memory] | None = None, *, degraded: bool = False) -> None:
+    def __init__(
+        self,
+        memories: list[Memory] | None = None,
+        *,
+        degraded: bool = False,
+        next_offset: int | None = None,
+    ) -> None:
         super().__init__(memories or [])
         self.degraded = degraded
         """True when memory did not answer and the client is in degraded mode."""
+        self.next_offset = next_offset
+        """The ``offset`` of the next page of a list, when there may be one."""
 
 
 class BaseMemoryCalls(Transport):
@@ -46,7 +54,9 @@ class BaseMemoryCalls(Transport):
 
     async def _memories(self, op: SearchMemories | ListMemories | RecentMemories) -> Memories:
         result = await self.request(self.base_memory_jid, op)
-        return Memories(degraded=True) if result is None else Memories(result.memories)
+        if result is None:
+            return Memories(degraded=True)
+        return Memories(result.memories, next_offset=result.next_offset)
 
     async def store_memory(
         self,
@@ -85,16 +95,25 @@ class BaseMemoryCalls(Transport):
         return await self._memories(op)
 
     async def get_memories_by_category(
-        self, category: Category, limit: int = 50, *, space: str | list[str] | None = None
+        self,
+        category: Category,
+        limit: int = 50,
+        *,
+        offset: int = 0,
+        space: str | list[str] | None = None,
     ) -> Memories:
-        """Memories of one category, most recently used first (``space`` as in search)."""
-        return await self._memories(ListMemories(category=category, limit=limit, space=space))
+        """Memories of one category, most recently used first (``space`` as in search),
+        ``offset`` skipped: the answer's ``next_offset`` is the next page's."""
+        return await self._memories(
+            ListMemories(category=category, limit=limit, offset=offset, space=space)
+        )
 
     async def get_recent_memories(
-        self, limit: int = 10, *, space: str | list[str] | None = None
+        self, limit: int = 10, *, offset: int = 0, space: str | list[str] | None = None
     ) -> Memories:
-        """Memories of any category, most recently used first (``space`` as in search)."""
-        return await self._memories(RecentMemories(limit=limit, space=space))
+        """Memories of any category, most recently used first (``space`` as in search),
+        ``offset`` skipped: the answer's ``next_offset`` is the next page's."""
+        return await self._memories(RecentMemories(limit=limit, offset=offset, space=space))
 
     async def get_memory(self, memory_id: str, *, space: str | None = None) -> Memory | None:
         """One memory; raises ``ItemNotFound`` if the space (personal by default) has none

@@ -65,6 +65,15 @@ class Deleted(Record):
     deleted: bool = True
 
 
+Offset = Annotated[
+    int,
+    Field(
+        ge=0,
+        description="Memories to skip, to page through the list: the reply's next_offset",
+    ),
+]
+
+
 class MemoryList(Record):
     """Result of every operation that returns memories, best or newest first."""
 
@@ -73,6 +82,9 @@ class MemoryList(Record):
     """For ``search_memories``: the query mode that was used."""
     note: str | None = None
     """Anything the caller should know about how the answer was made."""
+    next_offset: int | None = None
+    """For ``list_memories`` and ``recent_memories``: the ``offset`` of the next page, when
+    there may be one."""
 
 
 class MemoryStats(Record):
@@ -202,6 +214,7 @@ class ListMemories(Op[MemoryList]):
     op: Literal["list_memories"] = "list_memories"
     category: Category = Field(description="Category of memories to list")
     limit: Limit = Field(default=50, description="Maximum number of memories to retrieve")
+    offset: Offset = 0
     space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
 
 
@@ -211,6 +224,7 @@ class RecentMemories(Op[MemoryList]):
     need = "read"
     op: Literal["recent_memories"] = "recent_memories"
     limit: Limit = 10
+    offset: Offset = 0
     space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
 
 

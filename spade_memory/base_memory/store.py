@@ -336,9 +336,13 @@ class LongTermStore(AppliesOps):
         if isinstance(op, ListMemories):
             where += " AND m.category = ?"
             params.append(op.category)
-        order = " ORDER BY m.last_accessed DESC, m.seq DESC LIMIT ?"
-        found = await select(db, where + order, (*params, op.limit))
-        return MemoryList(memories=self._count_access(found, _names(request, work)))
+        order = " ORDER BY m.last_accessed DESC, m.seq DESC LIMIT ? OFFSET ?"
+        found = await select(db, where + order, (*params, op.limit + 1, op.offset))
+        more = len(found) > op.limit  # one row past the page says there is another
+        return MemoryList(
+            memories=self._count_access(found[: op.limit], _names(request, work)),
+            next_offset=op.offset + op.limit if more else None,
+        )
 
     async def _search(self, db: Database, request: Request, work: _Work) -> MemoryList:
         op = request.op

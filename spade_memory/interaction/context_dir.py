@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import shutil
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -120,6 +121,16 @@ class ContextDirectory:
                 (expression, limit),
             ).fetchall()
         return [files[row[0]] for row in rows]
+
+    def forget(self, owner: str, dry_run: bool = False) -> int:
+        """Delete ``owner``'s folder (unless ``dry_run``); the number of files it held."""
+        folder = self.owner_dir(owner)
+        if not folder.is_dir():
+            return 0
+        count = sum(1 for path in folder.rglob("*") if path.is_file())
+        if not dry_run:
+            shutil.rmtree(folder)
+        return count
 
     def _read_all(self, owner: str, kind: ContextType | None) -> list[ContextFile]:
         base = self.owner_dir(owner)

@@ -7,10 +7,13 @@ from typing import Annotated
 from pydantic import Field, TypeAdapter
 
 from .context_ops import ContextOp
+from .forget import ForgetInteractions
 from .notes import NoteOp
 from .working_ops import WorkingMemoryOp
 
-InteractionOp = Annotated[NoteOp | WorkingMemoryOp | ContextOp, Field(discriminator="op")]
+InteractionOp = Annotated[
+    NoteOp | WorkingMemoryOp | ContextOp | ForgetInteractions, Field(discriminator="op")
+]
 """Any request the interaction memory agent serves, tagged by ``op``."""
 
 interaction_ops: TypeAdapter[InteractionOp] = TypeAdapter(InteractionOp)

@@ -40,6 +40,7 @@ from .context_ops import (
     SavePreferences,
     SearchContext,
 )
+from .forget import ForgetInteractions, Forgotten
 from .notes import ClearConversation, GetInformation, context_summary
 from .ops import InteractionOp, interaction_ops
 from .store import InteractionStore
@@ -108,12 +109,17 @@ class InteractionMemoryService(AppliesOps):
 
     def _in_store(self, op: Op[Any]) -> bool:
         archiving = isinstance(op, ClearConversation) and op.archive
-        return self.store.applies(op) and not archiving
+        return self.store.applies(op) and not archiving and not isinstance(op, ForgetInteractions)
 
     async def _file_op(self, owner: str, request: Request, *, alone: bool) -> Outcome:
         answered = self.answers.get(owner, request.id)
         if answered is not None:
             return answered
+        if isinstance(request.op, ForgetInteractions):
+            forgotten = await self._forget(owner, request)
+            if not isinstance(forgotten, MemoryServiceError):
+                self.answers.keep(owner, request.id, forgotten)
+            return forgotten
         try:
             if self.context is None:
                 raise BadRequest("this interaction memory agent has no context directory")
@@ -128,6 +134,16 @@ class InteractionMemoryService(AppliesOps):
             return InternalServerError("the memory agent failed")
         self.answers.keep(owner, request.id, result)
         return result
+
+    async def _forget(self, owner: str, request: Request) -> Outcome:
+        """The owner's notes and sessions (one transaction), then its context files."""
+        assert isinstance(request.op, ForgetInteractions)
+        (outcome,) = await self.store.batch(owner, [request])
+        if isinstance(outcome, MemoryServiceError) or self.context is None:
+            return outcome
+        assert isinstance(outcome, Forgotten)
+        files = await asyncio.to_thread(self.context.forget, owner, request.op.dry_run)
+        return outcome.model_copy(update={"files": files})
 
     async def _end(
         self, context: ContextDirectory, owner: str, request: Request, request_id: str | None

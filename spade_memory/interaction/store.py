@@ -24,6 +24,7 @@ from ..storage.batches import apply_all
 from ..storage.connection import Database, Migration, Synchronous, Transactions, open_migrated
 from ..storage.manifest import Manifest
 from . import working_store
+from .forget import ForgetInteractions, forget_in_store
 from .notes import (
     AddInformation,
     ClearConversation,
@@ -87,6 +88,7 @@ class InteractionStore(AppliesOps):
             ExportConversation: self._read_notes,
             ClearConversation: self._clear,
             GetAllConversations: self._conversations,
+            ForgetInteractions: forget_in_store,
             **working.handlers(),
         }
 

@@ -1,5 +1,6 @@
 """The ``spade-memory`` command: ``run`` the memory agents, ``demo`` an LLM agent with
-memory, print the protocol ``schema``, ``import-interactions`` from spade_llm."""
+memory, print the protocol ``schema``, ``import-interactions`` from spade_llm, and an
+agent's data from the shell (``memories …``, ``forget``: see ``shell``)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from ..limits import Limits
 from ..registry import NAMES, SERVICES
 from ..schema import json_schemas
 from ..storage.faults import StoreFault, free_bytes
-from . import backup
+from . import backup, shell
 from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
 
 DATA_ENV = "SPADE_MEMORY_DATA"
@@ -174,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     notes.add_argument("file", type=Path)
     notes.add_argument("--data-dir", type=Path, default=None)
     notes.add_argument("--owner", default=None, help="owner JID (default: the file's agent_id)")
+    shell.add_commands(commands)
     return parser
 
 
@@ -186,6 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command in ("backup", "check", "restore"):
         return _data_command(args)
+    if args.command in ("memories", "forget"):
+        logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
+        return shell.run_shell(args)
     if args.command == "import-interactions":
         database = (args.data_dir or default_data_dir()) / NOTES_DATABASE
         try:
@@ -348,6 +353,10 @@ def _print_banner(config: RunConfig, console: Console) -> None:
     jids = [config.jid_of(service.name) for service in running]
     listed = ", ".join(jids[:-1]) + (" and " if len(jids) > 1 else "") + jids[-1]
     console.print(f"spade-memory is ready; send requests to {listed}. Stop with Ctrl-C.")
+    console.print(
+        f"Next, from another shell: SPADE_MEMORY_AGENT_PASSWORD=secret spade-memory memories"
+        f" stats --jid you@{config.domain} --port {config.port}"
+    )
 
 
 if __name__ == "__main__":

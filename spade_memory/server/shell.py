@@ -1,0 +1,395 @@
+"""``spade-memory memories …`` and ``spade-memory forget``: one agent's data from the shell.
+
+Each command logs in as that agent (``--jid`` or ``$SPADE_MEMORY_JID``, its password
+from ``$SPADE_MEMORY_AGENT_PASSWORD``) and goes through the running service like any
+peer, so the owner is who XMPP says it is and every rule of the service applies (spaces,
+limits, the beads mirror and change notices hear of every change). Tables in a
+terminal, JSON with ``--json``; export and import are JSON lines, one memory each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
+from spade.agent import Agent
+
+from ..base_memory.calls import Memories
+from ..base_memory.ops import DeleteMemory, Memory, RecentMemories, StoreMemory
+from ..client import MemoryClient
+from ..errors import MemoryServiceError, MemoryTimeout
+from ..interaction.forget import ForgetInteractions
+from ..lifecycle import AgentStartError, WrongPassword, start_agent, stop_agent
+from ..mixin import MemoryMixin
+from ..ops import Op
+
+JID_ENV = "SPADE_MEMORY_JID"
+PASSWORD_ENV = "SPADE_MEMORY_AGENT_PASSWORD"
+PAGE = 1000
+"""Memories per request when a command reads them all (the service's default
+``max_results``)."""
+BATCH = 100
+"""Ops per message when a command writes many (the service's default ``max_batch_ops``)."""
+CATEGORIES = ("fact", "pattern", "preference", "capability")
+
+
+class ShellError(Exception):
+    """A mistake a person can mend: printed as one sentence, exit status 1."""
+
+
+class ShellAgent(MemoryMixin, Agent):  # type: ignore[misc]
+    """The agent a shell command acts as."""
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``memories`` (with its verbs) and ``forget`` to the ``spade-memory`` parser."""
+    memories = commands.add_parser(
+        "memories", help="list, search, show, change, export or import an agent's memories"
+    )
+    verbs = memories.add_subparsers(dest="verb", required=True)
+    listing = _verb(verbs, "list", "memories, most recently used first, a page at a time")
+    listing.add_argument("--category", choices=CATEGORIES)
+    listing.add_argument("--limit", type=int, default=20, help="memories per page (20)")
+    listing.add_argument("--offset", type=int, default=0, help="memories to skip (0)")
+    listing.add_argument("--space", help="a shared space (default: the agent's own)")
+    search = _verb(verbs, "search", "ranked search")
+    search.add_argument("query")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--category", choices=CATEGORIES)
+    search.add_argument("--space")
+    show = _verb(verbs, "show", "one memory in full")
+    show.add_argument("id")
+    show.add_argument("--space")
+    update = _verb(verbs, "update", "change a memory's content, category, context or confidence")
+    update.add_argument("id")
+    update.add_argument("--content")
+    update.add_argument("--category", choices=CATEGORIES)
+    update.add_argument("--context")
+    update.add_argument("--confidence", type=float)
+    update.add_argument("--space")
+    delete = _verb(verbs, "delete", "forget one memory")
+    delete.add_argument("id")
+    delete.add_argument("--space")
+    _verb(verbs, "stats", "how many memories, by category")
+    export = _verb(verbs, "export", "every memory of the agent's own space, as JSON lines")
+    export.add_argument("file", nargs="?", default="-", help="default: standard output")
+    load = _verb(verbs, "import", "store the memories of a JSON lines file (as export wrote)")
+    load.add_argument("file", help="a file, or - for standard input")
+    forget = commands.add_parser(
+        "forget",
+        help="delete an agent's memories, notes, working memory and context files (asks first)",
+    )
+    _connection(forget)
+    forget.add_argument("--yes", action="store_true", help="do not ask")
+
+
+def _verb(verbs: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = verbs.add_parser(name, help=help_text)
+    _connection(parser)
+    return parser
+
+
+def _connection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--jid", default=os.environ.get(JID_ENV), help=f"act as this agent (default: ${JID_ENV})"
+    )
+    parser.add_argument("--port", type=int, default=5222, help="XMPP client port (5222)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds per request (10)")
+
+
+def run_shell(args: argparse.Namespace) -> int:
+    """Run a ``memories`` verb or ``forget``; 0, or 1 with one sentence on stderr."""
+    console = Console()
+    try:
+        return asyncio.run(_run(args, console))
+    except ShellError as error:
+        print(f"spade-memory: {error}", file=sys.stderr)
+    except MemoryServiceError as error:
+        print(f"spade-memory: {error.condition.value}: {error.text}", file=sys.stderr)
+    except MemoryTimeout:
+        print(
+            f"spade-memory: the memory service did not answer within {args.timeout:.0f}s;"
+            " is `spade-memory run` running?",
+            file=sys.stderr,
+        )
+    except WrongPassword as error:
+        print(f"spade-memory: {error}; set {PASSWORD_ENV} to its password", file=sys.stderr)
+    except AgentStartError as error:
+        print(
+            f"spade-memory: {error}; is `spade-memory run` running there (see --port)?",
+            file=sys.stderr,
+        )
+    return 1
+
+
+async def _run(args: argparse.Namespace, console: Console) -> int:
+    async with _logged_in(args) as client:
+        if args.command == "forget":
+            return await _forget(client, args, console)
+        verb: Callable[[MemoryClient, argparse.Namespace, Console], Awaitable[int]] = VERBS[
+            args.verb
+        ]
+        return await verb(client, args, console)
+
+
+@asynccontextmanager
+async def _logged_in(args: argparse.Namespace) -> AsyncIterator[MemoryClient]:
+    if not args.jid:
+        raise ShellError(f"say which agent to act as: --jid name@domain, or set {JID_ENV}")
+    password = os.environ.get(PASSWORD_ENV)
+    if not password:
+        raise ShellError(f"set {PASSWORD_ENV} to the password of {args.jid}")
+    agent = ShellAgent(args.jid, password, port=args.port, memory_timeout=args.timeout)
+    await start_agent(agent, attempt_timeout=args.timeout, attempts=1)
+    try:
+        yield agent.memory
+    finally:
+        await stop_agent(agent)
+
+
+async def _list(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    if args.category:
+        page = await client.get_memories_by_category(
+            args.category, args.limit, offset=args.offset, space=args.space
+        )
+    else:
+        page = await client.get_recent_memories(args.limit, offset=args.offset, space=args.space)
+    if args.json:
+        _print_json({"memories": _dumped(page), "next_offset": page.next_offset})
+        return 0
+    _table(console, page)
+    if page.next_offset is not None:
+        console.print(f"more: --offset {page.next_offset}")
+    return 0
+
+
+async def _search(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    found = await client.search_memories(
+        args.query, args.limit, category=args.category, space=args.space
+    )
+    if args.json:
+        _print_json({"memories": _dumped(found)})
+    else:
+        _table(console, found)
+    return 0
+
+
+async def _show(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    memory = await client.get_memory(args.id, space=args.space)
+    assert memory is not None  # a timeout raises: the client is not degraded
+    _one(console, memory, args.json)
+    return 0
+
+
+async def _update(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    changes = {
+        name: getattr(args, name)
+        for name in ("content", "category", "context", "confidence")
+        if getattr(args, name) is not None
+    }
+    if not changes:
+        raise ShellError("say what to change: --content, --category, --context or --confidence")
+    memory = await client.update_memory(args.id, **changes, space=args.space)
+    if memory is None:
+        raise MemoryTimeout("no answer")
+    _one(console, memory, args.json)
+    return 0
+
+
+async def _delete(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    await client.request(client.base_memory_jid, DeleteMemory(id=args.id, space=args.space))
+    if args.json:
+        _print_json({"id": args.id, "deleted": True})
+    else:
+        console.print(f"deleted {args.id}")
+    return 0
+
+
+async def _stats(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    stats = await client.get_memory_stats()
+    assert stats is not None
+    if args.json:
+        print(stats.model_dump_json())
+        return 0
+    table = Table(show_header=False, box=None)
+    table.add_row("memories", str(stats.total_memories))
+    for category, count in sorted(stats.category_counts.items()):
+        table.add_row(f"  {category}", str(count))
+    if stats.avg_confidence is not None:
+        table.add_row("average confidence", f"{stats.avg_confidence:.2f}")
+    table.add_row("oldest", str(stats.oldest_memory or "-"))
+    table.add_row("newest", str(stats.newest_memory or "-"))
+    table.add_row("search", stats.search)
+    console.print(table)
+    return 0
+
+
+async def _export(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    count = 0
+    with _opened(args.file, "w") as out:
+        async for memory in every_memory(client):
+            out.write(memory.model_dump_json() + "\n")
+            count += 1
+    if args.file != "-":
+        _said(console, args.json, {"exported": count, "file": args.file})
+    return 0
+
+
+async def _import(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    with _opened(args.file, "r") as source:
+        ops = list(_stores_in(source, args.file))
+    stored = deduplicated = 0
+    for start in range(0, len(ops), BATCH):
+        for outcome in await client.batch(client.base_memory_jid, ops[start : start + BATCH]):
+            if isinstance(outcome, MemoryServiceError):
+                raise outcome
+            deduplicated += bool(getattr(outcome, "deduplicated", False))
+            stored += 1
+    _said(console, args.json, {"imported": stored - deduplicated, "already_there": deduplicated})
+    return 0
+
+
+async def _forget(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    ids = [memory.id async for memory in every_memory(client)]
+    notes = client.interaction_memory_jid
+    counted = await client.request(notes, ForgetInteractions(dry_run=True))
+    assert counted is not None
+    what = (
+        f"{len(ids)} memories, {counted.notes} notes of {counted.conversations} conversations,"
+        f" {counted.sessions} working-memory sessions and {counted.files} context files"
+    )
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise ShellError(f"forget would delete {what} of {args.jid}; add --yes to do it")
+        answer = console.input(f"delete {what} of {args.jid}? Type the JID to confirm: ")
+        if answer.strip() != args.jid:
+            console.print("nothing deleted")
+            return 1
+    deletes: list[Op[Any]] = [DeleteMemory(id=memory_id) for memory_id in ids]
+    for start in range(0, len(deletes), BATCH):
+        for outcome in await client.batch(client.base_memory_jid, deletes[start : start + BATCH]):
+            if (
+                isinstance(outcome, MemoryServiceError)
+                and outcome.condition.value != "item-not-found"
+            ):
+                raise outcome
+    forgotten = await client.request(notes, ForgetInteractions())
+    assert forgotten is not None
+    counts = forgotten.model_dump(exclude={"dry_run"})
+    _said(console, args.json, {"memories": len(ids), **counts})
+    return 0
+
+
+async def every_memory(client: MemoryClient) -> AsyncIterator[Memory]:
+    """Every memory of the client's own space, a page of ``PAGE`` at a time."""
+    offset: int | None = 0
+    while offset is not None:
+        page = await client.request(
+            client.base_memory_jid, RecentMemories(limit=PAGE, offset=offset)
+        )
+        assert page is not None
+        for memory in page.memories:
+            yield memory
+        offset = page.next_offset
+
+
+def _stores_in(source: IO[str], name: str) -> Iterator[StoreMemory]:
+    """A ``store_memory`` op for each line of an export (blank lines skipped)."""
+    kept = ("category", "content", "context", "confidence")
+    for number, line in enumerate(source, 1):
+        if not line.strip():
+            continue
+        try:
+            fields = json.loads(line)
+            yield StoreMemory(**{key: fields[key] for key in kept if key in fields})
+        except (ValueError, TypeError, ValidationError) as error:
+            text = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ShellError(f"{name}, line {number}: not a memory ({text})") from None
+
+
+VERBS: dict[str, Callable[[MemoryClient, argparse.Namespace, Console], Awaitable[int]]] = {
+    "list": _list,
+    "search": _search,
+    "show": _show,
+    "update": _update,
+    "delete": _delete,
+    "stats": _stats,
+    "export": _export,
+    "import": _import,
+}
+
+
+class _opened:
+    """A file, or standard input/output for ``-``; a file that cannot be opened is a
+    ``ShellError``."""
+
+    def __init__(self, name: str, mode: str) -> None:
+        self.name, self.mode = name, mode
+        self.file: IO[str] | None = None
+
+    def __enter__(self) -> IO[str]:
+        if self.name == "-":
+            return sys.stdout if self.mode == "w" else sys.stdin
+        try:
+            self.file = Path(self.name).open(self.mode, encoding="utf-8")
+        except OSError as error:
+            raise ShellError(f"cannot open {self.name}: {error.strerror or error}") from None
+        return self.file
+
+    def __exit__(self, *exc: object) -> None:
+        if self.file is not None:
+            self.file.close()
+
+
+def _dumped(memories: Memories) -> list[dict[str, Any]]:
+    return [memory.model_dump(mode="json") for memory in memories]
+
+
+def _print_json(value: object) -> None:
+    print(json.dumps(value, ensure_ascii=False))
+
+
+def _said(console: Console, as_json: bool, counts: dict[str, Any]) -> None:
+    if as_json:
+        _print_json(counts)
+    else:
+        console.print(
+            ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in counts.items())
+        )
+
+
+def _table(console: Console, memories: Memories) -> None:
+    table = Table("category", "content", "confidence", "last used", "uses")
+    table.add_column("id", no_wrap=True, min_width=36)  # whole: it is what show takes
+    table.columns.insert(0, table.columns.pop())
+    for memory in memories:
+        table.add_row(
+            memory.id,
+            memory.category,
+            memory.content,
+            f"{memory.confidence:.2f}",
+            memory.last_accessed.strftime("%Y-%m-%d %H:%M"),
+            str(memory.access_count),
+        )
+    console.print(table if memories else "no memories")
+
+
+def _one(console: Console, memory: Memory, as_json: bool) -> None:
+    if as_json:
+        print(memory.model_dump_json())
+        return
+    table = Table(show_header=False, box=None)
+    for name, value in memory.model_dump(mode="json").items():
+        table.add_row(name, "-" if value is None else str(value))
+    console.print(table)
