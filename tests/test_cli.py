@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -113,7 +114,9 @@ def test_import_interactions_from_a_spade_llm_file(tmp_path: Path) -> None:
     path.write_text(json.dumps(legacy))
     result = spade_memory("import-interactions", str(path), "--data-dir", str(tmp_path / "data"))
     assert result.returncode == 0, result.stderr
-    assert "imported 2 notes" in result.stdout
+    assert result.stdout == f"{path}: imported 2 notes\n"
+    again = spade_memory("import-interactions", str(path), "--data-dir", str(tmp_path / "data"))
+    assert again.stdout == f"{path}: nothing new; its 2 notes were imported before\n"
 
     async def exported() -> dict[str, object]:
         store = await InteractionStore.open(tmp_path / "data" / "interaction-memory.db")
@@ -124,6 +127,77 @@ def test_import_interactions_from_a_spade_llm_file(tmp_path: Path) -> None:
         return found.model_dump()
 
     assert asyncio.run(exported())["interactions"] == legacy["interactions"]
+
+
+def test_spade_llm_files_are_imported_by_their_own_names_once(tmp_path: Path) -> None:
+    """Files written by spade_llm itself: two agents' base memories and an interactions
+    file, imported twice; the second time adds nothing. A running service holds the
+    data directory, so an import then refuses."""
+    from spade_llm.memory.agent_base_memory import AgentBaseMemory
+    from spade_llm.memory.interaction_memory import AgentInteractionMemory
+
+    async def write_spade_llm_files() -> None:
+        for agent, contents in (("alice@localhost", ["likes tea", "lives in Madrid"]),
+                                ("bob@localhost", ["plays chess"])):  # fmt: skip
+            memory = AgentBaseMemory(agent, memory_path=str(tmp_path))
+            for content in contents:
+                await memory.store_memory("fact", content, context="chat")
+            await memory.cleanup()
+        notes = AgentInteractionMemory("alice@localhost", memory_path=str(tmp_path))
+        notes.add_information("c1", "asked about tea")
+
+    asyncio.run(write_spade_llm_files())
+    files = sorted(tmp_path.glob("*_base_memory.db"))
+    assert [f.name for f in files] == [
+        "alice_localhost_base_memory.db",
+        "bob_localhost_base_memory.db",
+    ]
+    data = tmp_path / "data"
+    first = spade_memory("import-base-memory", *map(str, files), "--data-dir", str(data))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [
+        f"{files[0]}: imported 2 memories",
+        f"{files[1]}: imported 1 memories",
+    ]
+    second = spade_memory("import-base-memory", *map(str, files), "--data-dir", str(data))
+    assert second.stdout.splitlines() == [
+        f"{files[0]}: nothing new; its 2 memories were imported before",
+        f"{files[1]}: nothing new; its 1 memories were imported before",
+    ]
+    with sqlite3.connect(data / "base-memory.db") as db:
+        rows = db.execute(
+            "SELECT owner, content, context FROM memories ORDER BY content"
+        ).fetchall()
+        (indexed,) = db.execute(
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'chess'"
+        ).fetchone()
+    assert rows == [
+        ("alice@localhost", "likes tea", "chat"),
+        ("alice@localhost", "lives in Madrid", "chat"),
+        ("bob@localhost", "plays chess", "chat"),
+    ]
+    assert indexed == 1  # found by search
+
+    interactions = tmp_path / "alice_localhost_interactions.json"
+    for expected in ("imported 1 notes", "nothing new; its 1 notes were imported before"):
+        result = spade_memory("import-interactions", str(interactions), "--data-dir", str(data))
+        assert result.stdout == f"{interactions}: {expected}\n"
+
+    shutil.copy(files[0], data)  # spade_llm's file where the service runs: it says so
+    service = MemoryServiceProcess(data)
+    service.start()
+    try:
+        busy = spade_memory("import-base-memory", str(files[0]), "--data-dir", str(data))
+    finally:
+        service.stop()
+    said = "".join(service.output)
+    assert f"holds spade_llm files ({files[0].name})" in said
+    assert "`spade-memory import-base-memory FILE…` imports them" in said
+    assert busy.returncode == 1
+    assert busy.stderr.startswith(f"spade-memory: cannot import: {data} is in use by a running")
+    not_spade_llm = spade_memory("import-base-memory", str(interactions), "--data-dir", str(data))
+    assert not_spade_llm.returncode == 1
+    assert not_spade_llm.stderr.startswith(f"spade-memory: cannot import: {interactions}:")
 
 
 def test_import_interactions_rejects_a_malformed_file(tmp_path: Path) -> None:

@@ -116,7 +116,8 @@ async def test_spade_llm_files_import_and_export_unchanged(
     path = tmp_path / "legacy_localhost_interactions.json"
     original = json.loads(path.read_text())
 
-    assert await store.import_spade_llm(path) == 3
+    assert await store.import_spade_llm(path) == (3, 0)
+    assert await store.import_spade_llm(path) == (0, 3)  # a second import doubles nothing
     exported = await store.apply(
         "legacy@localhost", ExportConversation(conversation_id="legacy@localhost_user@localhost")
     )

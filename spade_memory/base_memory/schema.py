@@ -80,12 +80,12 @@ async def import_spade_llm_rows(db: aiosqlite.Connection) -> int:
         "INSERT OR IGNORE INTO memories (id, owner, category, content, context,"
         " confidence, created_at, last_accessed, access_count)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [_from_spade_llm(tuple(row)) for row in rows],
+        [from_spade_llm(tuple(row)) for row in rows],
     )
     return len(rows)
 
 
-def _from_spade_llm(row: tuple[object, ...]) -> tuple[object, ...]:
+def from_spade_llm(row: tuple[object, ...]) -> tuple[object, ...]:
     memory_id, agent_id, category, content, context, confidence, created, accessed, count = row
     created_at = _epoch(created)
     return (

@@ -44,6 +44,7 @@ from ..storage.manifest import Manifest
 from . import journal, words
 from .access import AccessLog
 from .backfill import VectorBackfill
+from .imports import ImportMemory
 from .journal import SpaceEvent
 from .ops import (
     Change,
@@ -164,6 +165,7 @@ class LongTermStore(AppliesOps):
             DeleteMemory: self._delete,
             MemoryStatsOp: self._stats,
             ChangesSince: self._changes_since,
+            ImportMemory: self._import,
         }
 
     @classmethod
@@ -520,6 +522,31 @@ class LongTermStore(AppliesOps):
         work.adding.append((cursor.lastrowid, op.content, op.context))
         await self._changed(db, request, work, "stored", memory_id, owner, place)
         return stored
+
+    async def _import(self, db: Database, request: Request, work: _Work) -> Record:
+        """A memory from a spade_llm file, with its id and times; an id already here is
+        left alone (``deduplicated``)."""
+        op, owner = request.op, work.owner
+        assert isinstance(op, ImportMemory)
+        there = await db.execute_fetchall("SELECT 1 FROM memories WHERE id = ?", (op.id,))
+        if there:
+            return Stored(id=op.id, deduplicated=True)
+        (place,) = request.places_of(owner)
+        size = journal.size_of(op.content, op.context)
+        cursor = await db.execute(
+            "INSERT INTO memories (id, owner, category, content, context, confidence,"
+            " created_at, last_accessed, access_count, content_key, space)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (op.id, owner, op.category, op.content, op.context, op.confidence, op.created_at,
+             op.last_accessed, op.access_count, content_key(op.content), place.key),
+        )  # fmt: skip
+        assert cursor.lastrowid is not None
+        await journal.use(db, owner, place, 1, size)
+        work.current.need[cursor.lastrowid] = place.key
+        work.current.texts[cursor.lastrowid] = embedding_text(op.content, op.context)
+        work.adding.append((cursor.lastrowid, op.content, op.context))
+        await self._changed(db, request, work, "stored", op.id, owner, place)
+        return Stored(id=op.id)
 
     async def _update(self, db: Database, request: Request, work: _Work) -> Record:
         op, owner = request.op, work.owner

@@ -172,11 +172,13 @@ class InteractionStore(AppliesOps):
             ]
         )
 
-    async def import_spade_llm(self, path: str | Path, owner: str | None = None) -> int:
-        """Append the notes of a spade_llm ``{agent}_interactions.json`` file.
+    async def import_spade_llm(self, path: str | Path, owner: str | None = None) -> tuple[int, int]:
+        """Add the notes of a spade_llm ``{agent}_interactions.json`` file that are not
+        here yet (same owner, conversation, content and time): importing a file twice
+        adds nothing.
 
         The owner is the file's ``agent_id`` (as a bare JID) unless given.
-        Returns the number of notes; raises ``OSError`` or pydantic's
+        Returns (notes added, notes already here); raises ``OSError`` or pydantic's
         ``ValidationError`` for a file that cannot be read as one.
         """
         data = InteractionsFile.model_validate_json(Path(path).read_bytes())
@@ -186,13 +188,17 @@ class InteractionStore(AppliesOps):
             for conversation_id, entries in data.interactions.items()
             for entry in entries
         ]
+        added = 0
         async with self._tx.write() as db:
-            await db.executemany(
-                "INSERT INTO notes (owner, conversation_id, content, timestamp)"
-                " VALUES (?, ?, ?, ?)",
-                rows,
-            )
-        return len(rows)
+            for row in rows:
+                cursor = await db.execute(
+                    "INSERT INTO notes (owner, conversation_id, content, timestamp)"
+                    " SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM notes WHERE owner = ?"
+                    " AND conversation_id = ? AND content = ? AND timestamp = ?)",
+                    (*row, *row),
+                )
+                added += cursor.rowcount
+        return added, len(rows) - added
 
 
 def bare_jid(jid: str) -> str:

@@ -17,19 +17,16 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from .. import wire
 from ..discovery import package_version
-from ..interaction.service import DATABASE as NOTES_DATABASE
-from ..interaction.store import InteractionStore
 from ..limits import Limits
 from ..registry import NAMES, SERVICES
 from ..schema import json_schemas
 from ..storage.faults import StoreFault, free_bytes
-from . import backup, shell
+from . import backup, imports, shell
 from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
 
 DATA_ENV = "SPADE_MEMORY_DATA"
@@ -169,8 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
     put_back.add_argument("source", type=Path, help="a folder made by spade-memory backup")
     put_back.add_argument("--data-dir", type=Path, required=True)
 
+    memories = commands.add_parser(
+        "import-base-memory",
+        help="import spade_llm {agent}_base_memory.db files (again: nothing is doubled)",
+    )
+    memories.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    memories.add_argument("--data-dir", type=Path, default=None)
     notes = commands.add_parser(
-        "import-interactions", help="import a spade_llm {agent}_interactions.json file"
+        "import-interactions",
+        help="import a spade_llm {agent}_interactions.json file (again: nothing is doubled)",
     )
     notes.add_argument("file", type=Path)
     notes.add_argument("--data-dir", type=Path, default=None)
@@ -191,15 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("memories", "forget"):
         logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
         return shell.run_shell(args)
-    if args.command == "import-interactions":
-        database = (args.data_dir or default_data_dir()) / NOTES_DATABASE
-        try:
-            count = asyncio.run(_import_interactions(database, args.file, args.owner))
-        except (OSError, ValidationError, StoreFault, sqlite3.Error) as error:
-            print(f"spade-memory: cannot import {args.file}: {error}", file=sys.stderr)
-            return 1
-        print(f"imported {count} notes into {database}")
-        return 0
+    if args.command in ("import-base-memory", "import-interactions"):
+        return _import(args)
     config = RunConfig(
         data_dir=args.data_dir or default_data_dir(),
         domain=args.domain,
@@ -326,12 +323,22 @@ def _demo(data_dir: Path | None) -> int:
     return 0
 
 
-async def _import_interactions(database: Path, file: Path, owner: str | None) -> int:
-    store = await InteractionStore.open(database)
+def _import(args: argparse.Namespace) -> int:
+    """spade_llm's files into the data directory: a line per file, or one sentence."""
+    data_dir = args.data_dir or default_data_dir()
     try:
-        return await store.import_spade_llm(file, owner)
-    finally:
-        await store.close()
+        if args.command == "import-base-memory":
+            done = asyncio.run(imports.import_base_memory(data_dir, args.files))
+            what = "memories"
+        else:
+            done = [asyncio.run(imports.import_interactions(data_dir, args.file, args.owner))]
+            what = "notes"
+    except (OSError, ValueError, StoreFault, sqlite3.Error, RuntimeError) as error:
+        print(f"spade-memory: cannot import: {error}", file=sys.stderr)
+        return 1
+    for imported in done:
+        print(imported.sentence(what))
+    return 0
 
 
 def _print_banner(config: RunConfig, console: Console) -> None:

@@ -142,6 +142,20 @@ def _make_directory(data_dir: Path) -> None:
         ) from None
 
 
+def point_at_spade_llm_files(data_dir: Path) -> None:
+    """Warn of spade_llm's files in the data directory: the service reads its own files,
+    not theirs, until they are imported (once)."""
+    for pattern, command in (("*_base_memory.db", "import-base-memory"),
+                             ("*_interactions.json", "import-interactions")):  # fmt: skip
+        found = sorted(path.name for path in data_dir.glob(pattern))
+        if found:
+            logger.warning(
+                "%s holds spade_llm files (%s), which the service does not read;"
+                " `spade-memory %s FILE…` imports them",
+                data_dir, ", ".join(found), command,
+            )  # fmt: skip
+
+
 async def warn_of_domain_grants(directory: SpaceDirectory) -> None:
     """Warn of every ``*@domain`` grant: on a server where anyone can create an account
     (the embedded one), it is a grant to anyone."""
@@ -175,6 +189,7 @@ class MemoryRuntime:
         try:
             _writable(config.data_dir)
             self._running.callback(lock(config.data_dir).close)  # one service per directory
+            point_at_spade_llm_files(config.data_dir)
             password = agent_password(config)
             self.spaces = await SpaceDirectory.open(
                 config.spaces_db or config.data_dir / SPACES_FILE,
