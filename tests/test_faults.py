@@ -116,7 +116,7 @@ def test_an_unusable_data_directory_is_one_line(tmp_path: Path) -> None:
     a_file = tmp_path / "a-file"
     a_file.write_text("not a directory")
     line = one_line_naming(run_once(a_file / "data"), str(a_file / "data"))
-    assert "writable --data-dir" in line
+    assert f"{a_file} is a file; give --data-dir a directory" in line
 
 
 BEADS_LINE = (
