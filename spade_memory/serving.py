@@ -311,7 +311,8 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         request = plain_peers.as_request(stanza)
         if request is None:
             return []
-        if plain_peers.names_an_op(request.body):
+        oversized = len(request.body) > self.service.limits.max_body_bytes  # refused unparsed
+        if oversized or plain_peers.names_an_op(request.body):
             tasks = self.dispatch(request)
             return tasks
         text = plain_peers.what_to_send(self.service.name, self.op_names)
