@@ -284,7 +284,6 @@ class MemoryAgent(Agent):  # type: ignore[misc]
     ) -> None:
         super().__init__(jid, password, **agent_options)
         self.service = service
-        self.op_names = op_names(service.ops)
         xml_escape.install()
 
     async def setup(self) -> None:
@@ -292,6 +291,8 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         # pyjabber (SPADE's embedded server) stops routing bare-JID messages to a
         # re-started session until it announces presence again.
         self.presence.set_available()
+        self.op_names = op_names(self.service.ops)
+        """What a peer sending something else is told it may send."""
         discovery.describe(self.client, self.service.name)
         self.serving = ServeRequests(self.service)
         self.add_behaviour(self.serving, wire.request_template())

@@ -159,6 +159,7 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "get_preferences", "user": USER},
             {"op": "save_knowledge", "name": "alice-runbook", "content": "planted runbook"},
             {"op": "search_context", "query": "runbook root password"},
+            {"op": "forget_interactions"},
         ],
         "beads-sync": [
             {"op": "store_memory", "content": "planted bead", "session": BEADS_SESSION},

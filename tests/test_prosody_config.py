@@ -7,9 +7,8 @@ import json
 import time
 
 import pytest
-from spade.agent import AuthenticationFailure
 
-from spade_memory.lifecycle import start_agent, stop_agent
+from spade_memory.lifecycle import WrongPassword, start_agent, stop_agent
 from spade_memory.testing import MemoryServiceProcess
 
 from . import prosody
@@ -21,7 +20,7 @@ async def test_an_account_nobody_created_cannot_log_in(
 ) -> None:
     jid = unique_jid("stranger")
     stranger = ClientAgent(jid, "stranger-secret", port=prosody_server.port)
-    with pytest.raises(AuthenticationFailure):  # SPADE tries in-band registration first
+    with pytest.raises(WrongPassword):  # SPADE tries in-band registration first
         await start_agent(stranger)
     await stop_agent(stranger)
     prosody_server.register(jid, "stranger-secret")

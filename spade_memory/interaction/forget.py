@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..ops import Op, Record, Request
-from ..storage.connection import Database
+from ..ops import Op, Record
 
 
 class Forgotten(Record):
@@ -26,22 +25,3 @@ class ForgetInteractions(Op[Forgotten]):
 
     op: Literal["forget_interactions"] = "forget_interactions"
     dry_run: bool = False
-
-
-async def forget_in_store(db: Database, owner: str, request: Request) -> Forgotten:
-    """Count, and unless a dry run delete, ``owner``'s notes and personal sessions (files
-    are counted as 0: the service adds them)."""
-    op = request.op
-    assert isinstance(op, ForgetInteractions)
-    ((notes, conversations),) = await db.execute_fetchall(
-        "SELECT COUNT(*), COUNT(DISTINCT conversation_id) FROM notes WHERE owner = ?", (owner,)
-    )
-    ((sessions,),) = await db.execute_fetchall(
-        "SELECT COUNT(*) FROM working_memories WHERE owner = ?", (owner,)
-    )
-    if not op.dry_run:
-        await db.execute("DELETE FROM notes WHERE owner = ?", (owner,))
-        await db.execute("DELETE FROM working_memories WHERE owner = ?", (owner,))
-    return Forgotten(
-        notes=notes, conversations=conversations, sessions=sessions, files=0, dry_run=op.dry_run
-    )

@@ -24,7 +24,7 @@ from ..storage.batches import apply_all
 from ..storage.connection import Database, Migration, Synchronous, Transactions, open_migrated
 from ..storage.manifest import Manifest
 from . import working_store
-from .forget import ForgetInteractions, forget_in_store
+from .forget import ForgetInteractions, Forgotten
 from .notes import (
     AddInformation,
     ClearConversation,
@@ -88,7 +88,7 @@ class InteractionStore(AppliesOps):
             ExportConversation: self._read_notes,
             ClearConversation: self._clear,
             GetAllConversations: self._conversations,
-            ForgetInteractions: forget_in_store,
+            ForgetInteractions: _forget,
             **working.handlers(),
         }
 
@@ -199,6 +199,25 @@ class InteractionStore(AppliesOps):
                 )
                 added += cursor.rowcount
         return added, len(rows) - added
+
+
+async def _forget(db: Database, owner: str, request: Request) -> Forgotten:
+    """Count, and unless a dry run delete, ``owner``'s notes and personal sessions (files
+    are counted as 0: the service adds them)."""
+    op = request.op
+    assert isinstance(op, ForgetInteractions)
+    ((notes, conversations),) = await db.execute_fetchall(
+        "SELECT COUNT(*), COUNT(DISTINCT conversation_id) FROM notes WHERE owner = ?", (owner,)
+    )
+    ((sessions,),) = await db.execute_fetchall(
+        "SELECT COUNT(*) FROM working_memories WHERE owner = ?", (owner,)
+    )
+    if not op.dry_run:
+        await db.execute("DELETE FROM notes WHERE owner = ?", (owner,))
+        await db.execute("DELETE FROM working_memories WHERE owner = ?", (owner,))
+    return Forgotten(
+        notes=notes, conversations=conversations, sessions=sessions, files=0, dry_run=op.dry_run
+    )
 
 
 def bare_jid(jid: str) -> str:
