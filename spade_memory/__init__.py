@@ -98,10 +98,13 @@ from .wire import ONTOLOGY
 
 if TYPE_CHECKING:
     from .llm.agent import MemoryLLMAgent, MemoryLLMBehaviour
+    from .llm.drop_in import AgentBaseMemory, AgentInteractionMemory
     from .llm.providers import Reply, ScriptedProvider, ToolCall, provider_from_env
     from .llm.tools import TOOL_SPECS, MemoryConnection, MemoryTool, ToolSpec, memory_tools
 
 _NEEDS_SPADE_LLM = {
+    "AgentBaseMemory": "llm.drop_in",
+    "AgentInteractionMemory": "llm.drop_in",
     "MemoryLLMAgent": "llm.agent",
     "MemoryLLMBehaviour": "llm.agent",
     "Reply": "llm.providers",
@@ -130,6 +133,8 @@ __all__ = [
     "PERSONAL",
     "TOOL_SPECS",
     "AddInformation",
+    "AgentBaseMemory",
+    "AgentInteractionMemory",
     "BadRequest",
     "BaseMemoryAgent",
     "BaseMemoryOp",

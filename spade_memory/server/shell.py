@@ -22,15 +22,14 @@ from typing import IO, Any
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
-from spade.agent import Agent
 
 from ..base_memory.calls import Memories
 from ..base_memory.ops import DeleteMemory, Memory, RecentMemories, StoreMemory
 from ..client import MemoryClient
 from ..errors import MemoryServiceError, MemoryTimeout
 from ..interaction.forget import ForgetInteractions
-from ..lifecycle import AgentStartError, WrongPassword, start_agent, stop_agent
-from ..mixin import MemoryMixin
+from ..lifecycle import AgentStartError, WrongPassword, stop_agent
+from ..login import log_in
 from ..ops import Op
 
 JID_ENV = "SPADE_MEMORY_JID"
@@ -45,10 +44,6 @@ CATEGORIES = ("fact", "pattern", "preference", "capability")
 
 class ShellError(Exception):
     """A mistake a person can mend: printed as one sentence, exit status 1."""
-
-
-class ShellAgent(MemoryMixin, Agent):  # type: ignore[misc]
-    """The agent a shell command acts as."""
 
 
 def add_commands(commands: Any) -> None:
@@ -150,8 +145,7 @@ async def _logged_in(args: argparse.Namespace) -> AsyncIterator[MemoryClient]:
     password = os.environ.get(PASSWORD_ENV)
     if not password:
         raise ShellError(f"set {PASSWORD_ENV} to the password of {args.jid}")
-    agent = ShellAgent(args.jid, password, port=args.port, memory_timeout=args.timeout)
-    await start_agent(agent, attempt_timeout=args.timeout, attempts=1)
+    agent = await log_in(args.jid, password, port=args.port, timeout=args.timeout)
     try:
         yield agent.memory
     finally:
