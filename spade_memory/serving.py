@@ -37,7 +37,7 @@ from slixmpp.stanza import Message as Stanza
 from spade.agent import Agent
 from spade.message import Message
 
-from . import discovery, plain_peers, wire, xml_escape
+from . import adhoc, discovery, plain_peers, wire, xml_escape
 from .batch import BatchItem, BatchResults, item_request_id, parse_batch
 from .errors import (
     Busy,
@@ -295,6 +295,9 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         """What a peer sending something else is told it may send."""
         discovery.describe(self.client, self.service.name)
         self.serving = ServeRequests(self.service)
+        commands: Sequence[adhoc.Command] = getattr(self.service, "commands", ())  # optional
+        if commands:
+            adhoc.offer(self.client, commands, self.serving.outcome)
         self.add_behaviour(self.serving, wire.request_template())
         for behaviour, template in self.service.behaviours(self):
             self.add_behaviour(behaviour, template)

@@ -24,6 +24,7 @@ from ..spaces.access import Gate
 from ..spaces.directory import SpaceDirectory
 from ..spaces.ops import SPACE_OPS, DeleteSpace
 from . import NAME
+from .commands import COMMANDS
 from .embeddings import load_embedder
 from .journal import SpaceEvent
 from .notices import EVENTS_ONTOLOGY, change_notice
@@ -140,6 +141,9 @@ class BaseMemoryService(AppliesOps):
             for change in outcome.changes
         ]
         return outcome.model_copy(update={"changes": changes})
+
+    commands = COMMANDS
+    """Its ad-hoc commands (XEP-0050), for people in their own clients."""
 
     def behaviours(self, agent: Agent) -> Behaviours:
         """The behaviours telling the mirror (if any) and the spaces' subscribers."""

@@ -1,0 +1,113 @@
+"""The base memory agent's ad-hoc commands (XEP-0050, see ``adhoc``): search, store,
+recent, stats, and the spaces' list and grant, each a form in a person's client."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slixmpp.plugins.xep_0004 import Form
+
+from ..adhoc import Command, Field
+from ..ops import Record
+from ..spaces.ops import SpaceDetails, SpaceList
+from .ops import CATEGORIES, MemoryList, MemoryStats, Stored
+
+COLUMNS = ("id", "category", "content", "confidence")
+"""The columns a list of memories shows."""
+
+
+def _memories(result: Record, form: Form) -> None:
+    assert isinstance(result, MemoryList)
+    for column in COLUMNS:
+        form.add_reported(column, label=column)
+    for memory in result.memories:
+        form.add_item({column: str(getattr(memory, column)) for column in COLUMNS})
+
+
+def _fields(result: Record, form: Form) -> None:
+    """Each field of the result as a read-only field."""
+    for name, value in result.model_dump(mode="json").items():
+        if value is not None and not isinstance(value, list | dict):
+            form.add_field(var=name, ftype="text-single", label=name, value=str(value))
+
+
+def _stats(result: Record, form: Form) -> None:
+    assert isinstance(result, MemoryStats)
+    _fields(result, form)
+    for category, count in sorted(result.category_counts.items()):
+        form.add_field(var=f"category:{category}", ftype="text-single", label=category,
+                       value=str(count))  # fmt: skip
+
+
+def _spaces(result: Record, form: Form) -> None:
+    assert isinstance(result, SpaceList)
+    for column in ("name", "owner", "role"):
+        form.add_reported(column, label=column)
+    for space in result.spaces:
+        form.add_item({"name": space.name, "owner": space.owner, "role": space.role})
+
+
+def _members(result: Record, form: Form) -> None:
+    assert isinstance(result, SpaceDetails)
+    form.add_field(var="space", ftype="text-single", label="space", value=result.name)
+    for column in ("member", "role"):
+        form.add_reported(column, label=column)
+    for membership in result.members:
+        form.add_item({"member": membership.member, "role": membership.role})
+
+
+def _limit(values: dict[str, str], default: int) -> int:
+    return int(values.get("limit", default))
+
+
+def _search(values: dict[str, str]) -> dict[str, Any]:
+    body: dict[str, Any] = {"op": "search_memories", "query": values["query"]}
+    body["limit"] = _limit(values, 10)
+    if "category" in values:
+        body["category"] = values["category"]
+    return body
+
+
+def _store(values: dict[str, str]) -> dict[str, Any]:
+    body: dict[str, Any] = {"op": "store_memory", "category": values["category"]}
+    body["content"] = values["content"]
+    if "context" in values:
+        body["context"] = values["context"]
+    return body
+
+
+def _stored(result: Record, form: Form) -> None:
+    assert isinstance(result, Stored)
+    _fields(result, form)
+
+
+CATEGORY = Field("category", "Category", options=CATEGORIES)
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "search", "Search memories", _search, _memories,
+        (Field("query", "Search for", required=True), Field("limit", "At most", default="10"),
+         CATEGORY),
+    ),
+    Command(
+        "store", "Store a memory", _store, _stored,
+        (Field("category", "Category", required=True, options=CATEGORIES, default="fact"),
+         Field("content", "Content", required=True), Field("context", "Context")),
+    ),
+    Command(
+        "recent", "Recent memories",
+        lambda values: {"op": "recent_memories", "limit": _limit(values, 20)}, _memories,
+        (Field("limit", "At most", default="20"),),
+    ),
+    Command("stats", "Memory statistics", lambda _values: {"op": "memory_stats"}, _stats),
+    Command("spaces", "My spaces", lambda _values: {"op": "list_spaces"}, _spaces),
+    Command(
+        "grant", "Grant a role in a space",
+        lambda values: {"op": "grant", "space": values["space"], "member": values["member"],
+                        "role": values["role"]},
+        _members,
+        (Field("space", "Space", required=True), Field("member", "Member (bare JID)",
+         required=True), Field("role", "Role", required=True,
+         options=("reader", "writer", "admin"), default="reader")),
+    ),
+)  # fmt: skip
+"""What a person can do from a client that runs ad-hoc commands."""
