@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -97,28 +98,22 @@ class BdCliEngine:
         yield  # bd writes each command itself
 
     async def _run(self, args: Sequence[str]) -> Any:
-        process = await asyncio.create_subprocess_exec(
-            self.bd,
-            "--json",
-            *args,
-            cwd=self.project,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        # a thread, not asyncio's subprocesses: those need the loop policy's child watcher,
+        # which SPADE's uvloop policy lacks when it is set under a running asyncio loop
         try:
-            out, err = await asyncio.wait_for(process.communicate(), self.timeout)
-        except asyncio.TimeoutError:
-            process.kill()
-            await process.wait()
+            done = await asyncio.to_thread(
+                subprocess.run, [self.bd, "--json", *args], cwd=self.project,
+                stdin=subprocess.DEVNULL, capture_output=True, timeout=self.timeout,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
             raise BeadsError(f"bd {args[0]} did not finish in {self.timeout:g} s") from None
-        message = err.decode(errors="replace").strip()
-        if process.returncode != 0:
+        message = done.stderr.decode(errors="replace").strip()
+        if done.returncode != 0:
             if "not found" in message.lower():
                 raise IssueNotFound(message or f"bd {args[0]} found no such issue")
             raise BeadsError(f"bd {args[0]} failed: {message[-500:]}")
         try:
-            return json.loads(out) if out.strip() else None
+            return json.loads(done.stdout) if done.stdout.strip() else None
         except ValueError:
             raise BeadsError(f"bd {args[0]} printed something that is not JSON") from None
 

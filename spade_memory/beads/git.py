@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
 from pathlib import Path
 
 logger = logging.getLogger("spade_memory.beads")
@@ -45,13 +46,9 @@ class GitCommitter:
         return code == 0
 
     async def _git(self, *args: str) -> tuple[int, str]:
-        process = await asyncio.create_subprocess_exec(
-            "git",
-            *args,
-            cwd=self.repo,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        output, _ = await process.communicate()
-        return process.returncode or 0, output.decode(errors="replace")
+        # a thread, as ``bd_cli`` runs bd: asyncio's subprocesses depend on the loop policy
+        done = await asyncio.to_thread(
+            subprocess.run, ["git", *args], cwd=self.repo, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        return done.returncode or 0, done.stdout.decode(errors="replace")

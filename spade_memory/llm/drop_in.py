@@ -89,6 +89,7 @@ class _Connected:
         self._client = None
 
     async def client(self) -> MemoryClient:
+        """The connected client (connecting first if needed); raises as ``initialize``."""
         await self.initialize()
         assert self._client is not None
         return self._client
