@@ -1,4 +1,4 @@
-"""XEP-0050 ad-hoc commands: a person in a desktop client (Gajim, Psi, …) runs a memory
+"""XEP-0050 ad-hoc commands: a person in a client that runs ad-hoc commands runs a memory
 op by filling in a data form, with no JSON to write.
 
 A ``Command`` names its form's fields, how the filled-in values become an op's body,

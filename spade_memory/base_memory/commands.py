@@ -10,7 +10,7 @@ from slixmpp.plugins.xep_0004 import Form
 from ..adhoc import Command, Field
 from ..ops import Record
 from ..spaces.ops import SpaceDetails, SpaceList
-from .ops import CATEGORIES, MemoryList, MemoryStats, Stored
+from .ops import CATEGORIES, MemoryList, MemoryStats
 
 COLUMNS = ("id", "category", "content", "confidence")
 """The columns a list of memories shows."""
@@ -76,11 +76,6 @@ def _store(values: dict[str, str]) -> dict[str, Any]:
     return body
 
 
-def _stored(result: Record, form: Form) -> None:
-    assert isinstance(result, Stored)
-    _fields(result, form)
-
-
 CATEGORY = Field("category", "Category", options=CATEGORIES)
 COMMANDS: tuple[Command, ...] = (
     Command(
@@ -89,7 +84,7 @@ COMMANDS: tuple[Command, ...] = (
          CATEGORY),
     ),
     Command(
-        "store", "Store a memory", _store, _stored,
+        "store", "Store a memory", _store, _fields,
         (Field("category", "Category", required=True, options=CATEGORIES, default="fact"),
          Field("content", "Content", required=True), Field("context", "Context")),
     ),

@@ -508,20 +508,38 @@ class LongTermStore(AppliesOps):
             return stored
         size = journal.size_of(op.content, op.context)
         await journal.check_quota(db, self.limits, owner, place, 1, size)
+        await self._insert(db, request, work, place, memory_id, key, (now, now, 0))
+        return stored
+
+    async def _insert(
+        self,
+        db: Database,
+        request: Request,
+        work: _Work,
+        place: Place,
+        memory_id: str,
+        key: str,
+        times: tuple[float, float, int],
+    ) -> None:
+        """Add the memory the op (``StoreMemory`` or ``ImportMemory``) carries, with its
+        created and accessed times and access count, and what every new memory needs:
+        its usage counted, its words and vector to come, its change recorded."""
+        op, owner = request.op, work.owner
+        assert isinstance(op, StoreMemory | ImportMemory)
+        created, accessed, count = times
         cursor = await db.execute(
             "INSERT INTO memories (id, owner, category, content, context, confidence,"
             " created_at, last_accessed, access_count, content_key, space)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
-            (memory_id, owner, op.category, op.content, op.context, op.confidence, now, now, key,
-             place.key),
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (memory_id, owner, op.category, op.content, op.context, op.confidence, created,
+             accessed, count, key, place.key),
         )  # fmt: skip
         assert cursor.lastrowid is not None
-        await journal.use(db, owner, place, 1, size)
+        await journal.use(db, owner, place, 1, journal.size_of(op.content, op.context))
         work.current.need[cursor.lastrowid] = place.key  # embedded once committed
         work.current.texts[cursor.lastrowid] = embedding_text(op.content, op.context)
         work.adding.append((cursor.lastrowid, op.content, op.context))
         await self._changed(db, request, work, "stored", memory_id, owner, place)
-        return stored
 
     async def _import(self, db: Database, request: Request, work: _Work) -> Record:
         """A memory from a spade_llm file, with its id and times; an id already here is
@@ -532,20 +550,8 @@ class LongTermStore(AppliesOps):
         if there:
             return Stored(id=op.id, deduplicated=True)
         (place,) = request.places_of(owner)
-        size = journal.size_of(op.content, op.context)
-        cursor = await db.execute(
-            "INSERT INTO memories (id, owner, category, content, context, confidence,"
-            " created_at, last_accessed, access_count, content_key, space)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (op.id, owner, op.category, op.content, op.context, op.confidence, op.created_at,
-             op.last_accessed, op.access_count, content_key(op.content), place.key),
-        )  # fmt: skip
-        assert cursor.lastrowid is not None
-        await journal.use(db, owner, place, 1, size)
-        work.current.need[cursor.lastrowid] = place.key
-        work.current.texts[cursor.lastrowid] = embedding_text(op.content, op.context)
-        work.adding.append((cursor.lastrowid, op.content, op.context))
-        await self._changed(db, request, work, "stored", op.id, owner, place)
+        times = (op.created_at, op.last_accessed, op.access_count)
+        await self._insert(db, request, work, place, op.id, content_key(op.content), times)
         return Stored(id=op.id)
 
     async def _update(self, db: Database, request: Request, work: _Work) -> Record:

@@ -40,7 +40,7 @@ from .context_ops import (
     SavePreferences,
     SearchContext,
 )
-from .forget import ForgetInteractions, Forgotten
+from .forget import ForgetInteractions
 from .notes import ClearConversation, GetInformation, context_summary
 from .ops import InteractionOp, interaction_ops
 from .store import InteractionStore
@@ -115,16 +115,14 @@ class InteractionMemoryService(AppliesOps):
         answered = self.answers.get(owner, request.id)
         if answered is not None:
             return answered
-        if isinstance(request.op, ForgetInteractions):
-            forgotten = await self._forget(owner, request)
-            if not isinstance(forgotten, MemoryServiceError):
-                self.answers.keep(owner, request.id, forgotten)
-            return forgotten
         try:
-            if self.context is None:
+            if isinstance(request.op, ForgetInteractions):  # files too, where there are any
+                result = await self._forget(owner, request)
+            elif self.context is None:
                 raise BadRequest("this interaction memory agent has no context directory")
-            handler = self._files[type(request.op)]
-            result = await handler(self.context, owner, request, request.id)
+            else:
+                handler = self._files[type(request.op)]
+                result = await handler(self.context, owner, request, request.id)
         except MemoryServiceError as error:
             return error
         except Exception:
@@ -135,13 +133,12 @@ class InteractionMemoryService(AppliesOps):
         self.answers.keep(owner, request.id, result)
         return result
 
-    async def _forget(self, owner: str, request: Request) -> Outcome:
+    async def _forget(self, owner: str, request: Request) -> Record:
         """The owner's notes and sessions (one transaction), then its context files."""
         assert isinstance(request.op, ForgetInteractions)
-        (outcome,) = await self.store.batch(owner, [request])
-        if isinstance(outcome, MemoryServiceError) or self.context is None:
+        outcome = await self.store.apply(owner, request.op, request.id)
+        if self.context is None:
             return outcome
-        assert isinstance(outcome, Forgotten)
         files = await asyncio.to_thread(self.context.forget, owner, request.op.dry_run)
         return outcome.model_copy(update={"files": files})
 

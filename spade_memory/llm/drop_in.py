@@ -68,9 +68,12 @@ class _Connected:
         if self._client is not None:
             return
         if self._agent is not None:
-            memory = getattr(self._agent, "memory", None)
-            self._client = memory if isinstance(memory, MemoryClient) else None
-            self._client = self._client or MemoryClient(self._agent, timeout=self._timeout)
+            memory = getattr(self._agent, "memory", None)  # a MemoryMixin agent's own client
+            self._client = (
+                memory
+                if isinstance(memory, MemoryClient)
+                else MemoryClient(self._agent, timeout=self._timeout)
+            )
             return
         if self._password is None:
             raise ValueError(

@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..base_memory.imports import read_spade_llm_file
+from ..base_memory.ops import Stored
 from ..base_memory.service import DATABASE as BASE_DATABASE
 from ..base_memory.store import LongTermStore
 from ..errors import MemoryServiceError
@@ -70,8 +71,9 @@ async def _one_file(store: LongTermStore, file: Path) -> Imported:
             for outcome in await store.batch(owner, requests):
                 if isinstance(outcome, MemoryServiceError):
                     raise outcome
-                already += getattr(outcome, "deduplicated", False)
-                added += not getattr(outcome, "deduplicated", False)
+                assert isinstance(outcome, Stored)
+                already += outcome.deduplicated
+                added += not outcome.deduplicated
     return Imported(file, added, already, max(len(by_owner), 1))
 
 

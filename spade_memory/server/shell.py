@@ -14,8 +14,8 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,13 +24,13 @@ from rich.console import Console
 from rich.table import Table
 
 from ..base_memory.calls import Memories
-from ..base_memory.ops import DeleteMemory, Memory, RecentMemories, StoreMemory
+from ..base_memory.ops import DeleteMemory, Memory, RecentMemories, Stored, StoreMemory
 from ..client import MemoryClient
-from ..errors import MemoryServiceError, MemoryTimeout
+from ..errors import Condition, MemoryServiceError, MemoryTimeout
 from ..interaction.forget import ForgetInteractions
 from ..lifecycle import AgentStartError, WrongPassword, stop_agent
 from ..login import log_in
-from ..ops import Op
+from ..ops import Op, Record
 
 JID_ENV = "SPADE_MEMORY_JID"
 PASSWORD_ENV = "SPADE_MEMORY_AGENT_PASSWORD"
@@ -195,8 +195,7 @@ async def _update(client: MemoryClient, args: argparse.Namespace, console: Conso
     if not changes:
         raise ShellError("say what to change: --content, --category, --context or --confidence")
     memory = await client.update_memory(args.id, **changes, space=args.space)
-    if memory is None:
-        raise MemoryTimeout("no answer")
+    assert memory is not None  # a timeout raises: the client is not degraded
     _one(console, memory, args.json)
     return 0
 
@@ -243,14 +242,9 @@ async def _export(client: MemoryClient, args: argparse.Namespace, console: Conso
 async def _import(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
     with _opened(args.file, "r") as source:
         ops = list(_stores_in(source, args.file))
-    stored = deduplicated = 0
-    for start in range(0, len(ops), BATCH):
-        for outcome in await client.batch(client.base_memory_jid, ops[start : start + BATCH]):
-            if isinstance(outcome, MemoryServiceError):
-                raise outcome
-            deduplicated += bool(getattr(outcome, "deduplicated", False))
-            stored += 1
-    _said(console, args.json, {"imported": stored - deduplicated, "already_there": deduplicated})
+    stored = await _in_batches(client, ops)
+    already = sum(isinstance(result, Stored) and result.deduplicated for result in stored)
+    _said(console, args.json, {"imported": len(stored) - already, "already_there": already})
     return 0
 
 
@@ -270,19 +264,30 @@ async def _forget(client: MemoryClient, args: argparse.Namespace, console: Conso
         if answer.strip() != args.jid:
             console.print("nothing deleted")
             return 1
-    deletes: list[Op[Any]] = [DeleteMemory(id=memory_id) for memory_id in ids]
-    for start in range(0, len(deletes), BATCH):
-        for outcome in await client.batch(client.base_memory_jid, deletes[start : start + BATCH]):
-            if (
-                isinstance(outcome, MemoryServiceError)
-                and outcome.condition.value != "item-not-found"
-            ):
-                raise outcome
+    deletes = [DeleteMemory(id=memory_id) for memory_id in ids]
+    await _in_batches(client, deletes, passing=Condition.ITEM_NOT_FOUND)  # gone meanwhile
     forgotten = await client.request(notes, ForgetInteractions())
     assert forgotten is not None
     counts = forgotten.model_dump(exclude={"dry_run"})
     _said(console, args.json, {"memories": len(ids), **counts})
     return 0
+
+
+async def _in_batches(
+    client: MemoryClient, ops: Sequence[Op[Any]], passing: Condition | None = None
+) -> list[Record]:
+    """The results of ``ops`` at the base memory agent, sent ``BATCH`` to a message.
+
+    Raises the first failure, unless its condition is ``passing`` (then it is skipped).
+    """
+    results: list[Record] = []
+    for start in range(0, len(ops), BATCH):
+        for outcome in await client.batch(client.base_memory_jid, ops[start : start + BATCH]):
+            if not isinstance(outcome, MemoryServiceError):
+                results.append(outcome)
+            elif outcome.condition is not passing:
+                raise outcome
+    return results
 
 
 async def every_memory(client: MemoryClient) -> AsyncIterator[Memory]:
@@ -324,26 +329,15 @@ VERBS: dict[str, Callable[[MemoryClient, argparse.Namespace, Console], Awaitable
 }
 
 
-class _opened:
+def _opened(name: str, mode: str) -> AbstractContextManager[IO[str]]:
     """A file, or standard input/output for ``-``; a file that cannot be opened is a
     ``ShellError``."""
-
-    def __init__(self, name: str, mode: str) -> None:
-        self.name, self.mode = name, mode
-        self.file: IO[str] | None = None
-
-    def __enter__(self) -> IO[str]:
-        if self.name == "-":
-            return sys.stdout if self.mode == "w" else sys.stdin
-        try:
-            self.file = Path(self.name).open(self.mode, encoding="utf-8")
-        except OSError as error:
-            raise ShellError(f"cannot open {self.name}: {error.strerror or error}") from None
-        return self.file
-
-    def __exit__(self, *exc: object) -> None:
-        if self.file is not None:
-            self.file.close()
+    if name == "-":
+        return nullcontext(sys.stdout if mode == "w" else sys.stdin)
+    try:
+        return Path(name).open(mode, encoding="utf-8")
+    except OSError as error:
+        raise ShellError(f"cannot open {name}: {error.strerror or error}") from None
 
 
 def _dumped(memories: Memories) -> list[dict[str, Any]]:
