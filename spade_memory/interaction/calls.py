@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from ..transport import Transport
@@ -47,9 +48,21 @@ class InteractionCalls(Transport):
         shared ``space`` (one state its members read and its writers change)."""
         return SessionMemory(self, self.interaction_memory_jid, session_id, space)
 
-    async def add_information(self, conversation_id: str, information: str) -> str | None:
-        """Note ``information`` in a conversation; spade_llm's confirmation sentence."""
-        op = AddInformation(conversation_id=conversation_id, information=information)
+    async def add_information(
+        self, conversation_id: str, information: str, *, ttl_seconds: float | None = None,
+        expires_at: datetime | None = None,
+    ) -> str | None:  # fmt: skip
+        """Note ``information`` in a conversation, for good or until ``ttl_seconds`` or
+        ``expires_at`` (timezone-aware; the sooner wins) has passed: from then on no read
+        shows it.
+
+        Returns spade_llm's confirmation sentence; raises pydantic's ``ValidationError``
+        for a ttl that is not positive or a naive ``expires_at``.
+        """
+        op = AddInformation(
+            conversation_id=conversation_id, information=information,
+            ttl_seconds=ttl_seconds, expires_at=expires_at,
+        )  # fmt: skip
         result = await self.request(self.interaction_memory_jid, op)
         return None if result is None else result.text
 

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from ..expiry import ExpiresAt, TtlSeconds
 from ..ops import Op, Record
 
 ConversationId = Annotated[str, Field(min_length=1, max_length=512)]
@@ -71,7 +72,8 @@ class InteractionsFile(Record):
 
 
 class AddInformation(Op[Confirmation]):
-    """Note ``information`` in one of the sender's conversations."""
+    """Note ``information`` in one of the sender's conversations, for good or until
+    ``ttl_seconds`` or ``expires_at`` (the sooner) has passed."""
 
     op: Literal["add_information"] = "add_information"
     conversation_id: ConversationId
@@ -80,6 +82,8 @@ class AddInformation(Op[Confirmation]):
         description="Specific useful information to remember about this agent interaction "
         "(APIs, preferences, capabilities, etc.)",
     )
+    ttl_seconds: TtlSeconds | None = None
+    expires_at: ExpiresAt | None = None
 
 
 class GetInformation(Op[Notes]):

@@ -6,6 +6,7 @@ session's new state (``None`` only from a degraded client that got no reply).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..ops import Op
@@ -70,9 +71,15 @@ class SessionMemory:
         """No focus; the previous one moves to the history."""
         return await self._state(ClearFocus(**self._at))
 
-    async def add_entity(self, entity: EntityRef) -> State:
-        """Note something the session referred to."""
-        return await self._state(AddEntity(**self._at, entity=entity))
+    async def add_entity(
+        self, entity: EntityRef, *, ttl_seconds: float | None = None,
+        expires_at: datetime | None = None,
+    ) -> State:  # fmt: skip
+        """Note something the session referred to, for good or until ``ttl_seconds`` or
+        ``expires_at`` (timezone-aware) has passed, or its own ``expires_at``: the
+        soonest wins, and from then on no read shows it."""
+        op = AddEntity(**self._at, entity=entity, ttl_seconds=ttl_seconds, expires_at=expires_at)
+        return await self._state(op)
 
     async def recent_entities(self, limit: int = 10) -> list[EntityRef]:
         """The ``limit`` most recently referred entities, newest first."""
@@ -80,9 +87,15 @@ class SessionMemory:
         result = await self.client.request(self.jid, op)
         return [] if result is None else result.entities
 
-    async def add_finding(self, finding: Finding) -> State:
-        """Note something the session found out."""
-        return await self._state(AddFinding(**self._at, finding=finding))
+    async def add_finding(
+        self, finding: Finding, *, ttl_seconds: float | None = None,
+        expires_at: datetime | None = None,
+    ) -> State:  # fmt: skip
+        """Note something the session found out, for good or until ``ttl_seconds`` or
+        ``expires_at`` (timezone-aware) has passed, or its own ``expires_at``: the
+        soonest wins, and from then on no read shows it."""
+        op = AddFinding(**self._at, finding=finding, ttl_seconds=ttl_seconds, expires_at=expires_at)
+        return await self._state(op)
 
     async def set_clarification(self, clarification: Clarification) -> State:
         """Ask a question; it is pending until cleared or its timeout passes."""

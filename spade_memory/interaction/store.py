@@ -7,10 +7,20 @@ Notes keep spade_llm's timestamp strings, so its files import and export
 unchanged. Like every store, ``batch`` applies a list of ops in one
 transaction, each through its handler in a dispatch table (working-memory
 ops through ``working_store``'s).
+
+A note may expire (``expiry``): its row keeps the moment (``expires_at``,
+NULL = never), every read of notes leaves it out from then on, and a
+background task started with the store (and stopped by ``close``) deletes
+what has expired every ``PURGE_EVERY_SECONDS``, with the expired items of
+working memories.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -18,6 +28,7 @@ from typing import Any
 
 import aiosqlite
 
+from ..expiry import LIVE, PURGE_EVERY_SECONDS, expiry_of
 from ..ops import AppliesOps, Op, Outcome, Record, Request
 from ..storage import requests
 from ..storage.batches import apply_all
@@ -43,6 +54,8 @@ from .notes import (
     context_summary,
 )
 
+logger = logging.getLogger("spade_memory.interaction")
+
 _V1 = (
     """CREATE TABLE notes (
         seq INTEGER PRIMARY KEY,
@@ -65,7 +78,16 @@ async def _create_v2(db: aiosqlite.Connection) -> None:
     await db.execute(working_store.CREATE_TABLE)
 
 
-MIGRATIONS: list[Migration] = [_create_v1, _create_v2]
+async def _add_expiry_v3(db: aiosqlite.Connection) -> None:
+    await db.execute("ALTER TABLE notes ADD COLUMN expires_at REAL")  # epoch; NULL: never
+    await db.execute(
+        "CREATE INDEX notes_by_expiry ON notes(expires_at) WHERE expires_at IS NOT NULL"
+    )
+    for statement in working_store.ADD_EXPIRY:
+        await db.execute(statement)
+
+
+MIGRATIONS: list[Migration] = [_create_v1, _create_v2, _add_expiry_v3]
 
 
 class InteractionStore(AppliesOps):
@@ -91,22 +113,66 @@ class InteractionStore(AppliesOps):
             ForgetInteractions: _forget,
             **working.handlers(),
         }
+        self._purging: asyncio.Task[None] | None = None
+
+    def _purge_in_background(self, every: float) -> None:
+        self._purging = asyncio.create_task(
+            self._purge_periodically(every), name="spade-memory-purge-notes"
+        )
+
+    async def _purge_periodically(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            if self._tx.out_of_service is not None:
+                continue
+            try:
+                await self.purge_expired()
+            except Exception as error:  # a full disk, say: reads hide them meanwhile
+                logger.warning("%s: what expired is not purged yet (%s)", self._tx.path, error)
 
     @classmethod
     async def open(
-        cls, path: str | Path, synchronous: Synchronous = "NORMAL", manifest: Manifest | None = None
+        cls,
+        path: str | Path,
+        synchronous: Synchronous = "NORMAL",
+        manifest: Manifest | None = None,
+        *,
+        purge_every: float | None = PURGE_EVERY_SECONDS,
     ) -> InteractionStore:
-        """Open (creating or migrating) the store at ``path``.
+        """Open (creating or migrating) the store at ``path``, purging what expires every
+        ``purge_every`` seconds until ``close`` (None: only when ``purge_expired`` is called).
 
         Returns the open store; raises ``StoreFault`` naming the file when it is
         damaged, lost (held more, says ``manifest``) or cannot be opened.
         """
         db = await open_migrated(path, MIGRATIONS, synchronous, manifest, requests.forget_old)
-        return cls(db, path=Path(path), manifest=manifest)
+        store = cls(db, path=Path(path), manifest=manifest)
+        if purge_every is not None:
+            store._purge_in_background(purge_every)
+        return store
 
     async def close(self) -> None:
-        """Record what the store holds and close the file."""
-        await self._tx.close()
+        """Stop the background purge, record what the store holds and close the file."""
+        try:
+            if self._purging is not None:
+                self._purging.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._purging
+        finally:
+            await self._tx.close()
+
+    async def purge_expired(self) -> int:
+        """Delete the expired notes and working-memory items now (reads hide them already).
+
+        Returns how many went; raises the store's failure when it is out of service,
+        or what writing to the file raised.
+        """
+        if self._tx.out_of_service is not None:
+            raise self._tx.out_of_service
+        now = time.time()
+        async with self._tx.write() as db:
+            cursor = await db.execute("DELETE FROM notes WHERE expires_at <= ?", (now,))
+            return int(cursor.rowcount) + await working_store.purge(db, now)
 
     def applies(self, op: Op[Any]) -> bool:
         """Whether this store applies ``op`` (context-directory ops are the service's)."""
@@ -127,9 +193,11 @@ class InteractionStore(AppliesOps):
         )
         if not await self._requests.claim(db, owner, request.id, confirmation):
             return confirmation  # applied before; the confirmation is the same
+        expires_at = expiry_of(op.ttl_seconds, op.expires_at)
         await db.execute(
-            "INSERT INTO notes (owner, conversation_id, content, timestamp) VALUES (?, ?, ?, ?)",
-            (owner, op.conversation_id, op.information, _now()),
+            "INSERT INTO notes (owner, conversation_id, content, timestamp, expires_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (owner, op.conversation_id, op.information, _now(), expires_at),
         )
         return confirmation
 
@@ -138,11 +206,16 @@ class InteractionStore(AppliesOps):
         assert isinstance(op, ClearConversation)
         if earlier := await requests.earlier(db, owner, request.id, Cleared.model_validate_json):
             return earlier
-        cursor = await db.execute(
+        ((live,),) = await db.execute_fetchall(
+            f"SELECT EXISTS (SELECT 1 FROM notes WHERE owner = ? AND conversation_id = ?"
+            f" AND {LIVE})",
+            (owner, op.conversation_id, time.time()),
+        )
+        await db.execute(
             "DELETE FROM notes WHERE owner = ? AND conversation_id = ?",
             (owner, op.conversation_id),
         )
-        result = Cleared(cleared=cursor.rowcount > 0)
+        result = Cleared(cleared=bool(live))  # expired notes were as good as gone
         await self._requests.claim(db, owner, request.id, result)
         return result
 
@@ -161,9 +234,9 @@ class InteractionStore(AppliesOps):
     async def _conversations(self, db: Database, owner: str, _request: Request) -> Conversations:
         # with MAX(), SQLite takes the bare column (timestamp) from the row holding the maximum
         rows = await db.execute_fetchall(
-            "SELECT conversation_id, COUNT(*), MAX(seq), timestamp FROM notes WHERE owner = ?"
-            " GROUP BY conversation_id ORDER BY MAX(seq) DESC",
-            (owner,),
+            "SELECT conversation_id, COUNT(*), MAX(seq), timestamp FROM notes"
+            f" WHERE owner = ? AND {LIVE} GROUP BY conversation_id ORDER BY MAX(seq) DESC",
+            (owner, time.time()),
         )
         return Conversations(
             conversations=[
@@ -174,8 +247,8 @@ class InteractionStore(AppliesOps):
 
     async def import_spade_llm(self, path: str | Path, owner: str | None = None) -> tuple[int, int]:
         """Add the notes of a spade_llm ``{agent}_interactions.json`` file that are not
-        here yet (same owner, conversation, content and time): importing a file twice
-        adds nothing.
+        here yet (same owner, conversation, content and time, not expired): importing a
+        file twice adds nothing.
 
         The owner is the file's ``agent_id`` (as a bare JID) unless given.
         Returns (notes added, notes already here); raises ``OSError`` or pydantic's
@@ -194,8 +267,8 @@ class InteractionStore(AppliesOps):
                 cursor = await db.execute(
                     "INSERT INTO notes (owner, conversation_id, content, timestamp)"
                     " SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM notes WHERE owner = ?"
-                    " AND conversation_id = ? AND content = ? AND timestamp = ?)",
-                    (*row, *row),
+                    f" AND conversation_id = ? AND content = ? AND timestamp = ? AND {LIVE})",
+                    (*row, *row, time.time()),
                 )
                 added += cursor.rowcount
         return added, len(rows) - added
@@ -203,11 +276,12 @@ class InteractionStore(AppliesOps):
 
 async def _forget(db: Database, owner: str, request: Request) -> Forgotten:
     """Count, and unless a dry run delete, ``owner``'s notes and personal sessions (files
-    are counted as 0: the service adds them)."""
+    are counted as 0: the service adds them; expired notes are deleted, not counted)."""
     op = request.op
     assert isinstance(op, ForgetInteractions)
     ((notes, conversations),) = await db.execute_fetchall(
-        "SELECT COUNT(*), COUNT(DISTINCT conversation_id) FROM notes WHERE owner = ?", (owner,)
+        f"SELECT COUNT(*), COUNT(DISTINCT conversation_id) FROM notes WHERE owner = ? AND {LIVE}",
+        (owner, time.time()),
     )
     ((sessions,),) = await db.execute_fetchall(
         "SELECT COUNT(*) FROM working_memories WHERE owner = ?", (owner,)
@@ -226,9 +300,11 @@ def bare_jid(jid: str) -> str:
 
 
 async def _entries(db: Database, owner: str, conversation_id: str) -> list[NoteEntry]:
+    """The conversation's notes not expired, oldest first."""
     rows = await db.execute_fetchall(
-        "SELECT content, timestamp FROM notes WHERE owner = ? AND conversation_id = ? ORDER BY seq",
-        (owner, conversation_id),
+        "SELECT content, timestamp FROM notes WHERE owner = ? AND conversation_id = ?"
+        f" AND {LIVE} ORDER BY seq",
+        (owner, conversation_id, time.time()),
     )
     return [NoteEntry(content=content, timestamp=timestamp) for content, timestamp in rows]
 

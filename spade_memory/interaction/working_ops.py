@@ -3,7 +3,8 @@
 Each names a session of the sender, or of a shared ``space`` (one state that
 its members read and its writers change); changes to a session that does not
 exist yet create it (with ``user_id`` = the sender), reads of one answer
-``item-not-found``.
+``item-not-found``. An entity or finding added with ``ttl_seconds`` or
+``expires_at`` expires at the soonest of those and its own ``expires_at``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from ..expiry import ExpiresAt, TtlSeconds
 from ..ops import PERSONAL, Limit, Op, Record
 from ..spaces.names import SpaceName
 from .working_memory import Clarification, EntityRef, Finding, Focus, WorkingMemory
@@ -67,11 +69,15 @@ class ClearFocus(Op[WorkingMemoryState]):
 
 
 class AddEntity(Op[WorkingMemoryState]):
+    """Note an entity, for good or until ``ttl_seconds`` or ``expires_at`` has passed."""
+
     need = "write"
     op: Literal["add_entity"] = "add_entity"
     session_id: SessionId
     space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
     entity: EntityRef
+    ttl_seconds: TtlSeconds | None = None
+    expires_at: ExpiresAt | None = None
 
 
 class RecentEntities(Op[Entities]):
@@ -83,11 +89,15 @@ class RecentEntities(Op[Entities]):
 
 
 class AddFinding(Op[WorkingMemoryState]):
+    """Note a finding, for good or until ``ttl_seconds`` or ``expires_at`` has passed."""
+
     need = "write"
     op: Literal["add_finding"] = "add_finding"
     session_id: SessionId
     space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
     finding: Finding
+    ttl_seconds: TtlSeconds | None = None
+    expires_at: ExpiresAt | None = None
 
 
 class SetClarification(Op[WorkingMemoryState]):

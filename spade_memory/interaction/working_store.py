@@ -8,6 +8,11 @@ transaction, so two changes to a session never lose each other; a change
 carrying a request id is applied once. Each op has its entry in a dispatch
 table: reads, the create, and the changes (each a small function on the
 ``WorkingMemory`` model).
+
+Expired entities and findings are left out of every read, and dropped from the
+stored document by the next change to the session or by ``purge``; a session's
+``next_expiry`` column (its soonest item's) lets the purge read only the
+sessions holding something expired.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from ..errors import ItemNotFound
 from ..ops import Op, Record, Request
 from ..storage import requests
 from ..storage.connection import Database
-from .working_memory import WorkingMemory
+from .working_memory import WorkingMemory, expiring, expiry_moment
 from .working_ops import (
     AddEntity,
     AddFinding,
@@ -46,6 +51,11 @@ CREATE_TABLE = """CREATE TABLE working_memories (
     document TEXT NOT NULL,
     PRIMARY KEY (owner, session_id)
 ) WITHOUT ROWID"""
+ADD_EXPIRY = (
+    "ALTER TABLE working_memories ADD COLUMN next_expiry REAL",  # epoch; NULL: nothing expires
+    "CREATE INDEX working_memories_by_expiry ON working_memories(next_expiry)"
+    " WHERE next_expiry IS NOT NULL",
+)
 
 
 def _merge(memory: WorkingMemory, op: MergeWorkingMemory) -> WorkingMemory:
@@ -63,12 +73,12 @@ def _clear_focus(memory: WorkingMemory, _op: ClearFocus) -> WorkingMemory:
 
 
 def _add_entity(memory: WorkingMemory, op: AddEntity) -> WorkingMemory:
-    memory.add_entity(op.entity)
+    memory.add_entity(expiring(op.entity, expiry_moment(op.ttl_seconds, op.expires_at)))
     return memory
 
 
 def _add_finding(memory: WorkingMemory, op: AddFinding) -> WorkingMemory:
-    memory.add_finding(op.finding)
+    memory.add_finding(expiring(op.finding, expiry_moment(op.ttl_seconds, op.expires_at)))
     return memory
 
 
@@ -134,21 +144,43 @@ class WorkingMemories:
         op: Any = request.op
         parse = WorkingMemoryState.model_validate_json
         if earlier := await requests.earlier(db, owner, request.id, parse):
-            return earlier
+            live = earlier.working_memory.live()  # the first answer, less what expired since
+            return earlier.model_copy(update={"working_memory": live})
         (place,) = request.places_of(owner)
         memory = await _load(db, place.key, op.session_id)
         if memory is None:
             user_id = op.user_id if isinstance(op, CreateWorkingMemory) else None
             memory = WorkingMemory(session_id=op.session_id, user_id=user_id or owner)
         memory = CHANGES[type(op)](memory, op)
-        await db.execute(
-            "INSERT INTO working_memories VALUES (?, ?, ?) ON CONFLICT DO UPDATE"
-            " SET document = excluded.document",
-            (place.key, op.session_id, memory.model_dump_json()),
-        )
+        memory.drop_expired()  # an item given an expiry already past is never seen
+        await _save(db, place.key, op.session_id, memory)
         result = _state(memory, place.name)
         await self._requests.claim(db, owner, request.id, result)
         return result
+
+
+async def purge(db: Database, now: float) -> int:
+    """Drop the entities and findings expired at ``now`` from the sessions holding any;
+    how many went. Call in a write transaction."""
+    rows = await db.execute_fetchall(
+        "SELECT owner, session_id, document FROM working_memories WHERE next_expiry <= ?",
+        (now,),
+    )
+    dropped = 0
+    for space, session_id, document in rows:
+        memory = WorkingMemory.model_validate_json(document)
+        dropped += memory.drop_expired(now)
+        await _save(db, space, session_id, memory)
+    return dropped
+
+
+async def _save(db: Database, space: str, session_id: str, memory: WorkingMemory) -> None:
+    await db.execute(
+        "INSERT INTO working_memories (owner, session_id, document, next_expiry)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE"
+        " SET document = excluded.document, next_expiry = excluded.next_expiry",
+        (space, session_id, memory.model_dump_json(), memory.next_expiry()),
+    )
 
 
 def _state(memory: WorkingMemory, space: str) -> WorkingMemoryState:
@@ -158,10 +190,13 @@ def _state(memory: WorkingMemory, space: str) -> WorkingMemoryState:
 
 
 async def _load(db: Database, space: str, session_id: str) -> WorkingMemory | None:
+    """The session's working memory without what has expired (None: no such session)."""
     rows = await db.execute_fetchall(
         "SELECT document FROM working_memories WHERE owner = ? AND session_id = ?",
         (space, session_id),
     )
     for (document,) in rows:
-        return WorkingMemory.model_validate_json(document)
+        memory = WorkingMemory.model_validate_json(document)
+        memory.drop_expired()
+        return memory
     return None
