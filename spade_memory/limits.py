@@ -31,3 +31,6 @@ class Limits:
     """Most memories one shared space may hold (a space's own quota may say otherwise)."""
     max_bytes_per_space: int = 1 << 30
     """Most bytes of content and context one shared space may hold."""
+    max_versions: int = 20
+    """Most versions of one long-term memory kept for ``memory_history`` (the current one
+    counted; older ones are dropped first)."""

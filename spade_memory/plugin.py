@@ -79,6 +79,8 @@ class ServiceContext:
     """What the data directory's stores held, checked when they open."""
     spaces: SpaceDirectory | None = None
     """The directory of spaces every service of the deployment reads (None: no spaces)."""
+    work_item_patterns: tuple[str, ...] = ()
+    """Patterns of work-item ids the deployment's services know of (a beads prefix)."""
 
 
 class ServicePlugin:
@@ -122,4 +124,9 @@ class ServicePlugin:
 
     def places(self, config: Any, data_dir: Path) -> list[tuple[str, str]]:
         """Where the service keeps its data, for the start-up banner."""
+        return []
+
+    def work_item_patterns(self, config: Any, data_dir: Path) -> list[str]:
+        """Patterns of the ids of the work items this service knows of (memories whose
+        source names one are linked to it)."""
         return []

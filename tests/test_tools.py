@@ -50,14 +50,15 @@ def shape(parameters: dict[str, Any]) -> dict[str, Any]:
 
 ADDED = {
     "remember_interaction_info": {},
-    "store_memory": {"space": ("string", None)},
-    "list_memories": {"space": ("string", None)},
+    "store_memory": {"space": ("string", None), "tags": ("array", None)},
+    "list_memories": {"space": ("string", None), "tags_any": ("array", None)},
     "search_memories": {
         "category": ("string", ["fact", "pattern", "preference", "capability"]),
         "space": ("string", None),
+        "tags_any": ("array", None),
     },
 }
-"""Optional parameters beyond spade_llm's: the shared space, and search's category."""
+"""Optional parameters beyond spade_llm's: the shared space, search's category, tags."""
 
 
 @pytest.mark.parametrize("name", sorted(ADDED))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from ..errors import ItemNotFound
@@ -10,13 +11,20 @@ from . import NAME
 from .ops import (
     Category,
     DeleteMemory,
+    ForgetMemories,
+    Forgotten,
     GetMemory,
     ListMemories,
     Memory,
+    MemoryHistory,
+    MemoryHistoryOp,
+    MemoryRefs,
     MemoryStats,
     MemoryStatsOp,
+    Reasoning,
     RecentMemories,
     SearchMemories,
+    Stored,
     StoreMemory,
     UpdateMemory,
 )
@@ -31,12 +39,15 @@ class Memories(list[Memory]):
         *,
         degraded: bool = False,
         next_offset: int | None = None,
+        reasoning: Reasoning | None = None,
     ) -> None:
         super().__init__(memories or [])
         self.degraded = degraded
         """True when memory did not answer and the client is in degraded mode."""
         self.next_offset = next_offset
         """The ``offset`` of the next page of a list, when there may be one."""
+        self.reasoning = reasoning
+        """For a search: how the answer was made (strategy, candidates, mode)."""
 
 
 class BaseMemoryCalls(Transport):
@@ -52,30 +63,51 @@ class BaseMemoryCalls(Transport):
         """The base memory agent's JID."""
         return self.jids[NAME]
 
-    async def _memories(self, op: SearchMemories | ListMemories | RecentMemories) -> Memories:
+    async def _memories(
+        self, op: SearchMemories | ListMemories | RecentMemories | MemoryRefs
+    ) -> Memories:
         result = await self.request(self.base_memory_jid, op)
         if result is None:
             return Memories(degraded=True)
-        return Memories(result.memories, next_offset=result.next_offset)
+        return Memories(result.memories, next_offset=result.next_offset, reasoning=result.reasoning)
 
     async def store_memory(
         self,
-        category: Category,
+        category: Category | None,
         content: str,
         context: str | None = None,
         confidence: float = 1.0,
         *,
         space: str | None = None,
+        **described: Any,
     ) -> str | None:
         """Store a memory in the sender's personal space, or in a shared ``space`` where it
         is a writer (the same content in the same category is reinforced, not added
-        twice). Returns its id; raises ``ResourceConstraint`` over a quota."""
+        twice); ``category`` None has the agent classify it. ``described`` takes any of
+        ``tags``, ``metadata``, ``source``, ``ttl_seconds``, ``expires_at``.
+
+        Returns its id; raises ``ResourceConstraint`` over a quota, ``BadRequest`` for a
+        bad field."""
+        result = await self.store(category, content, context, confidence, space=space, **described)
+        return None if result is None else result.id
+
+    async def store(
+        self,
+        category: Category | None,
+        content: str,
+        context: str | None = None,
+        confidence: float = 1.0,
+        *,
+        space: str | None = None,
+        **described: Any,
+    ) -> Stored | None:
+        """As ``store_memory``; returns the whole reply: the id, the category (and
+        whether it was classified, how surely), the work items linked."""
         op = StoreMemory(
             category=category, content=content, context=context, confidence=confidence,
-            space=space,
+            space=space, **described,
         )  # fmt: skip
-        result = await self.request(self.base_memory_jid, op)
-        return None if result is None else result.id
+        return await self.request(self.base_memory_jid, op)
 
     async def search_memories(
         self,
@@ -85,13 +117,19 @@ class BaseMemoryCalls(Transport):
         mode: str = "semantic",
         *,
         space: str | list[str] | None = None,
+        **filters: Any,
     ) -> Memories:
-        """Memories ranked by relevance to ``query``, best first (see ``SearchMemories.mode``).
+        """Memories ranked by relevance to ``query``, best first (see ``SearchMemories.mode``);
+        each has its ``score``, and the answer its ``reasoning``.
 
         ``space``: a space's name, several (``personal`` is the sender's own), or ``*``
         for every space it reads; each memory says its ``space`` and ``author``.
+        ``filters``: any of ``tags_any``, ``tags_all``, ``metadata_equals``,
+        ``created_after``, ``created_before``, ``accessed_after``, ``accessed_before``.
         """
-        op = SearchMemories(query=query, limit=limit, category=category, mode=mode, space=space)
+        op = SearchMemories(
+            query=query, limit=limit, category=category, mode=mode, space=space, **filters
+        )
         return await self._memories(op)
 
     async def get_memories_by_category(
@@ -101,19 +139,62 @@ class BaseMemoryCalls(Transport):
         *,
         offset: int = 0,
         space: str | list[str] | None = None,
+        **filters: Any,
     ) -> Memories:
-        """Memories of one category, most recently used first (``space`` as in search),
-        ``offset`` skipped: the answer's ``next_offset`` is the next page's."""
+        """Memories of one category, most recently used first (``space`` and ``filters``
+        as in search), ``offset`` skipped: the answer's ``next_offset`` is the next page's."""
         return await self._memories(
-            ListMemories(category=category, limit=limit, offset=offset, space=space)
+            ListMemories(category=category, limit=limit, offset=offset, space=space, **filters)
         )
 
     async def get_recent_memories(
-        self, limit: int = 10, *, offset: int = 0, space: str | list[str] | None = None
+        self,
+        limit: int = 10,
+        *,
+        offset: int = 0,
+        space: str | list[str] | None = None,
+        **filters: Any,
     ) -> Memories:
-        """Memories of any category, most recently used first (``space`` as in search),
-        ``offset`` skipped: the answer's ``next_offset`` is the next page's."""
-        return await self._memories(RecentMemories(limit=limit, offset=offset, space=space))
+        """Memories of any category, most recently used first (``space`` and ``filters`` as
+        in search), ``offset`` skipped: the answer's ``next_offset`` is the next page's."""
+        return await self._memories(
+            RecentMemories(limit=limit, offset=offset, space=space, **filters)
+        )
+
+    async def memory_history(
+        self, memory_id: str, *, space: str | None = None
+    ) -> MemoryHistory | None:
+        """Every version kept of a memory, oldest first, with who made each and when; for
+        a deleted one, who deleted it and when. Raises ``ItemNotFound``."""
+        return await self.request(self.base_memory_jid, MemoryHistoryOp(id=memory_id, space=space))
+
+    async def memory_refs(
+        self, work_id: str, limit: int = 50, *, space: str | list[str] | None = None
+    ) -> Memories:
+        """The memories linked to the work item ``work_id`` through their source, newest
+        first (``space`` as in search)."""
+        return await self._memories(MemoryRefs(work_id=work_id, limit=limit, space=space))
+
+    async def forget_memories(
+        self,
+        *,
+        dry_run: bool = True,
+        category: Category | None = None,
+        older_than: datetime | None = None,
+        not_accessed_since: datetime | None = None,
+        space: str | None = None,
+        **filters: Any,
+    ) -> Forgotten | None:
+        """Count (``dry_run``, the default) or delete the memories of one space matching
+        every filter given: ``category``, stored before ``older_than``, last used before
+        ``not_accessed_since``, and ``filters`` as in search. Only memories the sender may
+        delete are counted. Returns the count and ids; raises ``BadRequest`` without any
+        filter."""
+        op = ForgetMemories(
+            dry_run=dry_run, category=category, created_before=older_than,
+            accessed_before=not_accessed_since, space=space, **filters,
+        )  # fmt: skip
+        return await self.request(self.base_memory_jid, op)
 
     async def get_memory(self, memory_id: str, *, space: str | None = None) -> Memory | None:
         """One memory; raises ``ItemNotFound`` if the space (personal by default) has none
@@ -123,8 +204,9 @@ class BaseMemoryCalls(Transport):
     async def update_memory(
         self, memory_id: str, *, space: str | None = None, **changes: Any
     ) -> Memory | None:
-        """Change any of ``content``, ``category``, ``context``, ``confidence`` of a memory
-        the sender stored (or anyone's, in a space it administers).
+        """Change any of ``content``, ``category``, ``context``, ``confidence``, ``tags``,
+        ``metadata``, ``source``, ``ttl_seconds``, ``expires_at`` of a memory the sender
+        stored (or anyone's, in a space it administers); the version replaced is kept.
 
         Returns the memory as updated; raises ``ItemNotFound``, ``NotAuthorized`` (another
         member's memory) or ``BadRequest``.

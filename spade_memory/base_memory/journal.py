@@ -93,15 +93,18 @@ async def record(
     actor: str,
     author: str,
     place: Place,
+    reason: str | None = None,
 ) -> SpaceEvent | None:
-    """Record one committed write: in the change feed, and in a shared space's journal.
+    """Record one committed write: in the change feed, and in a shared space's journal
+    (``reason``: why a memory was deleted, when not by a delete).
 
     Returns the journal's event for a shared space (None for a personal one).
     """
     space = None if place.personal else place.key
     await db.execute(
-        "INSERT INTO changes (kind, memory_id, owner, space, author) VALUES (?, ?, ?, ?, ?)",
-        (kind, memory_id, actor, space, author),
+        "INSERT INTO changes (kind, memory_id, owner, space, author, reason)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (kind, memory_id, actor, space, author, reason),
     )
     if space is None:
         return None

@@ -9,13 +9,15 @@ its reply through its base class (``Op[Stored]``).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal
 
-from pydantic import Field, TypeAdapter, model_validator
+from pydantic import AwareDatetime, Field, TypeAdapter, model_validator
 
-from ..ops import PERSONAL, Limit, MemoryId, Op, Record
+from ..expiry import ExpiresAt, TtlSeconds
+from ..ops import PERSONAL, Limit, MemoryId, Op, R, Record
 from ..spaces.names import SpaceName, SpaceSelection
 from ..spaces.ops import SpaceOp
+from ..tags import Metadata, MetadataFilter, Tags
 
 Category = Literal["fact", "pattern", "preference", "capability"]
 """What kind of thing a memory is (spade_llm's four categories)."""
@@ -44,18 +46,37 @@ class Memory(Record):
     created_at: datetime
     last_accessed: datetime
     access_count: int
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source: str | None = None
+    """Where it came from (a path, a beads issue id, a URL), as the caller said."""
+    work_items: list[str] = Field(default_factory=list)
+    """The work-item ids found in ``source``: the memory is linked to each."""
+    expires_at: datetime | None = None
+    """When it is forgotten (None: never)."""
+    version: int = 1
+    """1 when stored; each update adds one (see ``memory_history``)."""
+    score: float | None = None
+    """For ``search_memories``: how relevant it is to the query (higher first)."""
 
 
 class Stored(Record):
-    """Result of ``store_memory``: the id of the memory.
+    """Result of ``store_memory``: the id of the memory, and its category.
 
     ``deduplicated`` is true when the same content (whitespace and case folded)
     was already stored by the owner in that category: its id is returned and
     its confidence and access count raised instead of adding a memory.
+    ``classified`` is true when the caller gave no category and the agent chose it,
+    with ``category_confidence`` (0-1) saying how sure it was.
     """
 
     id: str
     deduplicated: bool = False
+    category: str | None = None
+    classified: bool = False
+    category_confidence: float | None = None
+    work_items: list[str] = Field(default_factory=list)
+    """Work-item ids found in the memory's ``source``, which it was linked to."""
 
 
 class Deleted(Record):
@@ -74,6 +95,24 @@ Offset = Annotated[
 ]
 
 
+class Reasoning(Record):
+    """Why a search answered what it did (the memory bridge's trace)."""
+
+    strategy: Literal["hybrid", "bm25", "recency"]
+    """How it ranked: words and meaning fused, words alone, or newest first."""
+    dense_available: bool
+    """Whether meaning search was on and the searched spaces' vectors were loaded."""
+    mode: str
+    """The query mode used."""
+    word_candidates: int = 0
+    """Memories the words of the query matched (up to the candidates ranked)."""
+    meaning_candidates: int = 0
+    """Memories similar in meaning that entered the fusion."""
+    filtered: bool = False
+    """Whether filters (category, tags, metadata, dates) narrowed the search."""
+    returned: int = 0
+
+
 class MemoryList(Record):
     """Result of every operation that returns memories, best or newest first."""
 
@@ -85,6 +124,53 @@ class MemoryList(Record):
     next_offset: int | None = None
     """For ``list_memories`` and ``recent_memories``: the ``offset`` of the next page, when
     there may be one."""
+    reasoning: Reasoning | None = None
+    """For ``search_memories``: how the answer was made."""
+
+
+class MemoryVersion(Record):
+    """One version of a memory: what it said, who made it so, and when."""
+
+    version: int
+    category: str
+    content: str
+    context: str | None = None
+    confidence: float
+    tags: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source: str | None = None
+    changed_by: str
+    changed_at: datetime
+
+
+class Deletion(Record):
+    """What is kept of a deleted memory: who deleted it, and when (never its content)."""
+
+    deleted_by: str
+    deleted_at: datetime
+    reason: str | None = None
+    """``expired`` when its time ran out; otherwise None (a delete or ``forget``)."""
+
+
+class MemoryHistory(Record):
+    """Result of ``memory_history``: every version kept, oldest first, or the audit entry
+    of a deleted memory."""
+
+    id: str
+    versions: list[MemoryVersion] = Field(default_factory=list)
+    deleted: Deletion | None = None
+    dropped: int = 0
+    """Older versions no longer kept (history is bounded per memory)."""
+
+
+class Forgotten(Record):
+    """Result of ``forget_memories``: how many memories the filter matched, and whether
+    they were deleted (``dry_run`` false) or only counted."""
+
+    count: int
+    dry_run: bool
+    ids: list[str] = Field(default_factory=list)
+    """The ids matched (the first 1,000)."""
 
 
 class MemoryStats(Record):
@@ -130,6 +216,8 @@ class Change(Record):
     memory: Memory | None = None
     space: str | None = None
     author: str | None = None
+    reason: str | None = None
+    """Why a memory was deleted, when not by a delete: ``expired``, ``forgotten``."""
 
 
 class ChangeList(Record):
@@ -153,15 +241,28 @@ _READ_SPACES = (
 )
 
 
+Source = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=2048,
+        description="Optional: where this came from: a path such as"
+        " docs/work/active/E2-241/plans/PLAN.md, a beads issue id such as bd-42, or a URL;"
+        " a work-item id in it links the memory to that work item",
+    ),
+]
+
+
 class StoreMemory(Op[Stored]):
     """Keep a memory (the same content in the same category of a space is reinforced,
-    not added)."""
+    not added); without a category, the agent classifies it."""
 
     need = "write"
     op: Literal["store_memory"] = "store_memory"
-    category: Category = Field(
+    category: Category | None = Field(
+        default=None,
         description="Type of memory: fact (concrete info), pattern (observed behavior), "
-        "preference (learned preference), capability (my ability/limitation)"
+        "preference (learned preference), capability (my ability/limitation)",
     )
     content: str = Field(
         min_length=1, description="The information to remember. Be specific and concise."
@@ -173,6 +274,15 @@ class StoreMemory(Op[Stored]):
         default=1.0, ge=0.0, le=1.0, description="Confidence level in this memory (0.0 to 1.0)"
     )
     space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
+    tags: Tags = Field(
+        default_factory=list, description="Optional: labels to find this memory by later"
+    )
+    metadata: Metadata = Field(
+        default_factory=dict, description="Optional: a small JSON object kept with the memory"
+    )
+    source: Source | None = None
+    ttl_seconds: TtlSeconds | None = None
+    expires_at: ExpiresAt | None = None
 
 
 class GetMemory(Op[Memory]):
@@ -184,7 +294,38 @@ class GetMemory(Op[Memory]):
     space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
 
 
-class SearchMemories(Op[MemoryList]):
+class Filtered(Op[R], Generic[R]):
+    """An op that selects memories: each filter given narrows the selection."""
+
+    tags_any: Tags | None = Field(
+        default=None, description="Optional: only memories with at least one of these tags"
+    )
+    tags_all: Tags | None = Field(
+        default=None, description="Optional: only memories with every one of these tags"
+    )
+    metadata_equals: MetadataFilter | None = Field(
+        default=None,
+        description="Optional: only memories whose metadata has exactly these values"
+        " (keys to strings, numbers, booleans or null)",
+    )
+    created_after: AwareDatetime | None = None
+    created_before: AwareDatetime | None = None
+    accessed_after: AwareDatetime | None = None
+    accessed_before: AwareDatetime | None = None
+
+    def narrowed(self) -> bool:
+        """Whether any of the shared filters is given."""
+        return any(getattr(self, name) is not None for name in FILTERS)
+
+
+FILTERS = (
+    "tags_any", "tags_all", "metadata_equals",
+    "created_after", "created_before", "accessed_after", "accessed_before",
+)  # fmt: skip
+"""The filters every ``Filtered`` op takes."""
+
+
+class SearchMemories(Filtered[MemoryList]):
     """Ranked search over content and context: BM25, fused with dense similarity when on."""
 
     need = "read"
@@ -207,7 +348,7 @@ class SearchMemories(Op[MemoryList]):
     space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
 
 
-class ListMemories(Op[MemoryList]):
+class ListMemories(Filtered[MemoryList]):
     """Memories of one category, most recently accessed first."""
 
     need = "read"
@@ -218,13 +359,60 @@ class ListMemories(Op[MemoryList]):
     space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
 
 
-class RecentMemories(Op[MemoryList]):
+class RecentMemories(Filtered[MemoryList]):
     """Memories of any category, most recently accessed first."""
 
     need = "read"
     op: Literal["recent_memories"] = "recent_memories"
     limit: Limit = 10
     offset: Offset = 0
+    space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
+
+
+class ForgetMemories(Filtered[Forgotten]):
+    """Delete every memory of one space that the filters match (and that the sender may
+    delete: its own, or anyone's where it is an admin); ``dry_run`` (the default) only
+    counts them."""
+
+    need = "write"
+    op: Literal["forget_memories"] = "forget_memories"
+    category: Category | None = None
+    dry_run: bool = Field(
+        default=True, description="Count only (the default); false deletes what is counted"
+    )
+    space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
+
+    @model_validator(mode="after")
+    def _narrowed(self) -> ForgetMemories:
+        if not self.narrowed() and self.category is None:
+            raise ValueError(
+                "give at least one filter (category, tags, metadata or dates); to delete"
+                " everything use the shell's forget"
+            )
+        return self
+
+
+class MemoryHistoryOp(Op[MemoryHistory]):
+    """Every version kept of a memory of a space the sender reads, who made each and when;
+    for a deleted memory, who deleted it and when."""
+
+    need = "read"
+    op: Literal["memory_history"] = "memory_history"
+    id: MemoryId
+    space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
+
+
+WorkId = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class MemoryRefs(Op[MemoryList]):
+    """The memories linked to a work item (through their ``source``), newest first, in the
+    spaces the sender reads."""
+
+    need = "read"
+    op: Literal["memory_refs"] = "memory_refs"
+    work_id: WorkId
+    limit: Limit = 50
     space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
 
 
@@ -240,17 +428,27 @@ class UpdateMemory(Op[Memory]):
     category: Category | None = None
     context: str | None = None
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    tags: Tags | None = None
+    metadata: Metadata | None = None
+    source: Source | None = None
+    ttl_seconds: TtlSeconds | None = None
+    expires_at: ExpiresAt | None = None
 
     @model_validator(mode="after")
     def _changes_something(self) -> UpdateMemory:
         if self.changes() == {}:
-            raise ValueError("give at least one of content, category, context, confidence")
+            raise ValueError(f"give at least one of {', '.join(UPDATABLE)}")
         return self
 
     def changes(self) -> dict[str, object]:
         """The fields this update sets."""
-        fields = ("content", "category", "context", "confidence")
-        return {name: getattr(self, name) for name in fields if getattr(self, name) is not None}
+        return {name: getattr(self, name) for name in UPDATABLE if getattr(self, name) is not None}
+
+
+UPDATABLE = (
+    "content", "category", "context", "confidence", "tags", "metadata", "source",
+    "ttl_seconds", "expires_at",
+)  # fmt: skip
 
 
 class DeleteMemory(Op[Deleted]):
@@ -302,13 +500,16 @@ BaseMemoryOp = Annotated[
     | DeleteMemory
     | MemoryStatsOp
     | ChangesSince
+    | ForgetMemories
+    | MemoryHistoryOp
+    | MemoryRefs
     | SpaceOp,
     Field(discriminator="op"),
 ]
 """Any request the base memory agent serves, tagged by ``op``: its memories' and the
 spaces' (see ``spaces.ops``)."""
 
-WRITE_OPS: tuple[type[Op[Any]], ...] = (StoreMemory, UpdateMemory, DeleteMemory)
+WRITE_OPS: tuple[type[Op[Any]], ...] = (StoreMemory, UpdateMemory, DeleteMemory, ForgetMemories)
 """Ops whose effect must happen once per request id, however often it is sent."""
 
 base_memory_ops: TypeAdapter[BaseMemoryOp] = TypeAdapter(BaseMemoryOp)

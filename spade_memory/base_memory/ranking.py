@@ -17,11 +17,13 @@ import logging
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..storage.connection import Database
 from ..storage.fts import match_expression
+from .filters import Selection
 from .meanwhile import BackgroundFill
 from .threads import one_thread_per_library
 
@@ -139,24 +141,24 @@ class Ranking:
         db: Database,
         spaces: Sequence[str],
         query: str,
-        categories: Sequence[str] | None,
+        selection: Selection,
         limit: int,
         query_vector: Any,
         removed: Collection[int] = (),
-    ) -> list[int]:
-        """The seqs of the best memories of ``spaces`` for ``query``, best first.
+    ) -> Ranked:
+        """The best memories of ``spaces`` that ``selection`` lets through, for ``query``.
 
         ``removed`` are memories whose vectors this transaction dropped (not committed yet).
         """
         expression = match_expression(query)
-        bm25 = await _bm25(db, spaces, expression, categories, max(limit, BM25_CANDIDATES))
+        bm25 = await _bm25(db, spaces, expression, selection, max(limit, BM25_CANDIDATES))
         if self.embedder is None or query_vector is None:
-            return _best(bm25, limit)
+            return Ranked(_best(bm25, limit), bm25, words=len(bm25))
         from .dense import fuse
 
         loaded = [await self._index(db, space) for space in spaces]
         indexes = [index for index in loaded if index is not None]  # others: still loading
-        similar = await self._similar(db, indexes, spaces, query_vector, limit, removed, categories)
+        similar = await self._similar(db, indexes, spaces, query_vector, limit, removed, selection)
         cosines: dict[int, float] = {}
         for index in indexes:
             cosines.update(index.cosines(query_vector, bm25.keys() - set(removed)))
@@ -167,7 +169,10 @@ class Ranking:
             for seq, score in fused.items()
             if seq in bm25 or similar.best.get(seq, 0.0) >= MIN_SIMILARITY
         }
-        return _best(relevant, limit)
+        return Ranked(
+            _best(relevant, limit), relevant, words=len(bm25), meanings=len(similar.best),
+            dense=len(indexes) == len(spaces),
+        )  # fmt: skip
 
     async def _similar(
         self,
@@ -177,20 +182,21 @@ class Ranking:
         query_vector: Any,
         limit: int,
         removed: Collection[int],
-        categories: Sequence[str] | None,
+        selection: Selection,
     ) -> Similar:
-        """The ``limit`` most similar memories of the categories asked, over every index."""
+        """The ``limit`` most similar memories that ``selection`` lets through, over every
+        index."""
         from .dense import Similar, merge
 
-        wanted = limit if categories is None else 4 * limit
+        wanted = 4 * limit if selection.narrows else limit
         total = sum(len(index) for index in indexes)
         while True:
             similar = merge(
                 (index.similar(query_vector, wanted, removed) for index in indexes), wanted
             )
-            if categories is None:
+            if not selection.narrows:
                 return similar
-            allowed = await _seqs_in(db, spaces, categories, list(similar.best))
+            allowed = await _seqs_in(db, spaces, selection, list(similar.best))
             best = {seq: score for seq, score in similar.best.items() if seq in allowed}
             if len(best) >= limit or wanted >= total:
                 return Similar(dict(list(best.items())[:limit]), similar.low, similar.high)
@@ -291,6 +297,21 @@ async def _larger_than(db: Database, space: str, count: int) -> bool:
     return int(next(iter(rows))[0]) >= count
 
 
+@dataclass
+class Ranked:
+    """A ranking's answer: the best seqs first, every candidate's score, and what went
+    into it (for the reply's ``reasoning``)."""
+
+    seqs: list[int]
+    scores: dict[int, float]
+    words: int = 0
+    """Candidates the words of the query matched."""
+    meanings: int = 0
+    """Candidates similar in meaning."""
+    dense: bool = False
+    """Whether meaning search took part over every space searched."""
+
+
 def _best(scores: dict[int, float], limit: int) -> list[int]:
     """Highest score first; among equal scores the newer memory (higher seq) first."""
     return sorted(scores, key=lambda seq: (-scores[seq], -seq))[:limit]
@@ -300,38 +321,32 @@ async def _bm25(
     db: Database,
     spaces: Sequence[str],
     expression: str | None,
-    categories: Sequence[str] | None,
+    selection: Selection,
     limit: int,
 ) -> dict[int, float]:
     if expression is None:
         return {}
     where = f"memories_fts MATCH ? AND m.space IN ({', '.join('?' * len(spaces))})"
-    params = [expression, *spaces]
-    if categories is not None:
-        where += f" AND m.category IN ({', '.join('?' * len(categories))})"
-        params.extend(categories)
+    if selection.narrows:
+        where += f" AND {selection.sql}"
     # ORDER BY rank keeps FTS5's fast path (rank is bm25 with column weights; lower is better)
     rows = await db.execute_fetchall(
         "SELECT m.seq, rank FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid"
         f" WHERE {where} ORDER BY rank LIMIT ?",
-        (*params, limit),
+        (expression, *spaces, *selection.params, limit),
     )
     return {int(seq): -float(rank) for seq, rank in rows}
 
 
 async def _seqs_in(
-    db: Database,
-    spaces: Sequence[str],
-    categories: Sequence[str],
-    seqs: Sequence[int],
+    db: Database, spaces: Sequence[str], selection: Selection, seqs: Sequence[int]
 ) -> set[int]:
-    """Which of ``seqs`` are memories of ``spaces`` in ``categories``."""
+    """Which of ``seqs`` are memories of ``spaces`` that ``selection`` lets through."""
     if not seqs:
         return set()
     rows = await db.execute_fetchall(
-        f"SELECT seq FROM memories WHERE seq IN ({', '.join('?' * len(seqs))})"
-        f" AND space IN ({', '.join('?' * len(spaces))})"
-        f" AND category IN ({', '.join('?' * len(categories))})",
-        (*seqs, *spaces, *categories),
+        f"SELECT m.seq FROM memories m WHERE m.seq IN ({', '.join('?' * len(seqs))})"
+        f" AND m.space IN ({', '.join('?' * len(spaces))}) AND {selection.sql}",
+        (*seqs, *spaces, *selection.params),
     )
     return {int(row[0]) for row in rows}

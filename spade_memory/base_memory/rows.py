@@ -3,30 +3,30 @@ before it becomes a ``Memory``, and the reads shared by several handlers."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from ..ops import PERSONAL
 from ..storage.connection import Database
-from .ops import Memory, SearchMemories
+from .filters import Selection
+from .ops import Memory
 
 COLUMNS = (
     "m.id, m.owner, m.category, m.content, m.context, m.confidence,"
-    " m.created_at, m.last_accessed, m.access_count, m.seq, m.space"
+    " m.created_at, m.last_accessed, m.access_count, m.seq, m.space,"
+    " m.tags, m.metadata, m.source, m.work_items, m.expires_at, m.version"
 )
 SIZE = "length(CAST(content AS BLOB)) + COALESCE(length(CAST(context AS BLOB)), 0)"
 """A memory's bytes in SQL, as ``journal.size_of`` counts them."""
 
 
-async def newest(db: Database, keys: Sequence[str], op: SearchMemories) -> list[Row]:
+async def newest(db: Database, keys: Sequence[str], selection: Selection, limit: int) -> list[Row]:
     """``session_recovery``: what was stored most recently in the spaces, newest first."""
-    where, params = f"WHERE m.space IN ({', '.join('?' * len(keys))})", list(keys)
-    if op.category is not None:
-        where += " AND m.category = ?"
-        params.append(op.category)
+    where = f"WHERE m.space IN ({', '.join('?' * len(keys))}) AND {selection.sql}"
     order = " ORDER BY m.created_at DESC, m.seq DESC LIMIT ?"
-    return await select(db, where + order, (*params, op.limit))
+    return await select(db, where + order, (*keys, *selection.params, limit))
 
 
 class Row:
@@ -43,13 +43,14 @@ class Row:
         names: Mapping[str, str] | None = None,
         accessed_at: float | None = None,
         extra_accesses: int = 0,
+        score: float | None = None,
     ) -> Memory:
         """The memory, its space named by ``names`` (space key → name; a personal
         space's key, its author's JID, is ``personal``; anything else stays the key)."""
         memory_id, owner, category, content, context, confidence, created, accessed, count = (
             self.values[:9]
         )
-        key = self.values[10]
+        key, tags, metadata, source, work_items, expires_at, version = self.values[10:17]
         space = (names or {}).get(key) or (PERSONAL if key == owner else str(key))
         return Memory(
             id=memory_id,
@@ -63,6 +64,13 @@ class Row:
             created_at=as_datetime(created),
             last_accessed=as_datetime(accessed if accessed_at is None else accessed_at),
             access_count=count + extra_accesses,
+            tags=json.loads(tags) if tags else [],
+            metadata=json.loads(metadata) if metadata else {},
+            source=source,
+            work_items=json.loads(work_items) if work_items else [],
+            expires_at=None if expires_at is None else as_datetime(expires_at),
+            version=version,
+            score=score,
         )
 
 

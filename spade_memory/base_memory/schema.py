@@ -16,7 +16,7 @@ import aiosqlite
 
 from ..storage import requests
 from ..storage.connection import Migration
-from . import journal, words
+from . import history, journal, words
 
 _V1 = (
     """CREATE TABLE memories (
@@ -177,7 +177,36 @@ async def _index_words_per_batch(db: aiosqlite.Connection) -> None:
     await db.execute(words.DROP_INSERT_TRIGGER)
 
 
+_DESCRIBED = (
+    # tags: a JSON array, metadata: a JSON object (NULL: none); work_items: the work-item
+    # ids found in source, as a JSON array; expires_at: epoch seconds (NULL: never)
+    "ALTER TABLE memories ADD COLUMN tags TEXT",
+    "ALTER TABLE memories ADD COLUMN metadata TEXT",
+    "ALTER TABLE memories ADD COLUMN source TEXT",
+    "ALTER TABLE memories ADD COLUMN work_items TEXT",
+    "ALTER TABLE memories ADD COLUMN expires_at REAL",
+    # the current version, who made it and when (NULL: the author, at created_at)
+    "ALTER TABLE memories ADD COLUMN version INTEGER NOT NULL DEFAULT 1",
+    "ALTER TABLE memories ADD COLUMN changed_by TEXT",
+    "ALTER TABLE memories ADD COLUMN changed_at REAL",
+    "CREATE INDEX memories_expiring ON memories(expires_at) WHERE expires_at IS NOT NULL",
+    "ALTER TABLE changes ADD COLUMN reason TEXT",
+    *history.CREATE,
+    """CREATE TABLE memory_links (
+        work_id TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        PRIMARY KEY (work_id, memory_id)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX memory_links_memory ON memory_links(memory_id)",
+)
+
+
+async def _describe_memories(db: aiosqlite.Connection) -> None:
+    for statement in _DESCRIBED:
+        await db.execute(statement)
+
+
 MIGRATIONS: list[Migration] = [
     _create_v1, _add_change_feed, _add_vectors_and_content_keys, _add_spaces,
-    _index_words_per_batch,
+    _index_words_per_batch, _describe_memories,
 ]  # fmt: skip

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +19,7 @@ from spade.behaviour import CyclicBehaviour
 
 from .. import wire
 from ..errors import BadRequest, MemoryServiceError, NotAuthorized
+from ..expiry import PURGE_EVERY_SECONDS
 from ..limits import Limits
 from ..ops import AppliesOps, Outcome, Request, in_place
 from ..plugin import Behaviours, MemoryService, ServiceConfig, ServiceContext, ServicePlugin
@@ -31,6 +35,10 @@ from .notices import EVENTS_ONTOLOGY, change_notice
 from .ops import WRITE_OPS, BaseMemoryOp, ChangeList, ChangesSince, base_memory_ops
 from .spaces import SpaceOps
 from .store import LongTermStore
+from .work_items import DEFAULT_PATTERNS, WorkItems, WorkLink
+
+WORK_ONTOLOGY = "spade-memory-work-items"
+"""Ontology of the messages telling a work engine of a memory linked to a work item."""
 
 DATABASE = "base-memory.db"
 """The store's file in the data directory."""
@@ -64,6 +72,16 @@ class BaseMemoryService(AppliesOps):
         self.events: asyncio.Queue[SpaceEvent | None] = asyncio.Queue()
         """Committed writes in shared spaces, for ``NotifySubscribers``."""
         store.on_events = self._committed
+        store.on_purged = self.changed.set  # expired memories' deletions reach the mirror
+        self.links: asyncio.Queue[list[WorkLink] | None] = asyncio.Queue()
+        """Committed links to work items, for ``NotifyWorkEngine`` (with a JID to tell)."""
+        if store.work_items.notify_jid is not None:
+            store.on_links = self._linked
+
+    def _linked(self, links: list[WorkLink]) -> None:
+        if self.store.work_items.notify is not None:
+            self.store.work_items.notify(links)
+        self.links.put_nowait(links)
 
     def _committed(self, events: list[SpaceEvent]) -> None:
         for event in events:
@@ -152,6 +170,8 @@ class BaseMemoryService(AppliesOps):
             behaviours.append((NotifyMirror(self), None))
         if self.spaces is not None:
             behaviours.append((NotifySubscribers(self, self.spaces.directory), None))
+        if self.store.work_items.notify_jid is not None:
+            behaviours.append((NotifyWorkEngine(self, self.store.work_items.notify_jid), None))
         return behaviours
 
 
@@ -203,12 +223,42 @@ class NotifySubscribers(CyclicBehaviour):  # type: ignore[misc]
         space = (await self.directory.by_ids([event.space])).get(event.space)
         if space is None:
             return  # deleted meanwhile
-        body = event.change().model_dump_json()
+        body = dataclasses.replace(event, name=space.name).change().model_dump_json()
         for subscriber, address in await self.directory.subscribers(space.id):
             if await self.directory.role_of(space, subscriber) is None:
                 await self.directory.unsubscribe(space, subscriber)
                 continue
             await self.send(wire.notice(address, EVENTS_ONTOLOGY, body))
+
+
+class NotifyWorkEngine(CyclicBehaviour):  # type: ignore[misc]
+    """Tells a deployment's work engine (a JID) of each link of a memory to a work item:
+    one message per link, its body ``{"event": "memory_linked", "work_id", "memory_id",
+    "author"}``, with the ontology ``WORK_ONTOLOGY``."""
+
+    def __init__(self, service: BaseMemoryService, to: str) -> None:
+        super().__init__()
+        self.service = service
+        self.to = to
+
+    def kill(self, exit_code: object | None = None) -> None:
+        """Kill it, and wake its wait for links."""
+        super().kill(exit_code)
+        self.service.links.put_nowait(None)
+
+    async def run(self) -> None:
+        try:
+            links = await asyncio.wait_for(self.service.links.get(), timeout=1.0)
+        except asyncio.TimeoutError:
+            return
+        if links is None or self.is_killed():
+            return
+        for link in links:
+            body = json.dumps({
+                "event": "memory_linked", "work_id": link.work_id,
+                "memory_id": link.memory_id, "author": link.author,
+            })  # fmt: skip
+            await self.send(wire.notice(self.to, WORK_ONTOLOGY, body))
 
 
 class BaseMemoryAgent(MemoryAgent):
@@ -235,6 +285,13 @@ class BaseMemoryConfig(ServiceConfig):
     """Fuse BM25 with MiniLM similarity when the ``embeddings`` extra is installed."""
     mirror: str | None = None
     """The beads sync agent to report to when it runs elsewhere (default: the one in this run)."""
+    work_item_patterns: tuple[str, ...] = ()
+    """Patterns of work-item ids to find in a memory's ``source``, besides the defaults
+    (``ABC-123``, ``bd-…``, and the local beads database's prefix)."""
+    work_engine: str | None = None
+    """A JID told of each memory linked to a work item."""
+    purge_every: float = PURGE_EVERY_SECONDS
+    """Seconds between two purges of expired memories (reads hide them meanwhile)."""
 
 
 class BaseMemoryPlugin(ServicePlugin):
@@ -249,9 +306,12 @@ class BaseMemoryPlugin(ServicePlugin):
     async def open(self, config: BaseMemoryConfig, context: ServiceContext) -> MemoryService:
         embedder = await asyncio.to_thread(load_embedder) if config.dense_search else None
         path = context.data_dir / DATABASE
+        patterns = [*DEFAULT_PATTERNS, *context.work_item_patterns, *config.work_item_patterns]
+        work_items = WorkItems(tuple(dict.fromkeys(patterns)), notify_jid=config.work_engine)
         store = await LongTermStore.open(
-            path, context.synchronous, embedder, context.manifest, context.limits
+            path, context.synchronous, embedder, context.manifest, context.limits, work_items
         )
+        store.purge_every = config.purge_every
         context.closing.push_async_callback(store.close)
         mirror = config.mirror or next(iter(context.followers), None)
         return BaseMemoryService(store, context.limits, mirror, context.spaces)
@@ -269,15 +329,38 @@ class BaseMemoryPlugin(ServicePlugin):
             "--mirror-jid", default=None,
             help="beads sync agent the base memory agent reports to, when it runs elsewhere",
         )  # fmt: skip
+        parser.add_argument(
+            "--work-item-pattern", action="append", default=[], metavar="REGEX",
+            dest="work_item_patterns",
+            help="a pattern of work-item ids to link memories to, found in their source"
+            " (repeatable; ABC-123 and the beads ids are always on)",
+        )  # fmt: skip
+        parser.add_argument(
+            "--work-engine-jid", default=None,
+            help="a JID told of each memory linked to a work item",
+        )  # fmt: skip
+        parser.add_argument(
+            "--purge-every", type=float, default=PURGE_EVERY_SECONDS, metavar="SECONDS",
+            help="seconds between two purges of expired memories (default: %(default)s)",
+        )  # fmt: skip
 
     def configure(self, args: argparse.Namespace) -> BaseMemoryConfig:
+        for pattern in args.work_item_patterns:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise SystemExit(f"--work-item-pattern {pattern!r}: {error}") from None
         return BaseMemoryConfig(
-            jid=args.base_jid, dense_search=not args.no_dense_search, mirror=args.mirror_jid
-        )
+            jid=args.base_jid, dense_search=not args.no_dense_search, mirror=args.mirror_jid,
+            work_item_patterns=tuple(args.work_item_patterns), work_engine=args.work_engine_jid,
+            purge_every=max(0.1, args.purge_every),
+        )  # fmt: skip
 
     def from_environment(self, environ: Mapping[str, str]) -> BaseMemoryConfig:
         return BaseMemoryConfig(
-            jid=environ.get("SPADE_MEMORY_BASE_JID"), mirror=environ.get("SPADE_MEMORY_MIRROR_JID")
+            jid=environ.get("SPADE_MEMORY_BASE_JID"),
+            mirror=environ.get("SPADE_MEMORY_MIRROR_JID"),
+            work_engine=environ.get("SPADE_MEMORY_WORK_ENGINE_JID"),
         )
 
     def places(self, config: BaseMemoryConfig, data_dir: Path) -> list[tuple[str, str]]:

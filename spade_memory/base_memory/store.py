@@ -20,6 +20,7 @@ transaction, and a shared space's committed writes reach ``on_events``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import sqlite3
@@ -34,16 +35,19 @@ import aiosqlite
 from pydantic import TypeAdapter
 
 from ..errors import ItemNotFound, MemoryServiceError, NotAuthorized
+from ..expiry import PURGE_EVERY_SECONDS, expiry_of
 from ..limits import Limits
-from ..ops import AppliesOps, Op, Outcome, Place, Record, Request
+from ..ops import PERSONAL, AppliesOps, Op, Outcome, Place, Record, Request
 from ..storage import requests
 from ..storage.batches import apply_all
 from ..storage.connection import Database, Synchronous, Transactions, open_migrated
 from ..storage.faults import free_bytes
 from ..storage.manifest import Manifest
-from . import journal, words
+from ..tags import dumps
+from . import filters, history, journal, words
 from .access import AccessLog
 from .backfill import VectorBackfill
+from .classify import classify
 from .imports import ImportMemory
 from .journal import SpaceEvent
 from .ops import (
@@ -53,12 +57,19 @@ from .ops import (
     ChangesSince,
     Deleted,
     DeleteMemory,
+    Filtered,
+    ForgetMemories,
+    Forgotten,
     GetMemory,
     ListMemories,
     Memory,
+    MemoryHistory,
+    MemoryHistoryOp,
     MemoryList,
+    MemoryRefs,
     MemoryStats,
     MemoryStatsOp,
+    Reasoning,
     RecentMemories,
     SearchMemories,
     Stored,
@@ -68,12 +79,17 @@ from .ops import (
 from .ranking import Ranking, embedding_text
 from .rows import COLUMNS, SIZE, Row, as_datetime, newest, select
 from .schema import MIGRATIONS, content_key
+from .work_items import WorkItems, WorkLink
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
 
 logger = logging.getLogger("spade_memory.base_memory")
-_results: TypeAdapter[Stored | Deleted | Memory] = TypeAdapter(Stored | Deleted | Memory)
+EXPIRY = "expiry"
+"""Who the audit and the change feed name as deleting an expired memory."""
+_results: TypeAdapter[Stored | Deleted | Memory | Forgotten] = TypeAdapter(
+    Stored | Deleted | Memory | Forgotten
+)
 SEARCH_MODES = ("semantic", "session_recovery", "knowledge_lookup")
 KNOWLEDGE = ("fact", "pattern", "capability")
 """The categories ``knowledge_lookup`` searches (preferences are not knowledge)."""
@@ -120,6 +136,8 @@ class _Work:
     """New memories of the ops that succeeded, not yet in the word index (``words``)."""
     adding: words.Unindexed = field(default_factory=list)
     """New memories of the op being applied (kept only if it succeeds)."""
+    links: dict[int, list[WorkLink]] = field(default_factory=dict)
+    """Work-item links each request made, by ``id(request)``."""
 
 
 Handler = Callable[[Database, Request, _Work], Awaitable[Record]]
@@ -143,6 +161,7 @@ class LongTermStore(AppliesOps):
         path: Path | None = None,
         manifest: Manifest | None = None,
         limits: Limits | None = None,
+        work_items: WorkItems | None = None,
     ) -> None:
         self._tx = Transactions(db, path, manifest)
         self.ranking = Ranking(embedder, path)
@@ -151,6 +170,18 @@ class LongTermStore(AppliesOps):
         """Its quotas (memories and bytes per author and per shared space)."""
         self.on_events: Callable[[list[SpaceEvent]], None] | None = None
         """Told of every committed write in a shared space (its subscribers' notices)."""
+        self.work_items = work_items or WorkItems()
+        """How work-item ids are found in a memory's ``source``, and who hears of links."""
+        self.on_links: Callable[[list[WorkLink]], None] | None = self.work_items.notify
+        """Told of the work-item links of every committed write."""
+        self.expiring = True
+        """Whether some memory may have an expiry (reads then check it; set at open)."""
+        self.purge_every = PURGE_EVERY_SECONDS
+        """Seconds between two purges of expired memories."""
+        self._purge_task: asyncio.Task[None] | None = None
+        self._warm: asyncio.Future[Any] | None = None
+        self.on_purged: Callable[[], None] | None = None
+        """Told when expired memories were purged (their deletions are in the feed)."""
         self._requests = requests.RequestLog()
         self._accesses = AccessLog()
         self._flush_timer: asyncio.TimerHandle | None = None
@@ -166,6 +197,9 @@ class LongTermStore(AppliesOps):
             MemoryStatsOp: self._stats,
             ChangesSince: self._changes_since,
             ImportMemory: self._import,
+            ForgetMemories: self._forget,
+            MemoryHistoryOp: self._history,
+            MemoryRefs: self._refs,
         }
 
     @classmethod
@@ -176,6 +210,7 @@ class LongTermStore(AppliesOps):
         embedder: Embedder | None = None,
         manifest: Manifest | None = None,
         limits: Limits | None = None,
+        work_items: WorkItems | None = None,
     ) -> LongTermStore:
         """Open (creating or migrating) the store at ``path``; an embedder adds dense search.
 
@@ -183,13 +218,23 @@ class LongTermStore(AppliesOps):
         damaged, lost (held more, says ``manifest``) or cannot be opened.
         """
         db = await open_migrated(path, MIGRATIONS, synchronous, manifest, _forget_old)
-        store = cls(db, embedder, path=Path(path), manifest=manifest, limits=limits)
-        if store._backfill is not None:
-            try:
+        store = cls(
+            db, embedder, path=Path(path), manifest=manifest, limits=limits,
+            work_items=work_items,
+        )  # fmt: skip
+        try:
+            expiring = await db.execute_fetchall(
+                "SELECT 1 FROM memories WHERE expires_at IS NOT NULL LIMIT 1"
+            )
+            store.expiring = bool(expiring)
+            if store._backfill is not None:
                 await store._backfill.start()
-            except BaseException:
-                await store.close()
-                raise
+        except BaseException:
+            await store.close()
+            raise
+        store._purge_task = asyncio.create_task(store._purge_now_and_then())
+        # the classifier trains once (~0.2 s): in a thread now, not in a first store
+        store._warm = asyncio.get_running_loop().run_in_executor(None, classify, "warm up")
         return store
 
     async def embedded(self) -> None:
@@ -199,6 +244,11 @@ class LongTermStore(AppliesOps):
 
     async def close(self) -> None:
         """Write pending access counts (if the disk lets it) and close the file, always."""
+        if self._purge_task is not None:
+            self._purge_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._purge_task
+            self._purge_task = None
         if self._backfill is not None:
             await self._backfill.close()
         if self._flush_timer is not None:
@@ -243,7 +293,52 @@ class LongTermStore(AppliesOps):
         ]
         if events and self.on_events is not None:
             self.on_events(events)
+        links = [
+            link
+            for request, outcome in zip(requests, outcomes, strict=True)
+            if not isinstance(outcome, MemoryServiceError)
+            for link in work.links.get(id(request), [])
+        ]
+        if links and self.on_links is not None:
+            self.on_links(links)
         return outcomes
+
+    async def purge_expired(self) -> int:
+        """Delete every memory whose time ran out (reads hid it already): each deletion
+        reaches the change feed with the reason ``expired`` (the beads mirror closes its
+        issue) and leaves its audit entry. Returns how many went."""
+        if not self.expiring or self._tx.out_of_service is not None:
+            return 0
+        work = _Work(EXPIRY)
+        async with self._tx.write() as db:
+            rows = await select(
+                db, "WHERE m.expires_at IS NOT NULL AND m.expires_at <= ? LIMIT 1000",
+                (time.time(),),
+            )  # fmt: skip
+            for row in rows:
+                key, author = str(row.values[10]), str(row.values[1])
+                place = Place(key, name=PERSONAL if key == author else key)
+                request = Request(DeleteMemory(id=str(row.values[0])))
+                await self._remove(db, request, work, row, place, reason="expired")
+        for seq, space in work.current.gone.items():
+            self.ranking.removed(space, [seq])
+        events = [event for events in work.events.values() for event in events]
+        if events and self.on_events is not None:
+            self.on_events(events)
+        if rows and self.on_purged is not None:
+            self.on_purged()
+        return len(rows)
+
+    async def _purge_now_and_then(self) -> None:
+        """Purge what expired, every ``purge_every`` seconds (a failure waits for the next
+        turn: reads hide expired memories meanwhile)."""
+        while True:
+            try:
+                while await self.purge_expired() >= 1000:
+                    pass
+            except (sqlite3.Error, OSError, MemoryServiceError) as error:
+                logger.warning("%s: expired memories not purged yet (%s)", self._tx.path, error)
+            await asyncio.sleep(self.purge_every)
 
     async def changes_since(self, after: int, limit: int = 500) -> ChangeList:
         """The committed changes after ``after``, oldest first; forgets those up to it."""
@@ -322,10 +417,19 @@ class LongTermStore(AppliesOps):
 
     # -- reads ------------------------------------------------------------------------
 
+    def _selection(self, op: Any, categories: Sequence[str] | None = None) -> filters.Selection:
+        """What ``op`` selects: live memories, of ``categories``, through its filters."""
+        narrowing = op if isinstance(op, Filtered) else None
+        return filters.select(narrowing, categories, expiring=self.expiring)
+
     async def _get(self, db: Database, request: Request, work: _Work) -> Memory:
         assert isinstance(request.op, GetMemory)
         (place,) = request.places_of(work.owner)
-        found = await select(db, "WHERE m.id = ? AND m.space = ?", (request.op.id, place.key))
+        live = self._selection(None)
+        found = await select(
+            db, f"WHERE m.id = ? AND m.space = ? AND {live.sql}",
+            (request.op.id, place.key, *live.params),
+        )  # fmt: skip
         if not found:
             raise ItemNotFound(f"no memory {request.op.id!r}")
         return self._count_access(found, _names(request, work))[0]
@@ -334,12 +438,10 @@ class LongTermStore(AppliesOps):
         op = request.op
         assert isinstance(op, ListMemories | RecentMemories)
         keys = [place.key for place in request.places_of(work.owner)]
-        where, params = f"WHERE m.space IN ({', '.join('?' * len(keys))})", list(keys)
-        if isinstance(op, ListMemories):
-            where += " AND m.category = ?"
-            params.append(op.category)
+        chosen = self._selection(op, [op.category] if isinstance(op, ListMemories) else None)
+        where = f"WHERE m.space IN ({', '.join('?' * len(keys))}) AND {chosen.sql}"
         order = " ORDER BY m.last_accessed DESC, m.seq DESC LIMIT ? OFFSET ?"
-        found = await select(db, where + order, (*params, op.limit + 1, op.offset))
+        found = await select(db, where + order, (*keys, *chosen.params, op.limit + 1, op.offset))
         more = len(found) > op.limit  # one row past the page says there is another
         return MemoryList(
             memories=self._count_access(found[: op.limit], _names(request, work)),
@@ -353,32 +455,48 @@ class LongTermStore(AppliesOps):
         mode, note = op.mode, None
         if mode not in SEARCH_MODES:
             mode, note = "semantic", f"unknown mode {op.mode!r}; answered as semantic"
+        categories: list[str] | None = None if op.category is None else [op.category]
+        if mode == "knowledge_lookup":
+            categories = [c for c in KNOWLEDGE if op.category in (None, c)]
+        chosen = self._selection(op, categories)
+        filtered = op.narrowed() or categories is not None
         if mode == "session_recovery":
-            found = await newest(db, keys, op)
-        else:
-            categories: list[str] | None = None if op.category is None else [op.category]
-            if mode == "knowledge_lookup":
-                categories = [c for c in KNOWLEDGE if op.category in (None, c)]
-            seqs = await self.ranking.rank(
-                db, keys, op.query, categories, op.limit,
-                work.queries.get(id(request)), work.vectors.stale(),
+            found = await newest(db, keys, chosen, op.limit)
+            memories = self._count_access(found, _names(request, work))
+            reasoning = Reasoning(
+                strategy="recency", dense_available=self.ranking.embedder is not None,
+                mode=mode, filtered=filtered, returned=len(memories),
             )  # fmt: skip
-            rows = await select(db, f"WHERE m.seq IN ({', '.join('?' * len(seqs))})", seqs)
-            by_seq = {row.seq: row for row in rows}
-            found = [by_seq[seq] for seq in seqs if seq in by_seq]
-        memories = self._count_access(found, _names(request, work))
-        return MemoryList(memories=memories, mode=mode, note=note)
+            return MemoryList(memories=memories, mode=mode, note=note, reasoning=reasoning)
+        ranked = await self.ranking.rank(
+            db, keys, op.query, chosen, op.limit,
+            work.queries.get(id(request)), work.vectors.stale(),
+        )  # fmt: skip
+        rows = await select(
+            db, f"WHERE m.seq IN ({', '.join('?' * len(ranked.seqs))})", ranked.seqs
+        )
+        by_seq = {row.seq: row for row in rows}
+        found = [by_seq[seq] for seq in ranked.seqs if seq in by_seq]
+        memories = self._count_access(found, _names(request, work), ranked.scores)
+        reasoning = Reasoning(
+            strategy="hybrid" if ranked.dense else "bm25",
+            dense_available=ranked.dense, mode=mode, word_candidates=ranked.words,
+            meaning_candidates=ranked.meanings, filtered=filtered, returned=len(memories),
+        )  # fmt: skip
+        return MemoryList(memories=memories, mode=mode, note=note, reasoning=reasoning)
 
     async def _stats(self, db: Database, request: Request, work: _Work) -> MemoryStats:
         (place,) = request.places_of(work.owner)
+        live = self._selection(None)
         (row,) = await db.execute_fetchall(
             "SELECT COUNT(*), AVG(confidence), MIN(created_at), MAX(created_at)"
-            " FROM memories WHERE space = ?",
-            (place.key,),
+            f" FROM memories m WHERE space = ? AND {live.sql}",
+            (place.key, *live.params),
         )
         by_category = await db.execute_fetchall(
-            "SELECT category, COUNT(*) FROM memories WHERE space = ? GROUP BY category",
-            (place.key,),
+            f"SELECT category, COUNT(*) FROM memories m WHERE space = ? AND {live.sql}"
+            " GROUP BY category",
+            (place.key, *live.params),
         )
         counts = {str(category): int(n) for category, n in by_category}
         total, average, oldest, newest = row
@@ -415,8 +533,8 @@ class LongTermStore(AppliesOps):
             return await self._journal(db, place, op.after, op.limit)
         await db.execute("DELETE FROM changes WHERE seq <= ?", (op.after,))
         rows = await db.execute_fetchall(
-            f"SELECT c.seq, c.kind, c.memory_id, c.owner, c.space, c.author, {COLUMNS}"
-            " FROM changes c LEFT JOIN memories m ON m.id = c.memory_id"
+            f"SELECT c.seq, c.kind, c.memory_id, c.owner, c.space, c.author, c.reason,"
+            f" {COLUMNS} FROM changes c LEFT JOIN memories m ON m.id = c.memory_id"
             " WHERE c.seq > ? ORDER BY c.seq LIMIT ?",
             (op.after, op.limit),
         )
@@ -429,7 +547,8 @@ class LongTermStore(AppliesOps):
                 owner=row[3],
                 space=row[4],
                 author=row[5],
-                memory=None if row[6] is None else Row(tuple(row[6:])).memory(),
+                reason=row[6],
+                memory=None if row[7] is None else Row(tuple(row[7:])).memory(),
             )
             for row in rows
         ]
@@ -456,10 +575,21 @@ class LongTermStore(AppliesOps):
         ]
         return ChangeList(changes=changes, last_seq=last, complete=complete)
 
-    def _count_access(self, found: Sequence[Row], names: Mapping[str, str]) -> list[Memory]:
+    def _count_access(
+        self,
+        found: Sequence[Row],
+        names: Mapping[str, str],
+        scores: Mapping[int, float] | None = None,
+    ) -> list[Memory]:
         now, pending = self._accesses.note([row.seq for row in found])
         return [
-            row.memory(names, accessed_at=now, extra_accesses=pending[row.seq]) for row in found
+            row.memory(
+                names,
+                accessed_at=now,
+                extra_accesses=pending[row.seq],
+                score=None if scores is None else scores[row.seq],
+            )
+            for row in found
         ]
 
     def _schedule_flush(self) -> None:
@@ -480,18 +610,30 @@ class LongTermStore(AppliesOps):
     # -- writes -----------------------------------------------------------------------
 
     async def _store(self, db: Database, request: Request, work: _Work) -> Record:
-        """A new memory, or the space's same memory (same category and content) reinforced."""
+        """A new memory, or the space's same memory (same category and content) reinforced;
+        without a category, the memory is classified first."""
         op, owner = request.op, work.owner
         assert isinstance(op, StoreMemory)
         (place,) = request.places_of(owner)
+        if op.category is not None:
+            category, chosen = op.category, None
+        else:
+            chosen = classify(op.content, op.context)
+            category = chosen.category
         key, now = content_key(op.content), time.time()
         same = await db.execute_fetchall(
             "SELECT id, owner FROM memories WHERE space = ? AND category = ? AND content_key = ?"
             " LIMIT 1",
-            (place.key, op.category, key),
+            (place.key, category, key),
         )
         memory_id = str(next(iter(same))[0]) if same else str(uuid.uuid4())
-        stored = Stored(id=memory_id, deduplicated=bool(same))
+        work_ids = self.work_items.ids_in(op.source)
+        stored = Stored(
+            id=memory_id, deduplicated=bool(same), category=category,
+            classified=chosen is not None,
+            category_confidence=None if chosen is None else round(chosen.confidence, 3),
+            work_items=work_ids,
+        )  # fmt: skip
         # the result is known before any change: claim the request id with it
         if not await self._requests.claim(db, owner, request.id, stored):
             earlier = await requests.earlier(db, owner, request.id, _results.validate_json)
@@ -508,7 +650,7 @@ class LongTermStore(AppliesOps):
             return stored
         size = journal.size_of(op.content, op.context)
         await journal.check_quota(db, self.limits, owner, place, 1, size)
-        await self._insert(db, request, work, place, memory_id, key, (now, now, 0))
+        await self._insert(db, request, work, place, memory_id, category, (now, now, 0))
         return stored
 
     async def _insert(
@@ -518,28 +660,65 @@ class LongTermStore(AppliesOps):
         work: _Work,
         place: Place,
         memory_id: str,
-        key: str,
+        category: str,
         times: tuple[float, float, int],
     ) -> None:
         """Add the memory the op (``StoreMemory`` or ``ImportMemory``) carries, with its
-        created and accessed times and access count, and what every new memory needs:
-        its usage counted, its words and vector to come, its change recorded."""
+        category, created and accessed times and access count, and what every new memory
+        needs: its usage counted, its words and vector to come, its links to work items,
+        its change recorded."""
         op, owner = request.op, work.owner
         assert isinstance(op, StoreMemory | ImportMemory)
         created, accessed, count = times
+        described: tuple[object, ...] = (None, None, None, None, None)
+        work_ids: list[str] = []
+        if isinstance(op, StoreMemory):
+            work_ids = self.work_items.ids_in(op.source)
+            expires_at = expiry_of(op.ttl_seconds, op.expires_at)
+            described = (
+                dumps(op.tags) if op.tags else None,
+                dumps(op.metadata) if op.metadata else None,
+                op.source,
+                dumps(work_ids) if work_ids else None,
+                expires_at,
+            )
+            self.expiring = self.expiring or expires_at is not None
         cursor = await db.execute(
             "INSERT INTO memories (id, owner, category, content, context, confidence,"
-            " created_at, last_accessed, access_count, content_key, space)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (memory_id, owner, op.category, op.content, op.context, op.confidence, created,
-             accessed, count, key, place.key),
+            " created_at, last_accessed, access_count, content_key, space,"
+            " tags, metadata, source, work_items, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (memory_id, owner, category, op.content, op.context, op.confidence, created,
+             accessed, count, content_key(op.content), place.key, *described),
         )  # fmt: skip
         assert cursor.lastrowid is not None
         await journal.use(db, owner, place, 1, journal.size_of(op.content, op.context))
         work.current.need[cursor.lastrowid] = place.key  # embedded once committed
         work.current.texts[cursor.lastrowid] = embedding_text(op.content, op.context)
         work.adding.append((cursor.lastrowid, op.content, op.context))
+        await self._link(db, request, work, memory_id, work_ids, place)
         await self._changed(db, request, work, "stored", memory_id, owner, place)
+
+    async def _link(
+        self,
+        db: Database,
+        request: Request,
+        work: _Work,
+        memory_id: str,
+        work_ids: Sequence[str],
+        place: Place,
+    ) -> None:
+        """Link the memory to the work items ``work_ids`` (its links so far replaced)."""
+        await db.execute("DELETE FROM memory_links WHERE memory_id = ?", (memory_id,))
+        if not work_ids:
+            return
+        await db.executemany(
+            "INSERT OR IGNORE INTO memory_links (work_id, memory_id) VALUES (?, ?)",
+            [(work_id, memory_id) for work_id in work_ids],
+        )
+        work.links.setdefault(id(request), []).extend(
+            WorkLink(work_id, memory_id, work.owner, place.key) for work_id in work_ids
+        )
 
     async def _import(self, db: Database, request: Request, work: _Work) -> Record:
         """A memory from a spade_llm file, with its id and times; an id already here is
@@ -548,11 +727,11 @@ class LongTermStore(AppliesOps):
         assert isinstance(op, ImportMemory)
         there = await db.execute_fetchall("SELECT 1 FROM memories WHERE id = ?", (op.id,))
         if there:
-            return Stored(id=op.id, deduplicated=True)
+            return Stored(id=op.id, deduplicated=True, category=op.category)
         (place,) = request.places_of(owner)
         times = (op.created_at, op.last_accessed, op.access_count)
-        await self._insert(db, request, work, place, op.id, content_key(op.content), times)
-        return Stored(id=op.id)
+        await self._insert(db, request, work, place, op.id, op.category, times)
+        return Stored(id=op.id, category=op.category)
 
     async def _update(self, db: Database, request: Request, work: _Work) -> Record:
         op, owner = request.op, work.owner
@@ -565,9 +744,22 @@ class LongTermStore(AppliesOps):
         changes = op.changes()
         if op.content is not None:
             changes["content_key"] = content_key(op.content)
+        for name in ("tags", "metadata"):
+            if name in changes:
+                changes[name] = dumps(changes[name]) if changes[name] else None
+        if op.source is not None:
+            work_ids = self.work_items.ids_in(op.source)
+            changes["work_items"] = dumps(work_ids) if work_ids else None
+            await self._link(db, request, work, op.id, work_ids, place)
+        ttl, until = changes.pop("ttl_seconds", None), changes.pop("expires_at", None)
+        if ttl is not None or until is not None:
+            changes["expires_at"] = expiry_of(ttl, until)  # type: ignore[arg-type]
+            self.expiring = True
         grown = journal.size_of(op.content or before.content, op.context or before.context)
         grown -= journal.size_of(before.content, before.context)
         await journal.check_quota(db, self.limits, before.owner, place, 0, grown)
+        await history.keep_version(db, row.seq, self.limits.max_versions)
+        changes.update(version=before.version + 1, changed_by=owner, changed_at=time.time())
         assignments = ", ".join(f"{name} = ?" for name in changes)
         await db.execute(
             f"UPDATE memories SET {assignments} WHERE seq = ?", (*changes.values(), row.seq)
@@ -590,14 +782,76 @@ class LongTermStore(AppliesOps):
             return earlier
         (place,) = request.places_of(owner)
         row = await self._changeable(db, op.id, place, owner)
-        gone = row.memory()
-        await db.execute("DELETE FROM memories WHERE seq = ?", (row.seq,))
-        work.current.gone[row.seq] = place.key  # its vector went (CASCADE)
-        await journal.use(db, gone.owner, place, -1, -journal.size_of(gone.content, gone.context))
-        await self._changed(db, request, work, "deleted", op.id, gone.owner, place)
+        await self._remove(db, request, work, row, place)
         deleted = Deleted(id=op.id)
         await self._requests.claim(db, owner, request.id, deleted)
         return deleted
+
+    async def _remove(
+        self,
+        db: Database,
+        request: Request,
+        work: _Work,
+        row: Row,
+        place: Place,
+        reason: str | None = None,
+    ) -> None:
+        """Delete the memory of ``row``: its vector, words, versions and links go, its
+        usage is given back, its audit entry and its change stay."""
+        gone = row.memory()
+        await db.execute("DELETE FROM memories WHERE seq = ?", (row.seq,))
+        await db.execute("DELETE FROM memory_links WHERE memory_id = ?", (gone.id,))
+        await history.audit_deletion(db, gone.id, place.key, work.owner, reason)
+        work.current.gone[row.seq] = place.key  # its vector went (CASCADE)
+        await journal.use(db, gone.owner, place, -1, -journal.size_of(gone.content, gone.context))
+        await self._changed(db, request, work, "deleted", gone.id, gone.owner, place, reason)
+
+    async def _forget(self, db: Database, request: Request, work: _Work) -> Record:
+        """Count, or delete, the memories of one space that the filters match and that the
+        sender may delete."""
+        op, owner = request.op, work.owner
+        assert isinstance(op, ForgetMemories)
+        if earlier := await requests.earlier(db, owner, request.id, _results.validate_json):
+            return earlier
+        (place,) = request.places_of(owner)
+        chosen = self._selection(op, None if op.category is None else [op.category])
+        where = f"WHERE m.space = ? AND {chosen.sql}"
+        params: list[Any] = [place.key, *chosen.params]
+        if not place.may_change_any:
+            where += " AND m.owner = ?"
+            params.append(owner)
+        rows = await select(db, where + " ORDER BY m.seq", params)
+        if not op.dry_run:
+            for row in rows:
+                await self._remove(db, request, work, row, place, reason="forgotten")
+        ids = [str(row.values[0]) for row in rows]
+        forgotten = Forgotten(count=len(rows), dry_run=op.dry_run, ids=ids[:1000])
+        if not op.dry_run:
+            await self._requests.claim(db, owner, request.id, forgotten)
+        return forgotten
+
+    async def _history(self, db: Database, request: Request, work: _Work) -> MemoryHistory:
+        op = request.op
+        assert isinstance(op, MemoryHistoryOp)
+        (place,) = request.places_of(work.owner)
+        found = await history.history_of(db, op.id, place.key)
+        if found is None:
+            raise ItemNotFound(f"no memory {op.id!r}")
+        return found
+
+    async def _refs(self, db: Database, request: Request, work: _Work) -> MemoryList:
+        op = request.op
+        assert isinstance(op, MemoryRefs)
+        keys = [place.key for place in request.places_of(work.owner)]
+        live = self._selection(None)
+        found = await select(
+            db,
+            "JOIN memory_links l ON l.memory_id = m.id WHERE l.work_id = ?"
+            f" AND m.space IN ({', '.join('?' * len(keys))}) AND {live.sql}"
+            " ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
+            (op.work_id, *keys, *live.params, op.limit),
+        )
+        return MemoryList(memories=self._count_access(found, _names(request, work)))
 
     @staticmethod
     async def _changeable(db: Database, memory_id: str, place: Place, sender: str) -> Row:
@@ -625,11 +879,12 @@ class LongTermStore(AppliesOps):
         memory_id: str,
         author: str,
         place: Place,
+        reason: str | None = None,
     ) -> None:
         """Record a committed write; in a shared space, keep its event (with the memory as
         it is now) for the subscribers, should the request succeed."""
         event = await journal.record(
-            db, kind, memory_id, actor=work.owner, author=author, place=place
+            db, kind, memory_id, actor=work.owner, author=author, place=place, reason=reason
         )
         if event is None:
             return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import re
 import secrets
@@ -22,7 +23,7 @@ from typing import Any
 
 from .errors import BeadsError, IssueNotFound
 from .issue import Issue, IssueChanges, IssueFilter, NewIssue
-from .jsonl import Line, common_prefix, read_lines, write_lines
+from .jsonl import Line, common_prefix, id_prefix, read_lines, write_lines
 from .timestamps import nanoseconds, now_after
 
 _in_batch: ContextVar[bool] = ContextVar("beads_batch", default=False)
@@ -257,6 +258,27 @@ class NativeEngine:
             if match:
                 return match.group(1)
         return common_prefix(list(self._by_id)) or self.default_prefix
+
+
+def prefixes_of(beads_dir: Path) -> set[str]:
+    """The id prefixes of a beads database: its ``issue-prefix`` setting and every prefix
+    its issues use (none when it has no file yet, or it cannot be read)."""
+    found: set[str] = set()
+    config = beads_dir / "config.yaml"
+    try:
+        if config.exists() and (match := _PREFIX_SETTING.search(config.read_text("utf-8"))):
+            found.add(match.group(1))
+        with (beads_dir / "issues.jsonl").open(encoding="utf-8") as lines:
+            for text in lines:
+                try:
+                    issue_id = json.loads(text).get("id")
+                except (ValueError, AttributeError):
+                    continue
+                if isinstance(issue_id, str) and (prefix := id_prefix(issue_id)):
+                    found.add(prefix)
+    except OSError:
+        pass
+    return found
 
 
 def _view(line: Line) -> Issue:

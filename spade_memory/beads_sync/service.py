@@ -20,12 +20,13 @@ from spade.agent import Agent
 
 from .. import base_memory
 from ..base_memory.notices import change_notice_template
+from ..base_memory.work_items import beads_pattern
 from ..beads.engine import BeadsEngine, EngineName
 from ..beads.engines import open_engine
 from ..beads.errors import BeadsError
 from ..beads.git import GitCommitter
 from ..beads.issue import IssueFilter
-from ..beads.native import NativeEngine
+from ..beads.native import NativeEngine, prefixes_of
 from ..errors import MemoryServiceError
 from ..limits import Limits
 from ..ops import AppliesOps, Outcome, Request, in_place
@@ -182,6 +183,11 @@ class BeadsSyncPlugin(ServicePlugin):
 
     def places(self, config: BeadsSyncConfig, data_dir: Path) -> list[tuple[str, str]]:
         return [("beads issues", str(config.project_dir(data_dir) / ".beads" / "issues.jsonl"))]
+
+    def work_item_patterns(self, config: BeadsSyncConfig, data_dir: Path) -> list[str]:
+        """The ids of the project's beads issues (every prefix its file uses)."""
+        beads_dir = config.project_dir(data_dir) / ".beads"
+        return [beads_pattern(prefix) for prefix in sorted(prefixes_of(beads_dir))]
 
 
 async def check_beads(engine: BeadsEngine, issues: Path) -> None:

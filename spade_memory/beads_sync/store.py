@@ -55,6 +55,14 @@ from .ops import (
 )
 
 logger = logging.getLogger("spade_memory.beads")
+MEMORY_REFS = "memory_refs"
+"""The work item's metadata key listing the ids of the memories linked to it."""
+CLOSE_REASONS = {
+    "": "deleted from the base memory",
+    "expired": "expired in the base memory",
+    "forgotten": "forgotten by filter in the base memory",
+}
+"""Why a mirrored memory's issue was closed, by the change's ``reason``."""
 Handler = Callable[[str, Any, str | None], Awaitable[Record]]
 
 
@@ -235,17 +243,21 @@ class BeadsMemoryStore(AppliesOps):
         """Apply committed base memory changes; each applies once, however often it comes."""
         mirrored = await self.engine.list_issues(IssueFilter(include_closed=True))
         by_ref = {i.external_ref: i for i in mirrored if i.external_ref}
+        by_id = {i.id: i for i in mirrored}
         applied = 0
         async with self.engine.batch():
             for change in changes:
                 issue = by_ref.get(m.EXTERNAL_REF_PREFIX + change.memory_id)
                 if change.kind == "deleted":
                     if issue is not None and issue.is_open:
-                        await self.engine.close(issue.id, "deleted from the base memory")
+                        reason = CLOSE_REASONS.get(change.reason or "", CLOSE_REASONS[""])
+                        await self.engine.close(issue.id, reason)
                         applied += 1
                 elif change.memory is not None:
                     written = await self._mirror_memory(change.memory, issue)
                     by_ref[m.EXTERNAL_REF_PREFIX + change.memory_id] = written
+                    by_id[written.id] = written
+                    await self._link_work_items(change.memory, written, by_id, by_ref)
                     applied += 1
         return applied
 
@@ -253,9 +265,14 @@ class BeadsMemoryStore(AppliesOps):
         memory_type = m.CATEGORY_MEMORY_TYPE.get(memory.category, "learning")
         space = None if memory.space == PERSONAL else memory.space
         labels = m.labels_for(
-            memory_type, memory.owner, None, category=memory.category, space=space
+            memory_type, memory.owner, None, tuple(memory.tags), memory.category, space
         )
-        ours = {"confidence": memory.confidence, "source": "base-memory"}
+        ours = {
+            "confidence": memory.confidence, "source": "base-memory",
+            "memory_source": memory.source, "work_items": memory.work_items or None,
+            "expires_at": None if memory.expires_at is None else memory.expires_at.isoformat(),
+            "version": memory.version,
+        }  # fmt: skip
         if issue is None:
             return await self.engine.create(
                 NewIssue(
@@ -266,22 +283,43 @@ class BeadsMemoryStore(AppliesOps):
                     labels=labels,
                     notes=memory.context or "",
                     external_ref=m.EXTERNAL_REF_PREFIX + memory.id,
-                    metadata=m.with_ours({}, **ours),
+                    metadata=m.with_ours(memory.metadata, **ours),
                 )
             )
-        stale = tuple(
-            label for label in issue.labels if label.startswith(m.RESERVED_LABEL_PREFIXES)
-        )
+        kept = {key: issue.metadata[key] for key in (MEMORY_REFS,) if key in issue.metadata}
+        was_ours = {k: v for k, v in m.ours(issue).items() if k not in ours}
         changes = IssueChanges(
             title=m.title_of(memory.content),
             description=memory.content,
             notes=memory.context or "",
             issue_type=m.issue_type_of(memory_type),
-            metadata=m.with_ours(issue.metadata, **ours),
-            remove_labels=tuple(label for label in stale if label not in labels),
+            metadata=m.with_ours({**kept, **memory.metadata}, **was_ours, **ours),
+            remove_labels=tuple(label for label in issue.labels if label not in labels),
             add_labels=tuple(label for label in labels if label not in issue.labels),
         )
         return await self.engine.update(issue.id, changes)
+
+    async def _link_work_items(
+        self, memory: Memory, issue: Issue, by_id: dict[str, Issue], by_ref: dict[str, Issue]
+    ) -> None:
+        """A ``discovered-from`` dependency from the memory's issue to each work item's
+        issue in this database (found by id, or by ``external_ref``), and the memory's id
+        in the work item's ``metadata.memory_refs``; a work item not here is left to
+        ``memory_refs``."""
+        for work_id in memory.work_items:
+            work = by_id.get(work_id) or by_ref.get(work_id)
+            if work is None or work.id == issue.id:
+                continue
+            if not any(
+                dep.depends_on_id == work.id and dep.type == "discovered-from"
+                for dep in issue.dependencies
+            ):
+                await self.engine.add_dependency(issue.id, work.id, "discovered-from")
+            refs = work.metadata.get(MEMORY_REFS)
+            refs = list(refs) if isinstance(refs, list) else []
+            if memory.id not in refs:
+                metadata = {**work.metadata, MEMORY_REFS: [*refs, memory.id]}
+                by_id[work.id] = await self.engine.update(work.id, IssueChanges(metadata=metadata))
 
     # -- access ----------------------------------------------------------------------
 

@@ -51,6 +51,9 @@ class ToolSpec:
     replaced: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Parameters the model sees in a simpler form than the op takes (``space``: one
     name, where the wire also takes a list)."""
+    required: tuple[str, ...] | None = None
+    """The parameters the model must give, when not the op's required fields (spade_llm's
+    list, kept where the op became more lenient)."""
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of the parameters, derived from the op model."""
@@ -63,7 +66,9 @@ class ToolSpec:
         }
         for name, extra in self.bounds.items():
             properties[name].update(extra)
-        required = [name for name in self.parameters if self.op.model_fields[name].is_required()]
+        required = list(self.required or ()) or [
+            name for name in self.parameters if self.op.model_fields[name].is_required()
+        ]
         return {"type": "object", "properties": properties, "required": required}
 
 
@@ -79,9 +84,9 @@ def _tool_property(prop: dict[str, Any]) -> dict[str, Any]:
     return prop
 
 
-def _said_stored(op: StoreMemory, _result: Stored) -> str:
+def _said_stored(op: StoreMemory, result: Stored) -> str:
     where = "" if op.space in (None, PERSONAL) else f" in space {op.space}"
-    return f"Stored {op.category} memory{where}: {op.content}"
+    return f"Stored {result.category or op.category} memory{where}: {op.content}"
 
 
 def _memory_lines(result: MemoryList, *, with_category: bool) -> list[str]:
@@ -143,9 +148,10 @@ STORE_MEMORY = ToolSpec(
         "and my own capabilities or limitations. It persists across conversations."
     ),
     op=StoreMemory,
-    parameters=("category", "content", "context", "confidence", "space"),
+    parameters=("category", "content", "context", "confidence", "space", "tags"),
     service=BASE_MEMORY,
     say=_said_stored,
+    required=("category", "content"),  # spade_llm's; the wire also takes none (classified)
     replaced={
         "space": {
             "type": "string",
@@ -162,7 +168,7 @@ SEARCH_MEMORIES = ToolSpec(
         "Results are ranked by relevance."
     ),
     op=SearchMemories,
-    parameters=("query", "limit", "category", "space"),
+    parameters=("query", "limit", "category", "space", "tags_any"),
     service=BASE_MEMORY,
     say=_said_found,
     bounds={"limit": {"minimum": 1, "maximum": 20, "default": 10}},
@@ -175,7 +181,7 @@ LIST_MEMORIES = ToolSpec(
         "recently used first, to see what I know in that area."
     ),
     op=ListMemories,
-    parameters=("category", "limit", "space"),
+    parameters=("category", "limit", "space", "tags_any"),
     service=BASE_MEMORY,
     say=_said_listed,
     bounds={"limit": {"minimum": 1, "maximum": 50, "default": 20}},

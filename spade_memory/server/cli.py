@@ -104,6 +104,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-body-bytes", type=int, default=Limits.max_body_bytes,
         help="largest request body in bytes (default: %(default)s)",
     )  # fmt: skip
+    limits.add_argument(
+        "--max-versions", type=int, default=Limits.max_versions,
+        help="versions of a long-term memory kept for memory_history, the current one"
+        " counted (default: %(default)s)",
+    )  # fmt: skip
     run.add_argument(
         "--connect-timeout",
         type=float,
@@ -215,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_memories_per_space=args.max_memories_per_space,
             max_bytes_per_space=args.max_bytes_per_space,
             max_body_bytes=args.max_body_bytes,
+            max_versions=max(1, args.max_versions),
         ),
         synchronous="FULL" if args.durable else "NORMAL",
         connect_timeout=args.connect_timeout,

@@ -250,6 +250,13 @@ class MemoryRuntime:
             closing=closing,
             manifest=Manifest(config.data_dir),
             spaces=self.spaces,
+            work_item_patterns=tuple(
+                pattern
+                for other in config.services
+                for pattern in service(other).work_item_patterns(
+                    config.config_of(other), config.data_dir
+                )
+            ),
         )
         opened: MemoryService
         try:

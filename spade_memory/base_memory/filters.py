@@ -1,0 +1,89 @@
+"""Which memories an op selects, as one SQL condition on ``memories m``.
+
+Every read goes through it, so an expired memory is invisible to each of them at once
+(the background purge deletes it later); the filters of a ``Filtered`` op (tags,
+metadata, dates) and the categories asked for narrow it further. Values are always
+bound parameters, never text in the statement.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .ops import Filtered
+
+
+@dataclass
+class Selection:
+    """A condition on ``memories m`` and its parameters."""
+
+    sql: str = "1"
+    params: list[Any] = field(default_factory=list)
+    narrows: bool = False
+    """Whether it may leave out a live memory of the spaces searched (meaning search must
+    then check what it finds)."""
+
+
+def select(
+    op: Filtered[Any] | None,
+    categories: Sequence[str] | None = None,
+    *,
+    expiring: bool = True,
+    now: float | None = None,
+) -> Selection:
+    """The condition for ``op``'s filters and ``categories``, live memories only
+    (``expiring`` False: no memory has an expiry, so none is checked)."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if expiring:
+        parts.append("(m.expires_at IS NULL OR m.expires_at > ?)")
+        params.append(time.time() if now is None else now)
+    if categories is not None:
+        parts.append(f"m.category IN ({', '.join('?' * len(categories))})")
+        params.extend(categories)
+    if op is not None:
+        _filters(op, parts, params)
+    return Selection(" AND ".join(parts) or "1", params, narrows=bool(parts))
+
+
+def _filters(op: Filtered[Any], parts: list[str], params: list[Any]) -> None:
+    if op.tags_any:
+        parts.append(
+            "EXISTS (SELECT 1 FROM json_each(m.tags) t"
+            f" WHERE t.value IN ({', '.join('?' * len(op.tags_any))}))"
+        )
+        params.extend(op.tags_any)
+    if op.tags_all:
+        parts.append(
+            "(SELECT COUNT(DISTINCT t.value) FROM json_each(m.tags) t"
+            f" WHERE t.value IN ({', '.join('?' * len(op.tags_all))})) = ?"
+        )
+        params.extend([*op.tags_all, len(op.tags_all)])
+    for key, value in (op.metadata_equals or {}).items():
+        path = f'$."{key}"'  # keys hold no quote or backslash (``tags.MetadataKey``)
+        if value is None or isinstance(value, bool):
+            kind = "null" if value is None else ("true" if value else "false")
+            parts.append("json_type(m.metadata, ?) = ?")
+            params.extend([path, kind])
+        elif isinstance(value, str):
+            parts.append("json_type(m.metadata, ?) = 'text' AND json_extract(m.metadata, ?) = ?")
+            params.extend([path, path, value])
+        else:
+            parts.append(
+                "json_type(m.metadata, ?) IN ('integer', 'real')"
+                " AND json_extract(m.metadata, ?) = ?"
+            )
+            params.extend([path, path, value])
+    for name, column, comparison in (
+        ("created_after", "created_at", ">"),
+        ("created_before", "created_at", "<"),
+        ("accessed_after", "last_accessed", ">"),
+        ("accessed_before", "last_accessed", "<"),
+    ):
+        moment = getattr(op, name)
+        if moment is not None:
+            parts.append(f"m.{column} {comparison} ?")
+            params.append(moment.timestamp())
