@@ -26,6 +26,8 @@ TtlSeconds = Annotated[
         " when they have passed, and purged soon after)",
     ),
 ]
+
+
 def _within_years(moment: datetime) -> datetime:
     if not 1970 <= moment.year <= 9000:  # in UTC too, and as epoch seconds
         raise ValueError("an expiry must fall between the years 1970 and 9000")

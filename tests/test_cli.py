@@ -46,8 +46,9 @@ def test_schema_describes_every_request_and_reply() -> None:
     assert ops == set(base["replies"]) == {
         "store_memory", "get_memory", "search_memories", "list_memories",
         "recent_memories", "update_memory", "delete_memory", "memory_stats", "changes_since",
-        "create_space", "grant", "revoke", "leave_space", "list_spaces", "space_info",
-        "delete_space", "subscribe", "unsubscribe",
+        "forget_memories", "memory_history", "memory_refs", "create_space", "grant",
+        "revoke", "leave_space", "list_spaces", "space_info", "delete_space", "subscribe",
+        "unsubscribe",
     }  # fmt: skip
     beads = schema["services"]["beads-sync"]
     assert set(beads["request"]["discriminator"]["mapping"]) == set(beads["replies"]) == {

@@ -56,8 +56,9 @@ def jsonl(*memories: dict[str, object]) -> str:
 MEMORIES = [
     {"category": "fact", "content": "The staging API is at /api/v2", "context": "ops"},
     {"category": "preference", "content": "Prefers short answers", "confidence": 0.6},
-    {"category": "pattern", "content": "Deploys happen on Tuesdays"},
-]
+    {"category": "pattern", "content": "Deploys happen on Tuesdays", "tags": ["ops"],
+     "metadata": {"team": "core"}, "source": "see OPS-12"},
+]  # fmt: skip
 
 
 def test_import_list_search_show_update_delete_stats(
@@ -116,6 +117,7 @@ async def test_export_forget_import_gives_back_the_same_memories(
     ok(shell(memory_service, me, "memories", "export", str(export)))
     exported = [json.loads(line) for line in export.read_text().splitlines()]
     assert len(exported) == 3
+    assert [m["work_items"] for m in exported if m["tags"]] == [["OPS-12"]]
 
     refused = shell(memory_service, me, "forget")  # no terminal: nothing without --yes
     assert refused.returncode == 1
@@ -134,10 +136,11 @@ async def test_export_forget_import_gives_back_the_same_memories(
     ok(shell(memory_service, me, "memories", "import", str(export)))
     again = tmp_path / "again.jsonl"
     ok(shell(memory_service, me, "memories", "export", str(again)))
-    kept = ("category", "content", "context", "confidence", "owner")
+    kept = ("category", "content", "context", "confidence", "owner", "tags", "metadata",
+            "source", "work_items")  # fmt: skip
 
     def same(lines: list[dict[str, object]]) -> list[tuple[object, ...]]:
-        return sorted(tuple(memory[key] for key in kept) for memory in lines)
+        return sorted(tuple(json.dumps(memory[key]) for key in kept) for memory in lines)
 
     restored = [json.loads(line) for line in again.read_text().splitlines()]
     assert same(restored) == same(exported)

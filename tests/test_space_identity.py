@@ -107,6 +107,13 @@ class Team:
             Attempt(base, {"op": "recent_memories", "space": space}, "reader"),
             Attempt(base, {"op": "memory_stats", "space": space}, "reader"),
             Attempt(base, {"op": "changes_since", "space": space, "after": 0}, "reader"),
+            Attempt(base, {"op": "memory_history", "id": memory_id, "space": space}, "reader"),
+            Attempt(base, {"op": "memory_refs", "work_id": "DEAL-1", "space": space}, "reader"),
+            Attempt(
+                base,
+                {"op": "forget_memories", "space": space, "tags_any": ["none"], "dry_run": True},
+                "writer",
+            ),
             Attempt(
                 base,
                 {"op": "store_memory", "category": "fact", "content": f"by {role}", "space": space},

@@ -276,7 +276,7 @@ def prefixes_of(beads_dir: Path) -> set[str]:
                     continue
                 if isinstance(issue_id, str) and (prefix := id_prefix(issue_id)):
                     found.add(prefix)
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # a damaged file is the sync agent's to name
         pass
     return found
 

@@ -305,13 +305,15 @@ async def every_memory(client: MemoryClient) -> AsyncIterator[Memory]:
 
 def _stores_in(source: IO[str], name: str) -> Iterator[StoreMemory]:
     """A ``store_memory`` op for each line of an export (blank lines skipped)."""
-    kept = ("category", "content", "context", "confidence")
+    kept = ("category", "content", "context", "confidence", "tags", "metadata", "source",
+            "expires_at")  # fmt: skip
     for number, line in enumerate(source, 1):
         if not line.strip():
             continue
         try:
             fields = json.loads(line)
-            yield StoreMemory(**{key: fields[key] for key in kept if key in fields})
+            chosen = {key: fields[key] for key in kept if fields.get(key) is not None}
+            yield StoreMemory.model_validate_json(json.dumps(chosen))
         except (ValueError, TypeError, ValidationError) as error:
             text = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ShellError(f"{name}, line {number}: not a memory ({text})") from None
