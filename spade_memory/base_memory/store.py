@@ -696,7 +696,8 @@ class LongTermStore(AppliesOps):
         work.current.need[cursor.lastrowid] = place.key  # embedded once committed
         work.current.texts[cursor.lastrowid] = embedding_text(op.content, op.context)
         work.adding.append((cursor.lastrowid, op.content, op.context))
-        await self._link(db, request, work, memory_id, work_ids, place)
+        if work_ids:
+            await self._link(db, request, work, memory_id, work_ids, place)
         await self._changed(db, request, work, "stored", memory_id, owner, place)
 
     async def _link(
