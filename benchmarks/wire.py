@@ -104,7 +104,10 @@ class RateResult:
 async def _measure(
     port: int, round_trips: int, blocks: int, batches: int
 ) -> tuple[list[WireResult], list[RateResult]]:
-    agent = Requester(f"bench-{uuid.uuid4().hex[:6]}@localhost", "bench", port=port)
+    # a batch of a hundred searches is one request: its reply may take seconds
+    agent = Requester(
+        f"bench-{uuid.uuid4().hex[:6]}@localhost", "bench", port=port, memory_timeout=60.0
+    )
     await start_agent(agent)
     try:
         return await _measure_with(agent.memory, round_trips, blocks, batches)

@@ -14,7 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spade.behaviour import CyclicBehaviour
 
+from spade_memory import wire
+from spade_memory.base_memory.ops import (
+    ForgetMemories,
+    Forgotten,
+    MemoryList,
+    MemoryRefs,
+    SearchMemories,
+    Stored,
+    StoreMemory,
+)
+from spade_memory.base_memory.service import WORK_ONTOLOGY
 from spade_memory.errors import ItemNotFound
 from spade_memory.lifecycle import stop_agent
 from spade_memory.server.runtime import PASSWORD_ENV
@@ -53,6 +65,10 @@ async def eventually(check: Callable[[], bool], timeout: float = 30.0) -> None:
         await asyncio.sleep(0.1)
 
 
+WORK_ENGINE = unique_jid("work-engine")
+"""The deployment's own work engine, told of every link (``--work-engine-jid``)."""
+
+
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[MemoryServiceProcess]:
     data_dir = tmp_path / "data"
@@ -61,11 +77,24 @@ def service(tmp_path: Path) -> Iterator[MemoryServiceProcess]:
     (beads / "issues.jsonl").write_text(json.dumps(WORK_ITEM) + "\n")  # the project's work
     process = MemoryServiceProcess(
         data_dir, "--beads-debounce", "0.2", "--purge-every", "0.3", "--no-dense-search",
-        env={PASSWORD_ENV: "details-e2e-secret"},
+        "--work-engine-jid", WORK_ENGINE, env={PASSWORD_ENV: "details-e2e-secret"},
     )  # fmt: skip
     process.start()
     yield process
     process.stop()
+
+
+class Heard(CyclicBehaviour):  # type: ignore[misc]
+    """Keeps the body of every work-item notice."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bodies: list[dict[str, Any]] = []
+
+    async def run(self) -> None:
+        message = await self.receive(timeout=0.5)
+        if message is not None:
+            self.bodies.append(json.loads(message.body))
 
 
 async def test_a_work_item_source_links_the_memory_in_beads_and_in_memory_refs(
@@ -80,7 +109,8 @@ async def test_a_work_item_source_links_the_memory_in_beads_and_in_memory_refs(
         assert stored is not None and stored.work_items == ["wrk-a1b2"]
         assert stored.classified and stored.category == "capability"
         refs = await alice.memory.memory_refs("wrk-a1b2")
-        assert [m.id for m in refs] == [stored.id] and refs[0].source.endswith("wrk-a1b2")
+        assert [m.id for m in refs] == [stored.id]
+        assert refs[0].source == "found while fixing wrk-a1b2"
         await eventually(lambda: mirrored(service.data_dir, stored.id) is not None)
         await eventually(
             lambda: (
@@ -178,3 +208,39 @@ async def test_history_names_both_authors_and_filters_and_scores_hold_over_the_w
     finally:
         await stop_agent(alice)
         await stop_agent(bob)
+
+
+async def test_the_work_engine_hears_each_link_and_batches_carry_the_new_fields(
+    service: MemoryServiceProcess,
+) -> None:
+    engine = await start_client(WORK_ENGINE, service.port)
+    heard = Heard()
+    engine.add_behaviour(heard, wire.notice_template(WORK_ONTOLOGY))
+    alice = await start_client(unique_jid("alice"), service.port)
+    try:
+        outcomes = await alice.memory.batch(
+            alice.memory.base_memory_jid,
+            [
+                StoreMemory(category="fact", content="Login needs 2FA", source="see SEC-9",
+                            tags=["auth"], metadata={"risk": "high"}, ttl_seconds=3600),
+                StoreMemory(category="fact", content="Login page is slow", tags=["perf"]),
+                SearchMemories(query="login", tags_any=["auth"]),
+                MemoryRefs(work_id="SEC-9"),
+                ForgetMemories(tags_any=["perf"]),
+            ],
+        )  # fmt: skip
+        stored, _, found, refs, forgotten = outcomes
+        assert isinstance(stored, Stored) and stored.work_items == ["SEC-9"]
+        assert isinstance(found, MemoryList) and [m.id for m in found.memories] == [stored.id]
+        assert found.memories[0].metadata == {"risk": "high"}
+        assert found.memories[0].expires_at is not None
+        assert isinstance(refs, MemoryList) and [m.id for m in refs.memories] == [stored.id]
+        assert isinstance(forgotten, Forgotten) and forgotten.dry_run and forgotten.count == 1
+        await eventually(lambda: len(heard.bodies) >= 1)
+        assert heard.bodies == [{
+            "event": "memory_linked", "work_id": "SEC-9", "memory_id": stored.id,
+            "author": str(alice.jid.bare),
+        }]  # fmt: skip
+    finally:
+        await stop_agent(alice)
+        await stop_agent(engine)

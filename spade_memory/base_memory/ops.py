@@ -26,6 +26,10 @@ CATEGORIES: tuple[Category, ...] = ("fact", "pattern", "preference", "capability
 # -- replies ----------------------------------------------------------------------
 
 
+def _empty(value: object) -> bool:
+    return value is None or value == [] or value == {}
+
+
 class Memory(Record):
     """One long-term memory: where it lives and who stored it.
 
@@ -46,17 +50,19 @@ class Memory(Record):
     created_at: datetime
     last_accessed: datetime
     access_count: int
-    tags: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    source: str | None = None
+    # the details below are left out of the JSON while empty (a reader takes the default):
+    # most memories have none, and a batch of searches carries a thousand memories
+    tags: list[str] = Field(default_factory=list, exclude_if=_empty)
+    metadata: dict[str, Any] = Field(default_factory=dict, exclude_if=_empty)
+    source: str | None = Field(default=None, exclude_if=_empty)
     """Where it came from (a path, a beads issue id, a URL), as the caller said."""
-    work_items: list[str] = Field(default_factory=list)
+    work_items: list[str] = Field(default_factory=list, exclude_if=_empty)
     """The work-item ids found in ``source``: the memory is linked to each."""
-    expires_at: datetime | None = None
+    expires_at: datetime | None = Field(default=None, exclude_if=_empty)
     """When it is forgotten (None: never)."""
-    version: int = 1
+    version: int = Field(default=1, exclude_if=lambda version: version == 1)
     """1 when stored; each update adds one (see ``memory_history``)."""
-    score: float | None = None
+    score: float | None = Field(default=None, exclude_if=_empty)
     """For ``search_memories``: how relevant it is to the query (higher first)."""
 
 

@@ -632,7 +632,7 @@ class LongTermStore(AppliesOps):
             id=memory_id, deduplicated=bool(same), category=category,
             classified=chosen is not None,
             category_confidence=None if chosen is None else round(chosen.confidence, 3),
-            work_items=work_ids,
+            work_items=[] if same else work_ids,  # a reinforced memory keeps its own links
         )  # fmt: skip
         # the result is known before any change: claim the request id with it
         if not await self._requests.claim(db, owner, request.id, stored):
