@@ -58,7 +58,12 @@ async def bench_footprint(memories: int, idle_seconds: float = 5.0) -> dict[str,
                 "idle": rss_mib(service.process.pid),
                 "bare agent": rss_mib(echo.process.pid),
             }
-            client = Client(f"footprint-{uuid.uuid4().hex[:6]}@localhost", "x", port=service.port)
+            client = Client(  # a batch may wait while the model loads: give it a minute
+                f"footprint-{uuid.uuid4().hex[:6]}@localhost",
+                "x",
+                port=service.port,
+                memory_timeout=60.0,
+            )
             await start_agent(client)
             try:
                 started = time.perf_counter()

@@ -45,6 +45,8 @@ class NativeEngine:
         self._lines: list[Line] = []
         self._by_id: dict[str, Line] = {}
         self._seen: tuple[int, int, int] | None = None
+        self._known_prefix: str | None = None
+        """The prefix of new ids, once found (forgotten when the file is read again)."""
         self._unsaved = False
         self._lock = asyncio.Lock()
 
@@ -234,6 +236,7 @@ class NativeEngine:
             raise BeadsError(f"could not read {self.path.name}: {error}") from error
         self._by_id = {line.issue["id"]: line for line in self._lines if line.issue is not None}
         self._seen = stamp
+        self._known_prefix = None
 
     def _new_id(self, title: str, now: str) -> str:
         """``<prefix>-`` and 12 base-36 characters (62 bits, partly random): an id
@@ -252,12 +255,19 @@ class NativeEngine:
         raise BeadsError("could not find a free issue id")
 
     def _prefix(self) -> str:
-        config = self.beads_dir / "config.yaml"
-        if config.exists():
-            match = _PREFIX_SETTING.search(config.read_text(encoding="utf-8"))
-            if match:
-                return match.group(1)
-        return common_prefix(list(self._by_id)) or self.default_prefix
+        """The prefix of new ids, found once per reading of the file (counting every id's
+        prefix for each new issue made mirroring a large file quadratic)."""
+        if self._known_prefix is None:
+            config = self.beads_dir / "config.yaml"
+            match = (
+                _PREFIX_SETTING.search(config.read_text(encoding="utf-8"))
+                if config.exists()
+                else None
+            )
+            self._known_prefix = (
+                match.group(1) if match else common_prefix(list(self._by_id))
+            ) or self.default_prefix
+        return self._known_prefix
 
 
 def prefixes_of(beads_dir: Path) -> set[str]:
