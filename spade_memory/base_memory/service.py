@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 from spade.agent import Agent
@@ -37,6 +37,7 @@ from .spaces import SpaceOps
 from .store import LongTermStore
 from .work_items import DEFAULT_PATTERNS, WorkItems, WorkLink
 
+T = TypeVar("T")
 WORK_ONTOLOGY = "spade-memory-work-items"
 """Ontology of the messages telling a work engine of a memory linked to a work item."""
 
@@ -199,27 +200,42 @@ class NotifyMirror(CyclicBehaviour):  # type: ignore[misc]
         await self.send(change_notice(self.service.mirror))
 
 
-class NotifySubscribers(CyclicBehaviour):  # type: ignore[misc]
+class Drains(CyclicBehaviour, Generic[T]):  # type: ignore[misc]
+    """Handles what the service puts in ``items``, one at a time; killing it puts None
+    there, which wakes its wait so it ends at once. (Not ``queue``: that is SPADE's
+    own, for the messages a behaviour receives.)"""
+
+    def __init__(self, items: asyncio.Queue[T | None]) -> None:
+        super().__init__()
+        self.items = items
+
+    def kill(self, exit_code: object | None = None) -> None:
+        """Kill it, and wake its wait."""
+        super().kill(exit_code)
+        self.items.put_nowait(None)
+
+    async def run(self) -> None:
+        try:
+            item = await asyncio.wait_for(self.items.get(), timeout=1.0)
+        except asyncio.TimeoutError:
+            return
+        if item is not None and not self.is_killed():
+            await self.handle(item)
+
+    async def handle(self, item: T) -> None:
+        """Act on one item."""
+        raise NotImplementedError
+
+
+class NotifySubscribers(Drains[SpaceEvent]):
     """Sends each committed write in a shared space to the space's subscribers that are
     still members (a subscription does not outlive the membership)."""
 
     def __init__(self, service: BaseMemoryService, directory: SpaceDirectory) -> None:
-        super().__init__()
-        self.service = service
+        super().__init__(service.events)
         self.directory = directory
 
-    def kill(self, exit_code: object | None = None) -> None:
-        """Kill it, and wake its wait for events."""
-        super().kill(exit_code)
-        self.service.events.put_nowait(None)
-
-    async def run(self) -> None:
-        try:
-            event = await asyncio.wait_for(self.service.events.get(), timeout=1.0)
-        except asyncio.TimeoutError:
-            return
-        if event is None or self.is_killed():
-            return
+    async def handle(self, event: SpaceEvent) -> None:
         space = (await self.directory.by_ids([event.space])).get(event.space)
         if space is None:
             return  # deleted meanwhile
@@ -231,28 +247,16 @@ class NotifySubscribers(CyclicBehaviour):  # type: ignore[misc]
             await self.send(wire.notice(address, EVENTS_ONTOLOGY, body))
 
 
-class NotifyWorkEngine(CyclicBehaviour):  # type: ignore[misc]
+class NotifyWorkEngine(Drains[list[WorkLink]]):
     """Tells a deployment's work engine (a JID) of each link of a memory to a work item:
     one message per link, its body ``{"event": "memory_linked", "work_id", "memory_id",
     "author"}``, with the ontology ``WORK_ONTOLOGY``."""
 
     def __init__(self, service: BaseMemoryService, to: str) -> None:
-        super().__init__()
-        self.service = service
+        super().__init__(service.links)
         self.to = to
 
-    def kill(self, exit_code: object | None = None) -> None:
-        """Kill it, and wake its wait for links."""
-        super().kill(exit_code)
-        self.service.links.put_nowait(None)
-
-    async def run(self) -> None:
-        try:
-            links = await asyncio.wait_for(self.service.links.get(), timeout=1.0)
-        except asyncio.TimeoutError:
-            return
-        if links is None or self.is_killed():
-            return
+    async def handle(self, links: list[WorkLink]) -> None:
         for link in links:
             body = json.dumps({
                 "event": "memory_linked", "work_id": link.work_id,

@@ -43,6 +43,7 @@ from ..storage.batches import apply_all
 from ..storage.connection import Database, Synchronous, Transactions, open_migrated
 from ..storage.faults import free_bytes
 from ..storage.manifest import Manifest
+from ..storage.purging import purge_now_and_then
 from ..tags import dumps
 from . import filters, history, journal, words
 from .access import AccessLog
@@ -232,7 +233,9 @@ class LongTermStore(AppliesOps):
         except BaseException:
             await store.close()
             raise
-        store._purge_task = asyncio.create_task(store._purge_now_and_then())
+        store._purge_task = asyncio.create_task(
+            purge_now_and_then(store._purge_all, lambda: store.purge_every, store._tx.path)
+        )
         # the classifier trains once (~0.2 s): in a thread now, not in a first store
         store._warm = asyncio.get_running_loop().run_in_executor(None, classify, "warm up")
         return store
@@ -329,16 +332,10 @@ class LongTermStore(AppliesOps):
             self.on_purged()
         return len(rows)
 
-    async def _purge_now_and_then(self) -> None:
-        """Purge what expired, every ``purge_every`` seconds (a failure waits for the next
-        turn: reads hide expired memories meanwhile)."""
-        while True:
-            try:
-                while await self.purge_expired() >= 1000:
-                    pass
-            except (sqlite3.Error, OSError, MemoryServiceError) as error:
-                logger.warning("%s: expired memories not purged yet (%s)", self._tx.path, error)
-            await asyncio.sleep(self.purge_every)
+    async def _purge_all(self) -> None:
+        """Purge what expired, a thousand memories per transaction."""
+        while await self.purge_expired() >= 1000:
+            pass
 
     async def changes_since(self, after: int, limit: int = 500) -> ChangeList:
         """The committed changes after ``after``, oldest first; forgets those up to it."""

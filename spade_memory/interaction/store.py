@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -34,6 +33,7 @@ from ..storage import requests
 from ..storage.batches import apply_all
 from ..storage.connection import Database, Migration, Synchronous, Transactions, open_migrated
 from ..storage.manifest import Manifest
+from ..storage.purging import purge_now_and_then
 from . import working_store
 from .forget import ForgetInteractions, Forgotten
 from .notes import (
@@ -53,8 +53,6 @@ from .notes import (
     Notes,
     context_summary,
 )
-
-logger = logging.getLogger("spade_memory.interaction")
 
 _V1 = (
     """CREATE TABLE notes (
@@ -117,18 +115,13 @@ class InteractionStore(AppliesOps):
 
     def _purge_in_background(self, every: float) -> None:
         self._purging = asyncio.create_task(
-            self._purge_periodically(every), name="spade-memory-purge-notes"
+            purge_now_and_then(self._purge_while_serving, lambda: every, self._tx.path),
+            name="spade-memory-purge-notes",
         )
 
-    async def _purge_periodically(self, every: float) -> None:
-        while True:
-            await asyncio.sleep(every)
-            if self._tx.out_of_service is not None:
-                continue
-            try:
-                await self.purge_expired()
-            except Exception as error:  # a full disk, say: reads hide them meanwhile
-                logger.warning("%s: what expired is not purged yet (%s)", self._tx.path, error)
+    async def _purge_while_serving(self) -> None:
+        if self._tx.out_of_service is None:
+            await self.purge_expired()
 
     @classmethod
     async def open(
