@@ -8,8 +8,10 @@ it over the wire, never through SPADE's in-process shortcut.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
+import shutil
 import signal
 import socket
 import subprocess
@@ -147,3 +149,94 @@ class ProsodyProcess(ChildProcess):
         )  # fmt: skip
         if done.returncode != 0:
             raise RuntimeError(f"prosodyctl could not register {jid}: {done.stdout}{done.stderr}")
+
+
+POSTGRES_BINARIES = ("/usr/lib/postgresql/*/bin",)
+"""Where Debian's ``postgresql`` package puts initdb and pg_ctl (not on PATH)."""
+
+
+class PostgresServer:
+    """A PostgreSQL server of its own: ``initdb`` into ``data_dir``, ``pg_ctl`` on a free
+    loopback port, trusted local connections. As root (PostgreSQL refuses to run as root)
+    it runs as the ``postgres`` user that Debian's package creates.
+
+    ``bin_dir``: where ``initdb`` and ``pg_ctl`` are (default: ``$SPADE_MEMORY_PG_BIN``,
+    then PATH, then Debian's folder). ``database(name)`` creates a database and returns
+    its URL.
+    """
+
+    def __init__(self, data_dir: Path, bin_dir: Path | None = None) -> None:
+        self.data_dir = data_dir
+        found = bin_dir or postgres_binaries()
+        if found is None:
+            raise RuntimeError("PostgreSQL is not installed (apt-get install postgresql)")
+        self.bin_dir = found
+        self.port = free_port()
+        self._as_user: list[str] = []
+        if os.geteuid() == 0:
+            import pwd  # Unix only, as PostgreSQL's tools are
+
+            user = pwd.getpwnam("postgres")
+            data_dir.mkdir(parents=True, exist_ok=True)
+            os.chown(data_dir, user.pw_uid, user.pw_gid)
+            self._as_user = ["runuser", "-u", "postgres", "--"]
+
+    def _run(self, *command: str) -> None:
+        done = subprocess.run(
+            [*self._as_user, *command], capture_output=True, text=True, check=False,
+            timeout=120,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"{command[0]} failed:\n{done.stdout}{done.stderr}")
+
+    def start(self) -> None:
+        """Create the cluster (once) and start the server; returns when it accepts
+        connections. Raises ``RuntimeError`` with the tool's output when it cannot."""
+        cluster = self.data_dir / "cluster"
+        if not (cluster / "PG_VERSION").exists():
+            self._run(
+                str(self.bin_dir / "initdb"), "-D", str(cluster), "-U", "postgres",
+                "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync",
+            )  # fmt: skip
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories="
+            f"{self.data_dir} -c fsync=off -c max_connections=200"
+        )
+        self._run(
+            str(self.bin_dir / "pg_ctl"), "-D", str(cluster), "-o", options,
+            "-l", str(self.data_dir / "server.log"), "-w", "-t", "60", "start",
+        )  # fmt: skip
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (``immediate``: as a crash would)."""
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
+            self._run(
+                str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir / "cluster"),
+                "-m", mode, "-w", "stop",
+            )  # fmt: skip
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def database(self, name: str) -> str:
+        """Create the database ``name`` (letters, digits and _) and return its URL."""
+        if not name.replace("_", "").isalnum():
+            raise ValueError(f"not a plain database name: {name!r}")
+        self._run(
+            str(self.bin_dir / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U",
+            "postgres", "-q", "-c", f"CREATE DATABASE {name}",
+        )  # fmt: skip
+        return self.url(name)
+
+
+def postgres_binaries() -> Path | None:
+    """The folder of PostgreSQL's server tools, or None when they are not installed."""
+    if chosen := os.environ.get("SPADE_MEMORY_PG_BIN"):
+        return Path(chosen)
+    on_path = shutil.which("pg_ctl")
+    if on_path:
+        return Path(on_path).resolve().parent  # a link into the real folder
+    import glob
+
+    found = sorted(glob.glob(POSTGRES_BINARIES[0] + "/pg_ctl"))
+    return Path(found[-1]).parent if found else None

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import itertools
 import os
-from collections.abc import AsyncIterator, Iterator
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from spade_memory.lifecycle import stop_agent
 from spade_memory.server.runtime import PASSWORD_ENV
-from spade_memory.testing import MemoryServiceProcess
+from spade_memory.testing import MemoryServiceProcess, PostgresServer, postgres_binaries
 
 from . import prosody
 from .harness import ClientAgent, start_client, unique_jid
@@ -52,6 +56,43 @@ def memory_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryS
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of the tests' own (Debian's ``postgresql``), for the whole run.
+    Not installed is a failure, not a skip: the conformance suite needs both engines."""
+    if postgres_binaries() is None:
+        pytest.fail("PostgreSQL is not installed: apt-get install postgresql")
+    folder = Path(tempfile.mkdtemp(prefix="spade-memory-pg-"))  # out of pytest's 0700 tree
+    server = PostgresServer(folder)
+    server.start()
+    yield server
+    server.stop()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+_DATABASES = itertools.count()
+Location = Callable[[str], "str | Path"]
+"""Where a store lives, given a file name: a SQLite file, or a PostgreSQL URL."""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> Location:
+    """The conformance suite's engines: each test that takes it runs on a SQLite file in
+    its own folder and on a new database of the tests' PostgreSQL server. Called with
+    the same name twice, it gives the same store (to reopen it)."""
+    if request.param == "sqlite":
+        return lambda name: tmp_path / name
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    made: dict[str, str] = {}
+
+    def database(name: str) -> str:
+        if name not in made:
+            made[name] = server.database(f"test_{os.getpid()}_{next(_DATABASES)}")
+        return made[name]
+
+    return database
 
 
 @pytest.fixture(scope="session")
@@ -105,3 +146,36 @@ async def bob(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent
     agent = await start_client(unique_jid("bob"), memory_service.port)
     yield agent
     await stop_agent(agent)
+
+
+async def query(where: str | Path, sql: str, *params: object) -> list[tuple[object, ...]]:
+    """Rows of ``sql`` (``?`` placeholders) read straight from a store's SQLite file or
+    PostgreSQL database, beside the store: what it really holds."""
+    if isinstance(where, Path):
+        import sqlite3
+
+        with sqlite3.connect(where) as db:
+            return [tuple(row) for row in db.execute(sql, params)]
+    import asyncpg
+
+    from spade_memory.storage.postgres import numbered
+
+    conn = await asyncpg.connect(where)
+    try:
+        return [tuple(row) for row in await conn.fetch(numbered(sql), *params)]
+    finally:
+        await conn.close()
+
+
+async def everything(where: str | Path) -> str:
+    """Every row of every table of a store, as text (to show what it no longer holds)."""
+    if isinstance(where, Path):
+        import sqlite3
+
+        with sqlite3.connect(where) as db:
+            return "\n".join(db.iterdump())
+    tables = await query(
+        where, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+    )
+    dumps = [str(await query(where, f'SELECT * FROM "{name}"')) for (name,) in tables]
+    return "\n".join(dumps)

@@ -20,13 +20,15 @@ from spade_memory.base_memory.store import LongTermStore
 from spade_memory.errors import NotAuthorized
 from spade_memory.storage.connection import open_migrated
 
+from .conftest import Location
+
 ALICE = "alice@localhost"
 MIRROR = "beads-sync@localhost"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[LongTermStore]:
-    opened = await LongTermStore.open(tmp_path / "memory.db")
+async def store(location: Location) -> AsyncIterator[LongTermStore]:
+    opened = await LongTermStore.open(location("memory.db"))
     yield opened
     await opened.close()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,6 +21,8 @@ from spade_memory.base_memory.ops import (
 )
 from spade_memory.base_memory.store import LongTermStore
 
+from .conftest import Location, query
+
 ALICE, BOB = "alice@localhost", "bob@localhost"
 PETS = [
     "The family dog is called Rex and loves the beach",
@@ -38,15 +39,15 @@ def embedder() -> Embedder:
 
 
 @pytest.fixture
-async def hybrid(tmp_path: Path, embedder: Embedder) -> AsyncIterator[LongTermStore]:
-    store = await LongTermStore.open(tmp_path / "hybrid.db", embedder=embedder)
+async def hybrid(location: Location, embedder: Embedder) -> AsyncIterator[LongTermStore]:
+    store = await LongTermStore.open(location("hybrid.db"), embedder=embedder)
     yield store
     await store.close()
 
 
 @pytest.fixture
-async def bm25(tmp_path: Path) -> AsyncIterator[LongTermStore]:
-    store = await LongTermStore.open(tmp_path / "bm25.db")
+async def bm25(location: Location) -> AsyncIterator[LongTermStore]:
+    store = await LongTermStore.open(location("bm25.db"))
     yield store
     await store.close()
 
@@ -71,9 +72,9 @@ async def search(
     return result
 
 
-def vectors(store_path: Path) -> int:
-    with sqlite3.connect(store_path) as db:
-        return int(db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+async def vectors(where: str | Path) -> int:
+    ((count,),) = await query(where, "SELECT COUNT(*) FROM embeddings")
+    return int(str(count))
 
 
 async def test_a_paraphrase_bm25_misses_is_found_by_the_hybrid(
@@ -93,7 +94,9 @@ async def test_a_paraphrase_bm25_misses_is_found_by_the_hybrid(
     assert (await search(hybrid, QUESTION, owner=BOB)).memories == []  # owners stay apart
 
 
-async def test_vectors_follow_updates_and_deletes(hybrid: LongTermStore, tmp_path: Path) -> None:
+async def test_vectors_follow_updates_and_deletes(
+    hybrid: LongTermStore, location: Location
+) -> None:
     dog = await put(hybrid, PETS[0])
     for text in PETS[1:]:
         await put(hybrid, text)
@@ -101,21 +104,23 @@ async def test_vectors_follow_updates_and_deletes(hybrid: LongTermStore, tmp_pat
     await hybrid.apply(ALICE, UpdateMemory(id=dog.id, content="The family cat is called Tom"))
     found = await search(hybrid, "which kitten do we have", limit=1)
     assert [m.id for m in found.memories] == [dog.id]
-    assert vectors(tmp_path / "hybrid.db") == 4
+    assert await vectors(location("hybrid.db")) == 4
     await hybrid.apply(ALICE, DeleteMemory(id=dog.id))
-    assert vectors(tmp_path / "hybrid.db") == 3
+    assert await vectors(location("hybrid.db")) == 3
     found = await search(hybrid, "which kitten do we have")
     assert dog.id not in [m.id for m in found.memories]
 
 
-async def test_memories_stored_without_vectors_get_them(tmp_path: Path, embedder: Embedder) -> None:
-    path = tmp_path / "later.db"
+async def test_memories_stored_without_vectors_get_them(
+    location: Location, embedder: Embedder
+) -> None:
+    path = location("later.db")
     plain = await LongTermStore.open(path)
     for text in PETS:
         await put(plain, text)
     assert (await plain.apply(ALICE, MemoryStatsOp())).search == "bm25"  # type: ignore[union-attr]
     await plain.close()
-    assert vectors(path) == 0
+    assert await vectors(path) == 0
     upgraded = await LongTermStore.open(path, embedder=embedder)
     try:
         found = await search(upgraded, QUESTION, limit=1)
@@ -124,7 +129,7 @@ async def test_memories_stored_without_vectors_get_them(tmp_path: Path, embedder
         assert isinstance(stats, MemoryStats) and stats.search == "hybrid"
     finally:
         await upgraded.close()
-    assert vectors(path) == 4
+    assert await vectors(path) == 4
 
 
 async def test_query_modes(hybrid: LongTermStore) -> None:
@@ -143,10 +148,10 @@ async def test_query_modes(hybrid: LongTermStore) -> None:
 
 @pytest.fixture(params=["hybrid", "bm25"])
 async def either(
-    request: pytest.FixtureRequest, tmp_path: Path, embedder: Embedder
+    request: pytest.FixtureRequest, location: Location, embedder: Embedder
 ) -> AsyncIterator[LongTermStore]:
     dense = embedder if request.param == "hybrid" else None
-    store = await LongTermStore.open(tmp_path / "either.db", embedder=dense)
+    store = await LongTermStore.open(location("either.db"), embedder=dense)
     yield store
     await store.close()
 

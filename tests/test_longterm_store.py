@@ -1,4 +1,5 @@
-"""Conformance of the long-term store on real SQLite files."""
+"""Conformance of the long-term store, on a real SQLite file and on a real PostgreSQL
+server (``location``): the same tests, the same answers."""
 
 from __future__ import annotations
 
@@ -27,13 +28,15 @@ from spade_memory.base_memory.ops import (
 from spade_memory.base_memory.store import LongTermStore
 from spade_memory.errors import ItemNotFound
 
+from .conftest import Location
+
 ALICE = "alice@localhost"
 BOB = "bob@localhost"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[LongTermStore]:
-    opened = await LongTermStore.open(tmp_path / "memory.db")
+async def store(location: Location) -> AsyncIterator[LongTermStore]:
+    opened = await LongTermStore.open(location("memory.db"))
     yield opened
     await opened.close()
 
@@ -191,8 +194,8 @@ async def test_stats(store: LongTermStore) -> None:
     assert stats["oldest_memory"] <= stats["newest_memory"]
 
 
-async def test_repeated_request_id_applies_once_even_after_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "memory.db"
+async def test_repeated_request_id_applies_once_even_after_reopen(location: Location) -> None:
+    path = location("memory.db")
     store = await LongTermStore.open(path)
     op = StoreMemory(category="fact", content="only once")
     first = await store.apply(ALICE, op, request_id="req-1")
@@ -208,8 +211,8 @@ async def test_repeated_request_id_applies_once_even_after_reopen(tmp_path: Path
     await reopened.close()
 
 
-async def test_memories_persist_across_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "memory.db"
+async def test_memories_persist_across_reopen(location: Location) -> None:
+    path = location("memory.db")
     store = await LongTermStore.open(path)
     ids = [await put(store, ALICE, f"durable {n}") for n in range(20)]
     await store.close()
@@ -250,8 +253,10 @@ async def test_opens_a_spade_llm_database_and_keeps_every_row(tmp_path: Path) ->
     assert after == before
 
 
-async def test_access_counts_add_up_across_batched_writes_and_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "memory.db"
+async def test_access_counts_add_up_across_batched_writes_and_reopen(
+    location: Location,
+) -> None:
+    path = location("memory.db")
     store = await LongTermStore.open(path)
     memory_id = await put(store, ALICE, "counted memory")
     counts = [(await search(store, ALICE, "counted"))[0].access_count for _ in range(3)]

@@ -9,11 +9,9 @@ The same features over XMPP, with the beads mirror, are in ``test_memory_details
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,14 +41,16 @@ from spade_memory.errors import BadRequest, ItemNotFound
 from spade_memory.limits import Limits
 from spade_memory.ops import parse_op
 
+from .conftest import Location, everything, query
+
 ALICE = "alice@localhost"
 BOB = "bob@localhost"
 PAST = datetime(2020, 1, 1, tzinfo=timezone.utc)
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[LongTermStore]:
-    opened = await LongTermStore.open(tmp_path / "memory.db", limits=Limits(max_versions=3))
+async def store(location: Location) -> AsyncIterator[LongTermStore]:
+    opened = await LongTermStore.open(location("memory.db"), limits=Limits(max_versions=3))
     yield opened
     await opened.close()
 
@@ -175,7 +175,7 @@ async def test_every_search_result_has_a_score_best_first_and_a_reasoning(
 
 
 async def test_updates_keep_their_versions_bounded_and_a_delete_keeps_only_an_audit(
-    store: LongTermStore, tmp_path: Path
+    store: LongTermStore, location: Location
 ) -> None:
     stored = await put(store, "first text", category="fact", tags=["a"])
     await store.apply(ALICE, UpdateMemory(id=stored.id, content="second text"))
@@ -200,8 +200,7 @@ async def test_updates_keep_their_versions_bounded_and_a_delete_keeps_only_an_au
     history = await store.apply(ALICE, MemoryHistoryOp(id=stored.id))
     assert history.versions == [] and history.deleted is not None
     assert history.deleted.deleted_by == ALICE and history.deleted.reason is None
-    with sqlite3.connect(tmp_path / "memory.db") as db:  # nothing of what it said is kept
-        dump = "\n".join(db.iterdump())
+    dump = await everything(location("memory.db"))  # nothing of what it said is kept
     assert "text 2" not in dump and "second text" not in dump and "first text" not in dump
     with pytest.raises(ItemNotFound):
         await store.apply(ALICE, MemoryHistoryOp(id="never-there"))
@@ -211,7 +210,7 @@ async def test_updates_keep_their_versions_bounded_and_a_delete_keeps_only_an_au
 
 
 async def test_an_expired_memory_is_invisible_at_once_and_purged_with_its_reason(
-    store: LongTermStore, tmp_path: Path
+    store: LongTermStore, location: Location
 ) -> None:
     gone = await put(store, "the door code is 4411", category="fact", expires_at=PAST,
                      tags=["code"], source="bd-42")  # fmt: skip
@@ -238,18 +237,17 @@ async def test_an_expired_memory_is_invisible_at_once_and_purged_with_its_reason
     ]  # fmt: skip
     audit = await store.apply(ALICE, MemoryHistoryOp(id=gone.id))
     assert audit.deleted is not None and audit.deleted.reason == "expired"
-    with sqlite3.connect(tmp_path / "memory.db") as db:
-        assert db.execute("SELECT COUNT(*) FROM memories").fetchone() == (2,)
-        assert db.execute("SELECT COUNT(*) FROM memory_links").fetchone() == (0,)
+    assert await query(location("memory.db"), "SELECT COUNT(*) FROM memories") == [(2,)]
+    assert await query(location("memory.db"), "SELECT COUNT(*) FROM memory_links") == [(0,)]
 
 
-async def test_expiry_survives_a_restart(tmp_path: Path) -> None:
-    store = await LongTermStore.open(tmp_path / "m.db")
+async def test_expiry_survives_a_restart(location: Location) -> None:
+    store = await LongTermStore.open(location("m.db"))
     stored = await put(store, "short lived", category="fact", ttl_seconds=3600)
     await store.close()
-    with sqlite3.connect(tmp_path / "m.db") as db:  # its hour passes while it is closed
-        db.execute("UPDATE memories SET expires_at = ?", (time.time() - 1,))
-    store = await LongTermStore.open(tmp_path / "m.db")
+    # its hour passes while it is closed
+    await query(location("m.db"), "UPDATE memories SET expires_at = ?", time.time() - 1)
+    store = await LongTermStore.open(location("m.db"))
     try:
         assert await ids(store, RecentMemories()) == set()
         with pytest.raises(ItemNotFound):
@@ -290,12 +288,12 @@ async def test_forget_by_filter_counts_first_then_deletes_only_what_matched(
 
 
 async def test_a_source_with_a_work_item_links_the_memory_and_one_without_links_nothing(
-    tmp_path: Path,
+    location: Location,
 ) -> None:
     heard: list[WorkLink] = []
     patterns = (*WorkItems().patterns, beads_pattern("buh"))
     store = await LongTermStore.open(
-        tmp_path / "m.db", work_items=WorkItems(patterns, notify=heard.extend)
+        location("m.db"), work_items=WorkItems(patterns, notify=heard.extend)
     )
     try:
         plan = await put(store, "the plan needs a rollback step", category="fact",

@@ -43,7 +43,8 @@ class AccessLog:
             return
         await db.executemany(
             "UPDATE memories SET access_count = access_count + ?,"
-            " last_accessed = max(last_accessed, ?) WHERE seq = ?",
-            [(count, when, seq) for seq, (count, when) in self._pending.items()],
+            " last_accessed = CASE WHEN last_accessed < ? THEN ? ELSE last_accessed END"
+            " WHERE seq = ?",
+            [(count, when, when, seq) for seq, (count, when) in self._pending.items()],
         )
         self._pending.clear()

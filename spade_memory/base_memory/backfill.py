@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from ..storage.connection import Database, Transactions
+from ..storage.connection import Database, Transacting
+from ..storage.faults import store_errors
 from .ranking import Ranking, embedding_text
 from .threads import lowest_priority
 
@@ -43,7 +44,7 @@ RETRY_AFTER_SECONDS = 5.0
 class VectorBackfill:
     """Embeds memories committed without a vector, and keeps the ranking's cache current."""
 
-    def __init__(self, tx: Transactions, ranking: Ranking) -> None:
+    def __init__(self, tx: Transacting, ranking: Ranking) -> None:
         self._tx, self._ranking = tx, ranking
         self.waiting: dict[int, str] = {}
         """Memory seq → its space's key, for every memory that has no vector yet."""
@@ -98,7 +99,7 @@ class VectorBackfill:
         if seqs:
             try:
                 await self._embed(seqs, background=False)
-            except (sqlite3.Error, OSError) as error:  # the search goes on without them
+            except store_errors() as error:  # the search goes on without them
                 logger.warning("vectors not written yet (%s)", error)
 
     async def drained(self) -> None:
@@ -124,7 +125,7 @@ class VectorBackfill:
                 batch = list(itertools.islice(self.waiting, BATCH))
                 try:
                     await self._embed(batch, background=True)
-                except (sqlite3.Error, OSError) as error:
+                except store_errors() as error:
                     logger.warning("vectors not written yet (%s); trying again later", error)
                     await asyncio.sleep(RETRY_AFTER_SECONDS)
                 except Exception:
@@ -162,7 +163,8 @@ class VectorBackfill:
             now = await self._texts_in(db, list(embedded))
             kept = {seq: vector for seq, vector in embedded.items() if now.get(seq) == texts[seq]}
             await db.executemany(
-                "INSERT OR REPLACE INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
+                "INSERT INTO embeddings (seq, model, vector) VALUES (?, ?, ?)"
+                " ON CONFLICT (seq) DO UPDATE SET model = excluded.model, vector = excluded.vector",
                 [(seq, model, self._ranking.blob(vector)) for seq, vector in kept.items()],
             )
             return now, kept

@@ -3,7 +3,8 @@
 Every read goes through it, so an expired memory is invisible to each of them at once
 (the background purge deletes it later); the filters of a ``Filtered`` op (tags,
 metadata, dates) and the categories asked for narrow it further. Values are always
-bound parameters, never text in the statement.
+bound parameters, never text in the statement. Tags and metadata are JSON text on both
+engines: SQLite reads them with ``json_each``/``json_type``, PostgreSQL as ``jsonb``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..storage.postgres import Dialect
 from .ops import Filtered
 
 
@@ -20,7 +22,7 @@ from .ops import Filtered
 class Selection:
     """A condition on ``memories m`` and its parameters."""
 
-    sql: str = "1"
+    sql: str = "TRUE"
     params: list[Any] = field(default_factory=list)
     narrows: bool = False
     """Whether it may leave out a live memory of the spaces searched (meaning search must
@@ -33,9 +35,11 @@ def select(
     *,
     expiring: bool = True,
     now: float | None = None,
+    dialect: Dialect = "sqlite",
 ) -> Selection:
     """The condition for ``op``'s filters and ``categories``, live memories only
-    (``expiring`` False: no memory has an expiry, so none is checked)."""
+    (``expiring`` False: no memory has an expiry, so none is checked), in the SQL of
+    ``dialect``."""
     parts: list[str] = []
     params: list[Any] = []
     if expiring:
@@ -45,8 +49,9 @@ def select(
         parts.append(f"m.category IN ({', '.join('?' * len(categories))})")
         params.extend(categories)
     if op is not None:
-        _filters(op, parts, params)
-    return Selection(" AND ".join(parts) or "1", params, narrows=bool(parts))
+        (_pg_filters if dialect == "postgresql" else _filters)(op, parts, params)
+        _dates(op, parts, params)
+    return Selection(" AND ".join(parts) or "TRUE", params, narrows=bool(parts))
 
 
 def _filters(op: Filtered[Any], parts: list[str], params: list[Any]) -> None:
@@ -77,6 +82,37 @@ def _filters(op: Filtered[Any], parts: list[str], params: list[Any]) -> None:
                 " AND json_extract(m.metadata, ?) = ?"
             )
             params.extend([path, path, value])
+
+
+def _pg_filters(op: Filtered[Any], parts: list[str], params: list[Any]) -> None:
+    """``_filters`` in PostgreSQL's JSON: the same typed equality (``2 == 2.0``, and
+    ``"2"`` is another value)."""
+    if op.tags_any:
+        parts.append(
+            "EXISTS (SELECT 1 FROM jsonb_array_elements_text(m.tags::jsonb) t(value)"
+            f" WHERE t.value IN ({', '.join('?' * len(op.tags_any))}))"
+        )
+        params.extend(op.tags_any)
+    if op.tags_all:
+        parts.append(
+            "(SELECT COUNT(DISTINCT t.value) FROM jsonb_array_elements_text(m.tags::jsonb)"
+            f" t(value) WHERE t.value IN ({', '.join('?' * len(op.tags_all))})) = ?"
+        )
+        params.extend([*op.tags_all, len(op.tags_all)])
+    for key, value in (op.metadata_equals or {}).items():
+        field = "(m.metadata::jsonb -> ?::text)"
+        if value is None or isinstance(value, bool):
+            parts.append(f"{field} = ?::jsonb")
+            params.extend([key, "null" if value is None else ("true" if value else "false")])
+        elif isinstance(value, str):
+            parts.append(f"jsonb_typeof({field}) = 'string' AND {field} #>> '{{}}' = ?")
+            params.extend([key, key, value])
+        else:
+            parts.append(f"jsonb_typeof({field}) = 'number' AND ({field} #>> '{{}}')::float8 = ?")
+            params.extend([key, key, float(value)])
+
+
+def _dates(op: Filtered[Any], parts: list[str], params: list[Any]) -> None:
     for name, column, comparison in (
         ("created_after", "created_at", ">"),
         ("created_before", "created_at", "<"),

@@ -42,16 +42,20 @@ CREATE = (
 )
 
 _FIELDS = "category, content, context, confidence, tags, metadata, source"
+_REPLACED = ", ".join(
+    f"{name} = excluded.{name}" for name in (*_FIELDS.split(", "), "changed_by", "changed_at")
+)
 
 
 async def keep_version(db: Database, seq: int, most: int) -> None:
     """Copy the current version of memory ``seq`` before an update replaces it, and drop
     the versions beyond the ``most`` kept (the current one counted)."""
     await db.execute(
-        f"INSERT OR REPLACE INTO memory_versions (memory_id, version, {_FIELDS},"
+        f"INSERT INTO memory_versions (memory_id, version, {_FIELDS},"
         " changed_by, changed_at)"
         f" SELECT id, version, {_FIELDS}, COALESCE(changed_by, owner),"
-        " COALESCE(changed_at, created_at) FROM memories WHERE seq = ?",
+        " COALESCE(changed_at, created_at) FROM memories WHERE seq = ?"
+        f" ON CONFLICT (memory_id, version) DO UPDATE SET {_REPLACED}",
         (seq,),
     )
     await db.execute(
@@ -67,8 +71,10 @@ async def audit_deletion(
     """Forget every version of a memory being deleted, keeping who deleted it and when."""
     await db.execute("DELETE FROM memory_versions WHERE memory_id = ?", (memory_id,))
     await db.execute(
-        "INSERT OR REPLACE INTO memory_audit (memory_id, space, deleted_by, deleted_at, reason)"
-        " VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO memory_audit (memory_id, space, deleted_by, deleted_at, reason)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (memory_id) DO UPDATE SET space = excluded.space,"
+        " deleted_by = excluded.deleted_by, deleted_at = excluded.deleted_at,"
+        " reason = excluded.reason",
         (memory_id, space, deleted_by, time.time(), reason),
     )
 

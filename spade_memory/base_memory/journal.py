@@ -20,8 +20,13 @@ from ..errors import ResourceConstraint
 from ..limits import Limits
 from ..ops import Place
 from ..storage.connection import Database
+from ..storage.postgres import dialect
 from .ops import Change, ChangeKind, Memory
 
+FEED_LOCK = 0x5BADE_FEED
+"""PostgreSQL's advisory lock that a transaction takes before it numbers a change: with
+several agents writing, numbers taken in one order could commit in another, and a reader
+of the feed that has seen change 11 would never see a 10 committed after it."""
 JOURNAL_DAYS = 30
 """How long a shared space's changes stay in its journal for subscribers to catch up."""
 
@@ -101,6 +106,8 @@ async def record(
     Returns the journal's event for a shared space (None for a personal one).
     """
     space = None if place.personal else place.key
+    if dialect(db) == "postgresql":  # numbers in the order writes commit (see FEED_LOCK)
+        await db.execute("SELECT pg_advisory_xact_lock(?)", (FEED_LOCK,))
     await db.execute(
         "INSERT INTO changes (kind, memory_id, owner, space, author, reason)"
         " VALUES (?, ?, ?, ?, ?, ?)",
@@ -108,13 +115,12 @@ async def record(
     )
     if space is None:
         return None
-    cursor = await db.execute(
+    ((seq,),) = await db.execute_fetchall(
         "INSERT INTO space_changes (space, kind, memory_id, author, actor, at)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?) RETURNING seq",
         (space, kind, memory_id, author, actor, time.time()),
     )
-    assert cursor.lastrowid is not None
-    return SpaceEvent(cursor.lastrowid, space, kind, memory_id, author, actor)
+    return SpaceEvent(int(seq), space, kind, memory_id, author, actor)
 
 
 async def forget_old_events(db: Database) -> None:
@@ -128,8 +134,9 @@ async def forget_old_events(db: Database) -> None:
     for space, seq in gone:
         horizons[str(space)] = max(horizons.get(str(space), 0), int(seq))
     await db.executemany(
-        "INSERT INTO space_horizons VALUES (?, ?) ON CONFLICT DO UPDATE"
-        " SET seq = max(seq, excluded.seq)",
+        "INSERT INTO space_horizons VALUES (?, ?) ON CONFLICT (space) DO UPDATE"
+        " SET seq = CASE WHEN excluded.seq > space_horizons.seq THEN excluded.seq"
+        " ELSE space_horizons.seq END",
         list(horizons.items()),
     )
 
@@ -168,8 +175,8 @@ async def use(db: Database, author: str, place: Place, memories: int, size: int)
     and, in a shared space, to the space's."""
     subjects = [f"owner:{author}"] + ([] if place.personal else [f"space:{place.key}"])
     await db.executemany(
-        "INSERT INTO usage VALUES (?, ?, ?) ON CONFLICT DO UPDATE"
-        " SET memories = memories + excluded.memories, bytes = bytes + excluded.bytes",
+        "INSERT INTO usage VALUES (?, ?, ?) ON CONFLICT (subject) DO UPDATE SET"
+        " memories = usage.memories + excluded.memories, bytes = usage.bytes + excluded.bytes",
         [(subject, memories, size) for subject in subjects],
     )
 

@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..storage.connection import Database
-from ..storage.fts import match_expression
+from ..storage.fts import fts5_expression, query_terms, tsquery_text
+from ..storage.postgres import dialect
 from .filters import Selection
 from .meanwhile import BackgroundFill
+from .pg_schema import TEXT_SEARCH
 from .threads import one_thread_per_library
 
 if TYPE_CHECKING:
@@ -150,8 +152,7 @@ class Ranking:
 
         ``removed`` are memories whose vectors this transaction dropped (not committed yet).
         """
-        expression = match_expression(query)
-        bm25 = await _bm25(db, spaces, expression, selection, max(limit, BM25_CANDIDATES))
+        bm25 = await _bm25(db, spaces, query_terms(query), selection, max(limit, BM25_CANDIDATES))
         if self.embedder is None or query_vector is None:
             return Ranked(_best(bm25, limit), bm25, words=len(bm25))
         from .dense import fuse
@@ -292,7 +293,8 @@ class IndexLoad(BackgroundFill):
 
 async def _larger_than(db: Database, space: str, count: int) -> bool:
     rows = await db.execute_fetchall(
-        "SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE space = ? LIMIT ?)", (space, count)
+        "SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE space = ? LIMIT ?) AS some",
+        (space, count),
     )
     return int(next(iter(rows))[0]) >= count
 
@@ -320,12 +322,15 @@ def _best(scores: dict[int, float], limit: int) -> list[int]:
 async def _bm25(
     db: Database,
     spaces: Sequence[str],
-    expression: str | None,
+    terms: list[str],
     selection: Selection,
     limit: int,
 ) -> dict[int, float]:
-    if expression is None:
+    if not terms:
         return {}
+    if dialect(db) == "postgresql":
+        return await _pg_words(db, spaces, terms, selection, limit)
+    expression = fts5_expression(terms)
     where = f"memories_fts MATCH ? AND m.space IN ({', '.join('?' * len(spaces))})"
     if selection.narrows:
         where += f" AND {selection.sql}"
@@ -336,6 +341,29 @@ async def _bm25(
         (expression, *spaces, *selection.params, limit),
     )
     return {int(seq): -float(rank) for seq, rank in rows}
+
+
+PG_WEIGHTS = "{0, 0, 0.5, 1.0}"
+"""``ts_rank``'s weights of the D, C, B and A parts: context (B) half of content (A), as
+SQLite's ``bm25(1.0, 0.5)``."""
+
+
+async def _pg_words(
+    db: Database, spaces: Sequence[str], terms: list[str], selection: Selection, limit: int
+) -> dict[int, float]:
+    """``_bm25`` on PostgreSQL: the memories whose ``words`` match any term of the query,
+    ranked by ``ts_rank`` (term frequency, weighted by part, normalised by length:
+    PostgreSQL keeps no document frequencies, so rare terms do not weigh more as in BM25)."""
+    where = f"m.words @@ q.query AND m.space IN ({', '.join('?' * len(spaces))})"
+    if selection.narrows:
+        where += f" AND {selection.sql}"
+    rows = await db.execute_fetchall(
+        f"SELECT m.seq, ts_rank('{PG_WEIGHTS}', m.words, q.query, 1) AS score"
+        f" FROM memories m, to_tsquery('{TEXT_SEARCH}', ?) AS q(query)"
+        f" WHERE {where} ORDER BY score DESC, m.seq DESC LIMIT ?",
+        (tsquery_text(terms), *spaces, *selection.params, limit),
+    )
+    return {int(seq): float(score) for seq, score in rows}
 
 
 async def _seqs_in(

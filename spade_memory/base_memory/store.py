@@ -10,6 +10,10 @@ the id and the result are recorded in the same transaction as the change, so
 a retried request (even after a crash) gets the first answer back instead of
 a second memory.
 
+The store runs on a SQLite file (the default: ``open(path)``) or on a PostgreSQL
+database (``open("postgresql://…")``, see ``pg_schema``) with the same statements;
+the few that differ ask ``dialect``.
+
 Each request acts on the places its service checked (``Request.places``: the
 sender's personal space when none are given). A memory's row carries its
 space's key and its author; every write leaves its trace in the ``journal``
@@ -23,7 +27,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import sqlite3
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -31,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import aiosqlite
 from pydantic import TypeAdapter
 
 from ..errors import ItemNotFound, MemoryServiceError, NotAuthorized
@@ -40,12 +42,19 @@ from ..limits import Limits
 from ..ops import PERSONAL, AppliesOps, Op, Outcome, Place, Record, Request
 from ..storage import requests
 from ..storage.batches import apply_all
-from ..storage.connection import Database, Synchronous, Transactions, open_migrated
-from ..storage.faults import free_bytes
+from ..storage.connection import (
+    Database,
+    Synchronous,
+    Transacting,
+    Transactions,
+    open_migrated,
+)
+from ..storage.faults import free_bytes, store_errors
 from ..storage.manifest import Manifest
+from ..storage.postgres import Dialect, PgTransactions, is_url, open_pool
 from ..storage.purging import purge_now_and_then
 from ..tags import dumps
-from . import filters, history, journal, words
+from . import filters, history, journal, pg_schema, words
 from .access import AccessLog
 from .backfill import VectorBackfill
 from .classify import classify
@@ -78,7 +87,7 @@ from .ops import (
     UpdateMemory,
 )
 from .ranking import Ranking, embedding_text
-from .rows import COLUMNS, SIZE, Row, as_datetime, newest, select
+from .rows import COLUMNS, PG_SIZE, SIZE, Row, as_datetime, newest, select
 from .schema import MIGRATIONS, content_key
 from .work_items import WorkItems, WorkLink
 
@@ -152,20 +161,28 @@ async def _index_words(db: Database, work: _Work, following: Request | None) -> 
 
 
 class LongTermStore(AppliesOps):
-    """Long-term memories of many owners and spaces in one SQLite file."""
+    """Long-term memories of many owners and spaces in one SQLite file or one
+    PostgreSQL database."""
 
     def __init__(
         self,
-        db: aiosqlite.Connection,
+        tx: Transactions | PgTransactions,
         embedder: Embedder | None = None,
         *,
-        path: Path | None = None,
-        manifest: Manifest | None = None,
         limits: Limits | None = None,
         work_items: WorkItems | None = None,
     ) -> None:
-        self._tx = Transactions(db, path, manifest)
-        self.ranking = Ranking(embedder, path)
+        self._tx: Transacting = tx
+        self.dialect: Dialect = "sqlite"
+        """Which engine holds the store."""
+        self.path: Path | None = None
+        """The SQLite file (None on PostgreSQL)."""
+        if isinstance(tx, PgTransactions):
+            self.dialect = "postgresql"
+        else:
+            self.path = tx.path
+        # a large space's vectors are read in the background from the SQLite file
+        self.ranking = Ranking(embedder, self.path)
         self._backfill = None if embedder is None else VectorBackfill(self._tx, self.ranking)
         self.limits = limits or Limits()
         """Its quotas (memories and bytes per author and per shared space)."""
@@ -213,20 +230,32 @@ class LongTermStore(AppliesOps):
         limits: Limits | None = None,
         work_items: WorkItems | None = None,
     ) -> LongTermStore:
-        """Open (creating or migrating) the store at ``path``; an embedder adds dense search.
+        """Open (creating or migrating) the store at ``path``: a SQLite file, or a
+        ``postgresql://`` URL (``synchronous`` and ``manifest`` are then the server's
+        business). An embedder adds dense search.
 
-        Returns the open store; raises ``StoreFault`` naming the file when it is
-        damaged, lost (held more, says ``manifest``) or cannot be opened.
+        Returns the open store; raises ``StoreFault`` naming the file (or the server)
+        when it is damaged, lost (held more, says ``manifest``), unreachable or cannot
+        be opened.
         """
-        db = await open_migrated(path, MIGRATIONS, synchronous, manifest, _forget_old)
-        store = cls(
-            db, embedder, path=Path(path), manifest=manifest, limits=limits,
-            work_items=work_items,
-        )  # fmt: skip
+        tx: Transactions | PgTransactions
+        if is_url(path):
+            tx = await open_pool(str(path), pg_schema.STORE, pg_schema.MIGRATIONS)
+            try:
+                async with tx.write() as db:
+                    await _forget_old(db)
+            except BaseException:
+                await tx.close()
+                raise
+        else:
+            connection = await open_migrated(path, MIGRATIONS, synchronous, manifest, _forget_old)
+            tx = Transactions(connection, Path(path), manifest)
+        store = cls(tx, embedder, limits=limits, work_items=work_items)
         try:
-            expiring = await db.execute_fetchall(
-                "SELECT 1 FROM memories WHERE expires_at IS NOT NULL LIMIT 1"
-            )
+            async with tx.write() as db:
+                expiring = await db.execute_fetchall(
+                    "SELECT 1 FROM memories WHERE expires_at IS NOT NULL LIMIT 1"
+                )
             store.expiring = bool(expiring)
             if store._backfill is not None:
                 await store._backfill.start()
@@ -345,9 +374,10 @@ class LongTermStore(AppliesOps):
         """Delete every memory of the shared space ``key`` (the space is being deleted):
         each deletion reaches the change feed, the space's usage and journal go, and its
         authors' usage gives back what it held. Returns how many memories went."""
+        size = PG_SIZE if self.dialect == "postgresql" else SIZE
         async with self._tx.write() as db:
             authors = await db.execute_fetchall(
-                f"SELECT owner, COUNT(*), SUM({SIZE}) FROM memories WHERE space = ? GROUP BY owner",
+                f"SELECT owner, COUNT(*), SUM({size}) FROM memories WHERE space = ? GROUP BY owner",
                 (key,),
             )
             gone = list(
@@ -385,7 +415,7 @@ class LongTermStore(AppliesOps):
         try:
             async with self._tx.write() as db:
                 await self._accesses.flush(db)
-        except (sqlite3.Error, OSError) as error:
+        except store_errors() as error:
             logger.warning("%s: access counts not written yet (%s)", self._tx.path, error)
 
     async def _apply_one(self, db: Database, request: Request, work: _Work) -> Record:
@@ -417,7 +447,7 @@ class LongTermStore(AppliesOps):
     def _selection(self, op: Any, categories: Sequence[str] | None = None) -> filters.Selection:
         """What ``op`` selects: live memories, of ``categories``, through its filters."""
         narrowing = op if isinstance(op, Filtered) else None
-        return filters.select(narrowing, categories, expiring=self.expiring)
+        return filters.select(narrowing, categories, expiring=self.expiring, dialect=self.dialect)
 
     async def _get(self, db: Database, request: Request, work: _Work) -> Memory:
         assert isinstance(request.op, GetMemory)
@@ -469,9 +499,7 @@ class LongTermStore(AppliesOps):
             db, keys, op.query, chosen, op.limit,
             work.queries.get(id(request)), work.vectors.stale(),
         )  # fmt: skip
-        rows = await select(
-            db, f"WHERE m.seq IN ({', '.join('?' * len(ranked.seqs))})", ranked.seqs
-        )
+        rows = await _by_seq(db, ranked.seqs)
         by_seq = {row.seq: row for row in rows}
         found = [by_seq[seq] for seq in ranked.seqs if seq in by_seq]
         memories = self._count_access(found, _names(request, work), ranked.scores)
@@ -512,7 +540,7 @@ class LongTermStore(AppliesOps):
             oldest_memory=None if oldest is None else as_datetime(oldest),
             newest_memory=None if newest is None else as_datetime(newest),
             search=self.ranking.kind,
-            free_disk_bytes=free_bytes(self._tx.path),
+            free_disk_bytes=None if self.path is None else free_bytes(self.path),
             space=place.name,
             used_memories=used,
             used_bytes=used_bytes,
@@ -535,7 +563,11 @@ class LongTermStore(AppliesOps):
             " WHERE c.seq > ? ORDER BY c.seq LIMIT ?",
             (op.after, op.limit),
         )
-        newest = await db.execute_fetchall("SELECT seq FROM sqlite_sequence WHERE name = 'changes'")
+        newest = await db.execute_fetchall(
+            "SELECT pg_sequence_last_value(pg_get_serial_sequence('changes', 'seq'))"
+            if self.dialect == "postgresql"
+            else "SELECT seq FROM sqlite_sequence WHERE name = 'changes'"
+        )
         changes = [
             Change(
                 seq=row[0],
@@ -549,14 +581,14 @@ class LongTermStore(AppliesOps):
             )
             for row in rows
         ]
-        last_seq = int(next(iter(newest))[0]) if newest else 0
+        last_seq = int(next(iter(newest))[0] or 0) if newest else 0
         return ChangeList(changes=changes, last_seq=last_seq)
 
     async def _journal(self, db: Database, place: Place, after: int, limit: int) -> ChangeList:
         """A shared space's changes after ``after``, with each memory as it is now."""
         entries, last, complete = await journal.journal(db, place.key, after, limit)
         ids = [memory_id for _, _, memory_id, _, _ in entries]
-        rows = await select(db, f"WHERE m.id IN ({', '.join('?' * len(ids))})", ids)
+        rows = await select(db, f"WHERE m.id IN ({', '.join('?' * len(ids))})", ids) if ids else []
         now = {row.values[0]: row.memory({place.key: place.name}) for row in rows}
         changes = [
             Change(
@@ -638,9 +670,10 @@ class LongTermStore(AppliesOps):
             return earlier
         if same:
             await db.execute(
-                "UPDATE memories SET confidence = MAX(confidence, ?),"
-                " access_count = access_count + 1, last_accessed = ? WHERE id = ?",
-                (op.confidence, now, memory_id),
+                "UPDATE memories SET confidence = CASE WHEN confidence < ? THEN ?"
+                " ELSE confidence END, access_count = access_count + 1, last_accessed = ?"
+                " WHERE id = ?",
+                (op.confidence, op.confidence, now, memory_id),
             )
             author = str(next(iter(same))[1])
             await self._changed(db, request, work, "updated", memory_id, author, place)
@@ -680,19 +713,18 @@ class LongTermStore(AppliesOps):
                 expires_at,
             )
             self.expiring = self.expiring or expires_at is not None
-        cursor = await db.execute(
+        ((seq,),) = await db.execute_fetchall(
             "INSERT INTO memories (id, owner, category, content, context, confidence,"
             " created_at, last_accessed, access_count, content_key, space,"
             " tags, metadata, source, work_items, expires_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
             (memory_id, owner, category, op.content, op.context, op.confidence, created,
              accessed, count, content_key(op.content), place.key, *described),
         )  # fmt: skip
-        assert cursor.lastrowid is not None
         await journal.use(db, owner, place, 1, journal.size_of(op.content, op.context))
-        work.current.need[cursor.lastrowid] = place.key  # embedded once committed
-        work.current.texts[cursor.lastrowid] = embedding_text(op.content, op.context)
-        work.adding.append((cursor.lastrowid, op.content, op.context))
+        work.current.need[seq] = place.key  # embedded once committed
+        work.current.texts[seq] = embedding_text(op.content, op.context)
+        work.adding.append((seq, op.content, op.context))
         if work_ids:
             await self._link(db, request, work, memory_id, work_ids, place)
         await self._changed(db, request, work, "stored", memory_id, owner, place)
@@ -711,7 +743,7 @@ class LongTermStore(AppliesOps):
         if not work_ids:
             return
         await db.executemany(
-            "INSERT OR IGNORE INTO memory_links (work_id, memory_id) VALUES (?, ?)",
+            "INSERT INTO memory_links (work_id, memory_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
             [(work_id, memory_id) for work_id in work_ids],
         )
         work.links.setdefault(id(request), []).extend(
@@ -898,6 +930,13 @@ async def _forget_old(db: Database) -> None:
     """At open: applied request ids and journal entries past their time."""
     await requests.forget_old(db)
     await journal.forget_old_events(db)
+
+
+async def _by_seq(db: Database, seqs: Sequence[int]) -> list[Row]:
+    """The memories of ``seqs``, in no order."""
+    if not seqs:
+        return []
+    return await select(db, f"WHERE m.seq IN ({', '.join('?' * len(seqs))})", seqs)
 
 
 def _names(request: Request, work: _Work) -> dict[str, str]:

@@ -13,6 +13,7 @@ memory keeps its triggers: they need its old text, and they are rare.
 from __future__ import annotations
 
 from ..storage.connection import Database
+from ..storage.postgres import dialect
 
 DROP_INSERT_TRIGGER = "DROP TRIGGER IF EXISTS memories_ai"
 """The migration that hands new memories' indexing to ``index``."""
@@ -22,7 +23,10 @@ Unindexed = list[tuple[int, str, str | None]]
 
 
 async def index(db: Database, rows: Unindexed) -> None:
-    """Add ``rows`` to the word index (in the caller's transaction), and empty the list."""
+    """Add ``rows`` to the word index (in the caller's transaction), and empty the list.
+    On PostgreSQL the index is a generated column, written with the row."""
+    if rows and dialect(db) == "postgresql":
+        rows.clear()
     if rows:
         await db.executemany(
             "INSERT INTO memories_fts (rowid, content, context) VALUES (?, ?, ?)", rows

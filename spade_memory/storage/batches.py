@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 
 from ..errors import InternalServerError, MemoryServiceError
 from ..ops import Outcome, Record, Request
-from .connection import Database, Transactions
+from .connection import Database, Transacting
 from .faults import free_bytes, is_damage, serving_fault
+from .postgres import PgTransactions
+from .postgres import serving_fault as pg_serving_fault
 
 logger = logging.getLogger("spade_memory.storage")
 
@@ -36,7 +39,7 @@ Settle = Callable[[Database, Request | None], Awaitable[None]]
 
 
 async def apply_all(
-    tx: Transactions,
+    tx: Transacting,
     requests: Sequence[Request],
     apply_one: ApplyOne,
     *,
@@ -75,7 +78,7 @@ async def apply_all(
         async with tx.write() as db:
             return await transaction(db)
     except Exception as error:
-        failure = serving_fault(tx.path, error)
+        failure = _fault(tx, error)
         if failure is None:
             raise
         if is_damage(error):
@@ -96,14 +99,14 @@ async def _alone(db: Database, request: Request, apply_one: ApplyOne) -> Outcome
 
 
 async def _in_savepoint(
-    db: Database, tx: Transactions, request: Request, apply_one: ApplyOne
+    db: Database, tx: Transacting, request: Request, apply_one: ApplyOne
 ) -> Outcome:
     await db.execute("SAVEPOINT op")
     try:
         result = await apply_one(db, request)
     except Exception as error:
-        if serving_fault(tx.path, error) is not None:
-            raise  # the file's fault: the whole transaction goes
+        if _fault(tx, error) is not None:
+            raise  # the file's (or the server's) fault: the whole transaction goes
         await db.execute("ROLLBACK TO op")
         await db.execute("RELEASE op")
         if isinstance(error, MemoryServiceError):
@@ -114,6 +117,15 @@ async def _in_savepoint(
     return result
 
 
-def _free_mib(tx: Transactions) -> str:
-    free = free_bytes(tx.path)
+def _fault(tx: Transacting, error: BaseException) -> MemoryServiceError | None:
+    """The named fault behind ``error``, as the store's engine names it."""
+    if isinstance(tx, PgTransactions):
+        return pg_serving_fault(tx.path, error)
+    return serving_fault(tx.path, error)
+
+
+def _free_mib(tx: Transacting) -> str:
+    if isinstance(tx, PgTransactions):
+        return "?"
+    free = free_bytes(Path(tx.path))
     return "?" if free is None else str(free >> 20)

@@ -26,7 +26,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -61,6 +61,22 @@ class Database(Protocol):
     def commit(self) -> Awaitable[None]: ...
 
     def rollback(self) -> Awaitable[None]: ...
+
+
+class Transacting(Protocol):
+    """What a store uses of its engine's transactions: ``Transactions`` on a SQLite file,
+    ``postgres.PgTransactions`` on a PostgreSQL pool."""
+
+    @property
+    def path(self) -> Path | str: ...
+
+    out_of_service: MemoryServiceError | None
+
+    def write(self) -> AbstractAsyncContextManager[Database]: ...
+
+    async def inline(self, body: Callable[[Any], Coroutine[Any, Any, T]]) -> T: ...
+
+    async def close(self) -> None: ...
 
 
 class InlineConnection:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import shutil
 import sqlite3
+import sys
 from pathlib import Path
 
 from ..errors import InternalServerError, MemoryServiceError, ResourceConstraint, ServiceUnavailable
@@ -109,3 +110,13 @@ def serving_fault(path: str | Path, error: BaseException) -> MemoryServiceError 
     if isinstance(error, sqlite3.OperationalError) and "readonly" in str(error):
         return InternalServerError(f"{name} has become read-only: {error}")
     return None
+
+
+def store_errors() -> tuple[type[BaseException], ...]:
+    """What a store's engine raises for a failed statement or a lost file or server:
+    SQLite's errors and OSError, and asyncpg's once it is loaded (a store on PostgreSQL
+    loads it; without one, none of its errors can occur, and it costs no start-up)."""
+    asyncpg = sys.modules.get("asyncpg")
+    if asyncpg is None:
+        return (sqlite3.Error, OSError)
+    return (sqlite3.Error, OSError, asyncpg.PostgresError, asyncpg.InterfaceError)

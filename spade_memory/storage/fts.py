@@ -26,11 +26,27 @@ STOP_WORDS = frozenset(
 )
 
 
-def match_expression(text: str) -> str | None:
-    """An FTS5 MATCH expression for ``text``, or None when it has no words."""
+def query_terms(text: str) -> list[str]:
+    """The words of ``text`` a search looks for: lower-cased, stop-words dropped (unless
+    nothing else is left), each once, at most ``MAX_TERMS``."""
     words = [w.lower() for w in _WORD.findall(text)]
     terms = [w for w in words if w not in STOP_WORDS] or words
-    unique = list(dict.fromkeys(terms))[:MAX_TERMS]
-    if not unique:
+    return list(dict.fromkeys(terms))[:MAX_TERMS]
+
+
+def match_expression(text: str) -> str | None:
+    """An FTS5 MATCH expression for ``text``, or None when it has no words."""
+    return fts5_expression(query_terms(text))
+
+
+def fts5_expression(terms: list[str]) -> str | None:
+    """``terms`` as an FTS5 MATCH expression (quoted, joined with OR); None without any."""
+    if not terms:
         return None
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in unique)
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+def tsquery_text(terms: list[str]) -> str:
+    """``terms`` as the text of PostgreSQL's ``to_tsquery``: each quoted as a literal
+    lexeme (a ``\\w`` word holds no quote; one would be doubled), joined with ``|``."""
+    return " | ".join("'" + term.replace("'", "''") + "'" for term in terms)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import Awaitable, Callable
 
 from ..errors import MemoryServiceError
+from .faults import store_errors
 
 logger = logging.getLogger("spade_memory.storage")
 
@@ -23,5 +23,5 @@ async def purge_now_and_then(
         await asyncio.sleep(every())
         try:
             await purge()
-        except (sqlite3.Error, OSError, MemoryServiceError) as error:
+        except (MemoryServiceError, *store_errors()) as error:  # type: ignore[misc]
             logger.warning("%s: what expired is not purged yet (%s)", where, error)
