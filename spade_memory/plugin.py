@@ -81,6 +81,9 @@ class ServiceContext:
     """The directory of spaces every service of the deployment reads (None: no spaces)."""
     work_item_patterns: tuple[str, ...] = ()
     """Patterns of work-item ids the deployment's services know of (a beads prefix)."""
+    database: str | None = None
+    """The PostgreSQL database (URL) that stores able to use it open instead of their
+    SQLite file (None: SQLite)."""
 
 
 class ServicePlugin:

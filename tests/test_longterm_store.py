@@ -26,7 +26,8 @@ from spade_memory.base_memory.ops import (
     UpdateMemory,
 )
 from spade_memory.base_memory.store import LongTermStore
-from spade_memory.errors import ItemNotFound
+from spade_memory.errors import BadRequest, ItemNotFound
+from spade_memory.ops import Request
 
 from .conftest import Location
 
@@ -313,3 +314,30 @@ async def test_a_failed_write_loses_no_access_counts(store: LongTermStore) -> No
         await store.apply(ALICE, UpdateMemory(id="missing", content="x"))
     got = await store.apply(ALICE, GetMemory(id=memory_id))
     assert isinstance(got, Memory) and got.access_count == 2
+
+
+async def test_a_nul_character_is_refused_on_postgresql_and_changes_nothing(
+    store: LongTermStore,
+) -> None:
+    """JSON can carry ``\\u0000``, which PostgreSQL cannot store: there it is a typed
+    ``bad-request`` (alone or in a batch), and the store goes on; SQLite keeps it."""
+    text = "a NUL \x00 inside"
+    kept = await put(store, ALICE, "kept as it was")
+    if store.dialect == "postgresql":
+        with pytest.raises(BadRequest):
+            await put(store, ALICE, text)
+        outcomes = await store.batch(
+            ALICE,
+            [
+                Request(StoreMemory(category="fact", content=text)),
+                Request(StoreMemory(category="fact", content="stored beside it")),
+            ],
+        )
+        assert isinstance(outcomes[0], BadRequest) and isinstance(outcomes[1], Stored)
+        assert await contents(store, ALICE) == ["kept as it was", "stored beside it"]
+    else:
+        stored = await put(store, ALICE, text)
+        got = await store.apply(ALICE, GetMemory(id=stored))
+        assert isinstance(got, Memory) and got.content == text
+    got = await store.apply(ALICE, GetMemory(id=kept))
+    assert isinstance(got, Memory) and got.content == "kept as it was"

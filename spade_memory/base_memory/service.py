@@ -309,7 +309,7 @@ class BaseMemoryPlugin(ServicePlugin):
 
     async def open(self, config: BaseMemoryConfig, context: ServiceContext) -> MemoryService:
         embedder = await asyncio.to_thread(load_embedder) if config.dense_search else None
-        path = context.data_dir / DATABASE
+        path = context.database or context.data_dir / DATABASE
         patterns = [*DEFAULT_PATTERNS, *context.work_item_patterns, *config.work_item_patterns]
         work_items = WorkItems(tuple(dict.fromkeys(patterns)), notify_jid=config.work_engine)
         store = await LongTermStore.open(

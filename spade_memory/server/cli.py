@@ -26,6 +26,7 @@ from ..limits import Limits
 from ..registry import NAMES, SERVICES
 from ..schema import json_schemas
 from ..storage.faults import StoreFault, free_bytes
+from ..storage.postgres import is_url
 from . import backup, imports, shell
 from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
 
@@ -136,6 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
         " (default: $SPADE_MEMORY_SPACES_DB, else DATA_DIR/spaces.db)",
     )  # fmt: skip
     run.add_argument(
+        "--database", metavar="URL", default=os.environ.get("SPADE_MEMORY_DATABASE"),
+        help="keep long-term memories in this PostgreSQL database (postgresql://USER@HOST/DB;"
+        " default: $SPADE_MEMORY_DATABASE, else a SQLite file in the data directory)",
+    )  # fmt: skip
+    run.add_argument(
         "--allow-damaged",
         action="store_true",
         help="start the other services when a store is damaged (its agent answers"
@@ -229,7 +235,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         allow_damaged=args.allow_damaged,
         spaces_file=args.spaces,
         spaces_db=args.spaces_db,
+        database=args.database or None,
     )
+    if config.database is not None and not is_url(config.database):
+        print(
+            f"--database takes a postgresql:// URL, not {config.database!r}"
+            " (without it, memories are kept in SQLite files in the data directory)",
+            file=sys.stderr,
+        )
+        return 2
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )

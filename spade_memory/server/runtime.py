@@ -67,6 +67,8 @@ class RunConfig:
     that run apart share it."""
     spaces_file: Path | None = None
     """Spaces, members and quotas to create at start (``--spaces FILE``)."""
+    database: str | None = None
+    """A PostgreSQL URL for the long-term memories (``--database``; None: SQLite files)."""
 
     def config_of(self, name: str) -> ServiceConfig:
         """The settings of the service called ``name``."""
@@ -250,6 +252,7 @@ class MemoryRuntime:
             closing=closing,
             manifest=Manifest(config.data_dir),
             spaces=self.spaces,
+            database=config.database,
             work_item_patterns=tuple(
                 pattern
                 for other in config.services

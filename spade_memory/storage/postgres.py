@@ -24,12 +24,12 @@ import functools
 import logging
 import re
 import zlib
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import MemoryServiceError, ResourceConstraint, ServiceUnavailable
+from ..errors import BadRequest, MemoryServiceError, ResourceConstraint, ServiceUnavailable
 from .faults import StoreFault
 
 if TYPE_CHECKING:
@@ -108,7 +108,8 @@ class PgConnection:
     async def _run(self, sql: str, parameters: Sequence[Any] = ()) -> str:
         if self._trace is not None:
             self._trace(sql)
-        return str(await self._conn.execute(sql, *parameters))
+        with _storable_text():
+            return str(await self._conn.execute(sql, *parameters))
 
     @property
     def in_transaction(self) -> bool:
@@ -128,14 +129,16 @@ class PgConnection:
     async def execute_fetchall(self, sql: str, parameters: Sequence[Any] = (), /) -> list[Any]:
         if self._trace is not None:
             self._trace(sql)
-        return [tuple(row) for row in await self._conn.fetch(numbered(sql), *parameters)]
+        with _storable_text():
+            return [tuple(row) for row in await self._conn.fetch(numbered(sql), *parameters)]
 
     async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Status:
         rows = list(parameters)
         if rows:
             if self._trace is not None:
                 self._trace(sql)
-            await self._conn.executemany(numbered(sql), rows)
+            with _storable_text():
+                await self._conn.executemany(numbered(sql), rows)
         return Status(str(len(rows)))
 
     async def commit(self) -> None:
@@ -147,6 +150,18 @@ class PgConnection:
         if self._in_transaction:
             self._in_transaction = False
             await self._run("ROLLBACK")
+
+
+@contextmanager
+def _storable_text() -> Iterator[None]:
+    """Text PostgreSQL cannot hold (a NUL character, which JSON and SQLite accept) is the
+    request's fault: ``bad-request``, and nothing is written."""
+    import asyncpg
+
+    try:
+        yield
+    except (asyncpg.CharacterNotInRepertoireError, asyncpg.UntranslatableCharacterError):
+        raise BadRequest("the text holds a NUL character, which PostgreSQL cannot store") from None
 
 
 class PgTransactions:

@@ -1,0 +1,89 @@
+"""The base memory agent on PostgreSQL, over the wire: ``spade-memory run --database``.
+
+Two services in processes of their own, each with its own base memory agent and data
+directory, keep their long-term memories in one PostgreSQL database: what a client
+stores through one agent, it finds through the other, and both keep it after a restart.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from spade_memory.lifecycle import stop_agent
+from spade_memory.server.runtime import PASSWORD_ENV
+from spade_memory.testing import MemoryServiceProcess, PostgresServer
+
+from .conftest import query
+from .harness import start_client, unique_jid
+
+SECOND = "base-memory-2@localhost"
+SECRET = {PASSWORD_ENV: "memory-agents-secret"}
+
+
+async def test_two_agents_in_two_processes_serve_one_postgresql_store(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    url = postgres_server.database("e2e_two_agents")
+    first = MemoryServiceProcess(
+        tmp_path / "first", "--services", "base-memory", "--database", url, env=SECRET
+    )
+    first.start()
+    second = MemoryServiceProcess(
+        tmp_path / "second", "--services", "base-memory", "--database", url,
+        "--external-server", "--base-jid", SECOND, port=first.port, env=SECRET,
+    )  # fmt: skip
+    alice = unique_jid("alice")
+    try:
+        second.start()
+        through_first = await start_client(alice, first.port)
+        through_second = await start_client(alice, first.port, memory_jid=SECOND)
+        try:
+            stored = await through_first.memory.store_memory(
+                "fact", "the staging database moved to the eu-west region"
+            )
+            found = await through_second.memory.search_memories("staging database region")
+            assert [memory.id for memory in found] == [stored]
+            assert found[0].owner == alice  # the sender's JID, whichever agent it reached
+            again = await through_second.memory.store_memory(
+                "fact", "the staging database moved to the eu-west region"
+            )
+            assert again == stored  # the same memory, reinforced, not a second one
+            listed = await through_first.memory.get_recent_memories()
+            assert [memory.id for memory in listed] == [stored]
+        finally:
+            await stop_agent(through_first)
+            await stop_agent(through_second)
+    finally:
+        second.stop()
+        first.stop()
+    rows = await query(url, "SELECT owner, content FROM memories")
+    assert rows == [(alice, "the staging database moved to the eu-west region")]
+    assert not list((tmp_path / "first").glob("base-memory.db*"))  # no SQLite file beside
+
+    first.start()  # what PostgreSQL holds outlives the agents
+    client = await start_client(alice, first.port)
+    try:
+        assert [m.content for m in await client.memory.search_memories("eu-west")] == [
+            "the staging database moved to the eu-west region"
+        ]
+    finally:
+        await stop_agent(client)
+        first.stop()
+
+
+def test_a_database_that_is_not_a_url_or_cannot_be_reached_stops_run_with_one_line(
+    tmp_path: Path,
+) -> None:
+    for database, said in [
+        ("memories.db", "takes a postgresql:// URL"),
+        ("postgresql://nobody@127.0.0.1:1/none", "cannot be reached"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "spade_memory", "run", "--data-dir", str(tmp_path / "d"),
+             "--services", "base-memory", "--database", database],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode != 0
+        assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
