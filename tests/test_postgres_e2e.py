@@ -7,10 +7,24 @@ stores through one agent, it finds through the other, and both keep it after a r
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
+
+from spade_memory.base_memory.ops import (
+    GetMemory,
+    Memory,
+    MemoryList,
+    RecentMemories,
+    Stored,
+    StoreMemory,
+)
+from spade_memory.base_memory.store import LongTermStore
+from spade_memory.errors import ServiceUnavailable
 from spade_memory.lifecycle import stop_agent
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess, PostgresServer
@@ -18,6 +32,7 @@ from spade_memory.testing import MemoryServiceProcess, PostgresServer
 from .conftest import query
 from .harness import start_client, unique_jid
 
+ALICE = "alice@localhost"
 SECOND = "base-memory-2@localhost"
 SECRET = {PASSWORD_ENV: "memory-agents-secret"}
 
@@ -87,3 +102,34 @@ def test_a_database_that_is_not_a_url_or_cannot_be_reached_stops_run_with_one_li
         )  # fmt: skip
         assert done.returncode != 0
         assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+async def test_a_server_out_of_reach_is_a_typed_failure_and_the_store_goes_on(
+    tmp_path: Path,
+) -> None:
+    """The PostgreSQL server stops under a running store: each request is answered
+    ``service-unavailable`` (nothing applied), and once the server is back the same
+    store serves again, with everything acknowledged before."""
+    folder = Path(tempfile.mkdtemp(prefix="spade-memory-pg-"))
+    server = PostgresServer(folder)
+    server.start()
+    store = await LongTermStore.open(server.database("outage"))
+    try:
+        kept = await store.apply(ALICE, StoreMemory(category="fact", content="before the outage"))
+        assert isinstance(kept, Stored)
+        server.stop("immediate")  # as a crash of the server would
+        for op in (StoreMemory(category="fact", content="during"), GetMemory(id=kept.id)):
+            with pytest.raises(ServiceUnavailable, match="cannot be reached"):
+                await store.apply(ALICE, op)
+        server.start()
+        after = await store.apply(ALICE, StoreMemory(category="fact", content="after it"))
+        assert isinstance(after, Stored)
+        got = await store.apply(ALICE, GetMemory(id=kept.id))
+        assert isinstance(got, Memory) and got.content == "before the outage"
+        listed = await store.apply(ALICE, RecentMemories())
+        assert isinstance(listed, MemoryList)
+        assert sorted(m.content for m in listed.memories) == ["after it", "before the outage"]
+    finally:
+        await store.close()
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
