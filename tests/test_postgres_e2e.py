@@ -7,15 +7,18 @@ stores through one agent, it finds through the other, and both keep it after a r
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from spade_memory.base_memory.ops import (
+    DeleteMemory,
     GetMemory,
     Memory,
     MemoryList,
@@ -26,6 +29,7 @@ from spade_memory.base_memory.ops import (
 from spade_memory.base_memory.store import LongTermStore
 from spade_memory.errors import ServiceUnavailable
 from spade_memory.lifecycle import stop_agent
+from spade_memory.ops import Request
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess, PostgresServer
 
@@ -133,3 +137,35 @@ async def test_a_server_out_of_reach_is_a_typed_failure_and_the_store_goes_on(
         await store.close()
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_two_stores_on_one_database_delete_and_purge_each_memory_once(
+    postgres_server: PostgresServer,
+) -> None:
+    """Two stores (as two agents) on one database: a memory deleted through both at once
+    is deleted once (the other is told it is not there), and expired memories purged by
+    both at once are each purged once; the feed and the usage count each deletion once."""
+    url = postgres_server.database("two_stores")
+    first, second = await LongTermStore.open(url), await LongTermStore.open(url)
+    try:
+        ids = []
+        for n in range(40):
+            stored = await first.apply(ALICE, StoreMemory(category="fact", content=f"memo {n}"))
+            assert isinstance(stored, Stored)
+            ids.append(stored.id)
+        outcomes = await asyncio.gather(
+            *(store.batch(ALICE, [Request(DeleteMemory(id=memory_id))])
+              for memory_id in ids[:20] for store in (first, second)),
+        )  # fmt: skip
+        kinds = [type(outcome[0]).__name__ for outcome in outcomes]
+        assert kinds.count("Deleted") == 20 and kinds.count("ItemNotFound") == 20
+        await query(url, "UPDATE memories SET expires_at = ?", time.time() - 1)
+        purged = await asyncio.gather(first.purge_expired(), second.purge_expired())
+        assert sum(purged) == 20
+        feed = await first.changes_since(0)
+        deleted = [change.memory_id for change in feed.changes if change.kind == "deleted"]
+        assert sorted(deleted) == sorted(ids)  # each once
+        assert await query(url, "SELECT memories FROM usage") == [(0,)]
+    finally:
+        await first.close()
+        await second.close()

@@ -51,7 +51,7 @@ from ..storage.connection import (
 )
 from ..storage.faults import free_bytes, store_errors
 from ..storage.manifest import Manifest
-from ..storage.postgres import Dialect, PgTransactions, is_url, open_pool
+from ..storage.postgres import Dialect, PgTransactions, dialect, is_url, open_pool
 from ..storage.purging import purge_now_and_then
 from ..tags import dumps
 from . import filters, history, journal, pg_schema, words
@@ -97,6 +97,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("spade_memory.base_memory")
 EXPIRY = "expiry"
 """Who the audit and the change feed name as deleting an expired memory."""
+_SKIP_LOCKED = {"sqlite": "", "postgresql": " FOR UPDATE SKIP LOCKED"}
+"""What a purge's selection adds: on PostgreSQL, rows another agent is purging stay
+its own (two purges would otherwise both record the same deletion)."""
 _results: TypeAdapter[Stored | Deleted | Memory | Forgotten] = TypeAdapter(
     Stored | Deleted | Memory | Forgotten
 )
@@ -256,7 +259,8 @@ class LongTermStore(AppliesOps):
                 expiring = await db.execute_fetchall(
                     "SELECT 1 FROM memories WHERE expires_at IS NOT NULL LIMIT 1"
                 )
-            store.expiring = bool(expiring)
+            # on a shared database another agent may store an expiring memory at any time
+            store.expiring = bool(expiring) or store.dialect == "postgresql"
             if store._backfill is not None:
                 await store._backfill.start()
         except BaseException:
@@ -344,7 +348,8 @@ class LongTermStore(AppliesOps):
         work = _Work(EXPIRY)
         async with self._tx.write() as db:
             rows = await select(
-                db, "WHERE m.expires_at IS NOT NULL AND m.expires_at <= ? LIMIT 1000",
+                db, "WHERE m.expires_at IS NOT NULL AND m.expires_at <= ? LIMIT 1000"
+                + _SKIP_LOCKED[self.dialect],  # another agent's purge takes the others
                 (time.time(),),
             )  # fmt: skip
             for row in rows:
@@ -887,10 +892,14 @@ class LongTermStore(AppliesOps):
     async def _changeable(db: Database, memory_id: str, place: Place, sender: str) -> Row:
         """The memory ``sender`` may change: its own, or anyone's where it is an admin.
 
+        On PostgreSQL the row is locked to the commit: another agent changing the same
+        memory waits, then sees it as this write left it (gone, or a version newer).
+
         Raises ``ItemNotFound`` when the place has no such memory and
         ``NotAuthorized`` when another member stored it.
         """
-        found = await select(db, "WHERE m.id = ? AND m.space = ?", (memory_id, place.key))
+        locked = " FOR UPDATE" if dialect(db) == "postgresql" else ""
+        found = await select(db, f"WHERE m.id = ? AND m.space = ?{locked}", (memory_id, place.key))
         if not found:
             raise ItemNotFound(f"no memory {memory_id!r}")
         if found[0].values[1] != sender and not place.may_change_any:
