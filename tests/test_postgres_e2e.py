@@ -169,3 +169,23 @@ async def test_two_stores_on_one_database_delete_and_purge_each_memory_once(
     finally:
         await first.close()
         await second.close()
+
+
+async def test_agents_that_start_together_on_a_new_database_migrate_it_once(
+    postgres_server: PostgresServer,
+) -> None:
+    """Four stores opening a new database at the same moment: every one opens (without
+    the advisory lock, each would create the same tables), and the schema is there once."""
+    url = postgres_server.database("migrated_once")
+    stores = await asyncio.gather(*(LongTermStore.open(url) for _ in range(4)))
+    try:
+        stored = await stores[0].apply(ALICE, StoreMemory(category="fact", content="one"))
+        assert isinstance(stored, Stored)
+        got = await stores[3].apply(ALICE, GetMemory(id=stored.id))
+        assert isinstance(got, Memory) and got.content == "one"
+        assert await query(url, "SELECT store, version FROM spade_memory_schema") == [
+            ("base_memory", 1)
+        ]
+    finally:
+        for store in stores:
+            await store.close()

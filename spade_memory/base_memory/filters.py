@@ -49,24 +49,35 @@ def select(
         parts.append(f"m.category IN ({', '.join('?' * len(categories))})")
         params.extend(categories)
     if op is not None:
-        (_pg_filters if dialect == "postgresql" else _filters)(op, parts, params)
+        _tags(op, parts, params, _TAG_VALUES[dialect])
+        (_pg_metadata if dialect == "postgresql" else _metadata)(op, parts, params)
         _dates(op, parts, params)
     return Selection(" AND ".join(parts) or "TRUE", params, narrows=bool(parts))
 
 
-def _filters(op: Filtered[Any], parts: list[str], params: list[Any]) -> None:
+_TAG_VALUES = {
+    "sqlite": "json_each(m.tags) t",
+    "postgresql": "jsonb_array_elements_text(m.tags::jsonb) t(value)",
+}
+"""A memory's tags as rows ``t`` with a column ``value``, in each engine's JSON."""
+
+
+def _tags(op: Filtered[Any], parts: list[str], params: list[Any], tag_values: str) -> None:
     if op.tags_any:
         parts.append(
-            "EXISTS (SELECT 1 FROM json_each(m.tags) t"
+            f"EXISTS (SELECT 1 FROM {tag_values}"
             f" WHERE t.value IN ({', '.join('?' * len(op.tags_any))}))"
         )
         params.extend(op.tags_any)
     if op.tags_all:
         parts.append(
-            "(SELECT COUNT(DISTINCT t.value) FROM json_each(m.tags) t"
+            f"(SELECT COUNT(DISTINCT t.value) FROM {tag_values}"
             f" WHERE t.value IN ({', '.join('?' * len(op.tags_all))})) = ?"
         )
         params.extend([*op.tags_all, len(op.tags_all)])
+
+
+def _metadata(op: Filtered[Any], parts: list[str], params: list[Any]) -> None:
     for key, value in (op.metadata_equals or {}).items():
         path = f'$."{key}"'  # keys hold no quote or backslash (``tags.MetadataKey``)
         if value is None or isinstance(value, bool):
@@ -84,21 +95,9 @@ def _filters(op: Filtered[Any], parts: list[str], params: list[Any]) -> None:
             params.extend([path, path, value])
 
 
-def _pg_filters(op: Filtered[Any], parts: list[str], params: list[Any]) -> None:
-    """``_filters`` in PostgreSQL's JSON: the same typed equality (``2 == 2.0``, and
+def _pg_metadata(op: Filtered[Any], parts: list[str], params: list[Any]) -> None:
+    """``_metadata`` in PostgreSQL's JSON: the same typed equality (``2 == 2.0``, and
     ``"2"`` is another value)."""
-    if op.tags_any:
-        parts.append(
-            "EXISTS (SELECT 1 FROM jsonb_array_elements_text(m.tags::jsonb) t(value)"
-            f" WHERE t.value IN ({', '.join('?' * len(op.tags_any))}))"
-        )
-        params.extend(op.tags_any)
-    if op.tags_all:
-        parts.append(
-            "(SELECT COUNT(DISTINCT t.value) FROM jsonb_array_elements_text(m.tags::jsonb)"
-            f" t(value) WHERE t.value IN ({', '.join('?' * len(op.tags_all))})) = ?"
-        )
-        params.extend([*op.tags_all, len(op.tags_all)])
     for key, value in (op.metadata_equals or {}).items():
         field = "(m.metadata::jsonb -> ?::text)"
         if value is None or isinstance(value, bool):

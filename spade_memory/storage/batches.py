@@ -26,9 +26,7 @@ from pathlib import Path
 from ..errors import InternalServerError, MemoryServiceError
 from ..ops import Outcome, Record, Request
 from .connection import Database, Transacting
-from .faults import free_bytes, is_damage, serving_fault
-from .postgres import PgTransactions
-from .postgres import serving_fault as pg_serving_fault
+from .faults import free_bytes, is_damage
 
 logger = logging.getLogger("spade_memory.storage")
 
@@ -78,7 +76,7 @@ async def apply_all(
         async with tx.write() as db:
             return await transaction(db)
     except Exception as error:
-        failure = _fault(tx, error)
+        failure = tx.fault(error)
         if failure is None:
             raise
         if is_damage(error):
@@ -105,7 +103,7 @@ async def _in_savepoint(
     try:
         result = await apply_one(db, request)
     except Exception as error:
-        if _fault(tx, error) is not None:
+        if tx.fault(error) is not None:
             raise  # the file's (or the server's) fault: the whole transaction goes
         await db.execute("ROLLBACK TO op")
         await db.execute("RELEASE op")
@@ -117,15 +115,6 @@ async def _in_savepoint(
     return result
 
 
-def _fault(tx: Transacting, error: BaseException) -> MemoryServiceError | None:
-    """The named fault behind ``error``, as the store's engine names it."""
-    if isinstance(tx, PgTransactions):
-        return pg_serving_fault(tx.path, error)
-    return serving_fault(tx.path, error)
-
-
 def _free_mib(tx: Transacting) -> str:
-    if isinstance(tx, PgTransactions):
-        return "?"
-    free = free_bytes(Path(tx.path))
+    free = free_bytes(Path(tx.path))  # None for a server's URL
     return "?" if free is None else str(free >> 20)

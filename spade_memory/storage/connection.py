@@ -34,7 +34,7 @@ import aiosqlite
 
 from ..errors import MemoryServiceError
 from .checkpoints import SAFETY_NET_PAGES, WAL_LIMIT_BYTES, Checkpoints
-from .faults import DamagedStore, StoreFault, opening_fault
+from .faults import DamagedStore, StoreFault, opening_fault, serving_fault
 from .manifest import Manifest
 
 logger = logging.getLogger("spade_memory.storage")
@@ -77,6 +77,8 @@ class Transacting(Protocol):
     async def inline(self, body: Callable[[Any], Coroutine[Any, Any, T]]) -> T: ...
 
     async def close(self) -> None: ...
+
+    def fault(self, error: BaseException) -> MemoryServiceError | None: ...
 
 
 class InlineConnection:
@@ -275,6 +277,11 @@ class Transactions:
             logger.warning("%s: what it holds was not recorded at close (%s)", self.path, error)
         finally:
             await self.db.close()
+
+    def fault(self, error: BaseException) -> MemoryServiceError | None:
+        """The typed failure for ``error`` met while serving, if it is a named fault of
+        the file (see ``faults``)."""
+        return serving_fault(self.path, error)
 
     async def inline(self, body: Callable[[InlineConnection], Coroutine[Any, Any, T]]) -> T:
         """Run ``body`` as one write transaction in the connection's own thread, in one

@@ -105,10 +105,24 @@ class PgConnection:
         self._in_transaction = False
         self._trace = trace
 
-    async def _run(self, sql: str, parameters: Sequence[Any] = ()) -> str:
+    @contextmanager
+    def _sending(self, sql: str) -> Iterator[None]:
+        """Around each statement sent: told to the trace; text PostgreSQL cannot hold (a
+        NUL character, which JSON and SQLite accept) is the request's fault,
+        ``bad-request``, and nothing is written."""
+        import asyncpg
+
         if self._trace is not None:
             self._trace(sql)
-        with _storable_text():
+        try:
+            yield
+        except (asyncpg.CharacterNotInRepertoireError, asyncpg.UntranslatableCharacterError):
+            raise BadRequest(
+                "the text holds a NUL character, which PostgreSQL cannot store"
+            ) from None
+
+    async def _run(self, sql: str, parameters: Sequence[Any] = ()) -> str:
+        with self._sending(sql):
             return str(await self._conn.execute(sql, *parameters))
 
     @property
@@ -127,17 +141,13 @@ class PgConnection:
         return Status(await self._run(numbered(sql), parameters))
 
     async def execute_fetchall(self, sql: str, parameters: Sequence[Any] = (), /) -> list[Any]:
-        if self._trace is not None:
-            self._trace(sql)
-        with _storable_text():
+        with self._sending(sql):
             return [tuple(row) for row in await self._conn.fetch(numbered(sql), *parameters)]
 
     async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Status:
         rows = list(parameters)
         if rows:
-            if self._trace is not None:
-                self._trace(sql)
-            with _storable_text():
+            with self._sending(sql):
                 await self._conn.executemany(numbered(sql), rows)
         return Status(str(len(rows)))
 
@@ -152,18 +162,6 @@ class PgConnection:
             await self._run("ROLLBACK")
 
 
-@contextmanager
-def _storable_text() -> Iterator[None]:
-    """Text PostgreSQL cannot hold (a NUL character, which JSON and SQLite accept) is the
-    request's fault: ``bad-request``, and nothing is written."""
-    import asyncpg
-
-    try:
-        yield
-    except (asyncpg.CharacterNotInRepertoireError, asyncpg.UntranslatableCharacterError):
-        raise BadRequest("the text holds a NUL character, which PostgreSQL cannot store") from None
-
-
 class PgTransactions:
     """A store's pool: each write transaction on a connection of its own, several at once.
 
@@ -172,14 +170,11 @@ class PgTransactions:
     there is no lock here.
     """
 
-    dialect: Dialect = "postgresql"
-
     def __init__(self, pool: asyncpg.Pool, url: str) -> None:
         self.pool = pool
         self.url = url
         self.path = shown(url)
         """What logs and errors name (the URL without its password)."""
-        self.manifest = None
         self.out_of_service: MemoryServiceError | None = None
         self.trace: Callable[[str], None] | None = None
         """Told every statement, as it is sent (SQLite's ``set_trace_callback``)."""
@@ -214,6 +209,10 @@ class PgTransactions:
         """``body`` as one transaction (what SQLite runs in its thread in one trip)."""
         async with self.write() as db:
             return await body(db)
+
+    def fault(self, error: BaseException) -> MemoryServiceError | None:
+        """The typed failure for ``error`` met while serving, if it is a named fault."""
+        return serving_fault(self.path, error)
 
 
 async def open_pool(
