@@ -6,10 +6,13 @@ interaction memory agent's as methods (they mirror spade_llm's memory
 classes), the spaces' (``spaces.calls``), the beads sync agent's as
 ``client.beads``. Which agent serves a
 service comes from the registry: ``node@<the agent's domain>`` unless a JID
-is given.
+is given. A service served by several agents on one shared store is given as a list
+of their JIDs (see ``failover``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from spade.agent import Agent
 
@@ -27,7 +30,9 @@ class MemoryClient(BaseMemoryCalls, InteractionCalls, SpaceCalls):
     the interaction memory agent's, the spaces' (``client.space(name)`` acts in one),
     and the beads sync agent's as ``client.beads``.
 
-    ``timeout``: seconds to wait for each reply; ``attempts``: sends of one request
+    ``base_memory_jid`` (and ``interaction_memory_jid``): the agent's JID, or the JIDs
+    of several agents serving one shared store, which share the requests and stand in
+    for one another; ``timeout``: seconds to wait for each reply; ``attempts``: sends of one request
     (same request id) before ``MemoryTimeout``; ``degraded``: return empty answers
     instead of raising ``MemoryTimeout``; ``max_in_flight``: calls sent at once
     (more wait here instead of being refused by the memory agent).
@@ -36,21 +41,21 @@ class MemoryClient(BaseMemoryCalls, InteractionCalls, SpaceCalls):
     def __init__(
         self,
         agent: Agent,
-        base_memory_jid: str | None = None,
+        base_memory_jid: str | Sequence[str] | None = None,
         *,
-        interaction_memory_jid: str | None = None,
+        interaction_memory_jid: str | Sequence[str] | None = None,
         beads_sync_jid: str | None = None,
         timeout: float = 5.0,
         attempts: int = 2,
         max_in_flight: int = Limits.max_in_flight,
         degraded: bool = False,
     ) -> None:
-        given = {
+        given: dict[str, str | Sequence[str] | None] = {
             base_memory.NAME: base_memory_jid,
             interaction.NAME: interaction_memory_jid,
             beads_sync.NAME: beads_sync_jid,
         }
-        jids = default_jids(agent.jid.domain)
+        jids: dict[str, str | Sequence[str]] = dict(default_jids(agent.jid.domain))
         jids.update({name: jid for name, jid in given.items() if jid is not None})
         super().__init__(
             agent,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from .client import MemoryClient
@@ -20,8 +21,8 @@ class MemoryMixin:
     def __init__(
         self,
         *args: Any,
-        memory_jid: str | None = None,
-        interaction_memory_jid: str | None = None,
+        memory_jid: str | Sequence[str] | None = None,
+        interaction_memory_jid: str | Sequence[str] | None = None,
         memory_timeout: float = 5.0,
         memory_attempts: int = 2,
         memory_degraded: bool = False,

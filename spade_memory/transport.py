@@ -9,6 +9,10 @@ same request id (the agent applies a repeated write once), then raises
 instead, so a memory outage never blocks an agent. The result type of a
 request is the op's own (``Op[Stored]`` answers ``Stored``).
 
+A service served by several agents (a pool of JIDs on one shared store, see
+``failover``) gets each request at the next agent in turn; one that does not reply in
+time hands the same request id to the next agent.
+
 Back-pressure is absorbed here: a ``Busy`` refusal (too many requests in
 flight) is waited out with jitter and the request sent again under the same
 id, within the call's time budget; and a request that timed out keeps its
@@ -32,6 +36,7 @@ from spade.message import Message
 from . import wire, xml_escape
 from .batch import Batch
 from .errors import Busy, InternalServerError, MemoryServiceError, MemoryTimeout, error_for
+from .failover import AgentPool
 from .lifecycle import WakesWhenKilled
 from .limits import Limits
 from .ops import Op, Record, describe
@@ -45,15 +50,15 @@ LATE_REPLY_GRACE = 60.0
 @dataclass
 class _Pending:
     request: Message
-    replier: str
-    """Bare JID the reply must come from."""
+    repliers: tuple[str, ...]
+    """Bare JIDs the reply may come from (the agent asked, or its pool)."""
     answer: asyncio.Future[Message]
 
 
 class ReplyRouter(WakesWhenKilled):
     """Hands each memory reply to the call waiting for its request id.
 
-    A reply is taken only from the agent the request went to; late
+    A reply is taken only from the agent the request went to (or its pool); late
     duplicates and replies nobody waits for are dropped.
     """
 
@@ -78,7 +83,7 @@ class ReplyRouter(WakesWhenKilled):
         waiting = self.pending.get(reply.thread)
         if waiting is None or waiting.answer.done():
             return
-        if wire.bare(reply.sender) == waiting.replier:
+        if wire.bare(reply.sender) in waiting.repliers:
             waiting.answer.set_result(reply)
 
 
@@ -99,7 +104,7 @@ class Transport:
     def __init__(
         self,
         agent: Agent,
-        jids: Mapping[str, str],
+        jids: Mapping[str, str | Sequence[str]],
         *,
         timeout: float = 5.0,
         attempts: int = 2,
@@ -108,8 +113,15 @@ class Transport:
     ) -> None:
         xml_escape.install()
         self.agent = agent
-        self.jids = dict(jids)
-        """Each memory service's agent, by service name."""
+        self.jids: dict[str, str] = {}
+        """Each memory service's agent (the first of its pool), by service name."""
+        self.pools: dict[str, AgentPool] = {}
+        """The pool of agents serving as one, by the JID of its first."""
+        for name, given in jids.items():
+            pool = AgentPool([given] if isinstance(given, str) else list(given))
+            self.jids[name] = pool.jids[0]
+            if len(pool.jids) > 1:
+                self.pools[wire.bare(pool.jids[0])] = pool
         self.timeout = timeout
         self.attempts = attempts
         """Times a request is sent (same request id) before it times out."""
@@ -120,8 +132,14 @@ class Transport:
         self._late: set[asyncio.Task[None]] = set()
         agent.add_behaviour(self._router, wire.reply_template())
 
+    def agents(self, to: str) -> tuple[str, ...]:
+        """Every agent serving as ``to`` does: its pool, or ``to`` alone."""
+        pool = self.pools.get(wire.bare(to))
+        return (to,) if pool is None else pool.jids
+
     async def request(self, to: str, op: Op[R]) -> R | None:
-        """Send ``op`` to the memory agent ``to``.
+        """Send ``op`` to the memory agent ``to`` (to its pool's next agent in turn, when
+        ``to`` heads a pool).
 
         Returns the op's result, or None from a degraded transport that got no
         reply; raises the reply's typed error (``MemoryServiceError``), or
@@ -175,20 +193,30 @@ class Transport:
     ) -> Message | None:
         """Send a prepared request (its ``thread`` is the request id) and await the reply.
 
-        Sent at most ``attempts`` times, with the same request id, and once more
-        after each reconnection. Returns the reply, or None if none came; then
-        ``hold`` (an in-flight slot the caller holds) is released only when the
-        late reply comes or ``LATE_REPLY_GRACE`` passes.
+        Sent at most ``attempts`` times (to a pool: at least once to each of its agents,
+        the next in turn first), with the same request id, and once more after each
+        reconnection. Returns the reply, or None if none came; then ``hold`` (an
+        in-flight slot the caller holds) is released only when the late reply comes or
+        ``LATE_REPLY_GRACE`` passes.
         """
         request_id = str(request.thread)
         answer: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        self._router.pending[request_id] = _Pending(request, wire.bare(request.to), answer)
-        for _attempt in range(self.attempts):
+        pool = self.pools.get(wire.bare(request.to))
+        targets = [str(request.to)] if pool is None else pool.order()
+        repliers = tuple(wire.bare(target) for target in targets)
+        self._router.pending[request_id] = _Pending(request, repliers, answer)
+        for attempt in range(max(self.attempts, len(targets))):
+            target = targets[attempt % len(targets)]
+            request.to = target
             await self._router.send(_from_this_connection(self.agent, request))
             try:
                 reply = await asyncio.wait_for(asyncio.shield(answer), self.timeout)
             except asyncio.TimeoutError:
+                if pool is not None:
+                    pool.silent(target)
                 continue
+            if pool is not None:
+                pool.answered(wire.bare(reply.sender))
             self._router.pending.pop(request_id, None)
             return reply
         late = asyncio.create_task(self._late_reply(request_id, answer, hold))

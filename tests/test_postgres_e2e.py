@@ -3,11 +3,14 @@
 Two services in processes of their own, each with its own base memory agent and data
 directory, keep their long-term memories in one PostgreSQL database: what a client
 stores through one agent, it finds through the other, and both keep it after a restart.
+A client given both agents as a pool spreads its requests over them, and goes on with
+the other when one is killed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import shutil
 import subprocess
 import sys
@@ -16,8 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+from spade.behaviour import CyclicBehaviour
 
+from spade_memory import wire
+from spade_memory.base_memory.notices import EVENTS_ONTOLOGY
 from spade_memory.base_memory.ops import (
+    Change,
     DeleteMemory,
     GetMemory,
     Memory,
@@ -37,8 +44,97 @@ from .conftest import query
 from .harness import start_client, unique_jid
 
 ALICE = "alice@localhost"
+FIRST = "base-memory@localhost"
 SECOND = "base-memory-2@localhost"
 SECRET = {PASSWORD_ENV: "memory-agents-secret"}
+
+
+class CountNotices(CyclicBehaviour):  # type: ignore[misc]
+    """Counts the change notices a client receives, by sender and change number."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.heard: collections.Counter[tuple[str, int]] = collections.Counter()
+
+    async def run(self) -> None:
+        notice = await self.receive(timeout=0.5)
+        if notice is not None:
+            seq = int(Change.model_validate_json(notice.body).seq)
+            self.heard[(wire.bare(notice.sender), seq)] += 1
+
+
+def agent_args(url: str, jid: str) -> list[str]:
+    """``run``'s arguments for a base memory agent ``jid`` on ``url``, on a server run
+    elsewhere."""
+    return ["--services", "base-memory", "--database", url, "--external-server",
+            "--base-jid", jid]  # fmt: skip
+
+
+def pool_of_two(tmp_path: Path, url: str) -> list[MemoryServiceProcess]:
+    """An XMPP server (with an interaction memory agent) and two base memory agents on
+    ``url``, each in a process of its own, so either agent can be killed alone."""
+    server = MemoryServiceProcess(
+        tmp_path / "server", "--services", "interaction-memory", env=SECRET
+    )
+    agents = [
+        MemoryServiceProcess(
+            tmp_path / jid.split("@")[0], *agent_args(url, jid), port=server.port, env=SECRET
+        )
+        for jid in (FIRST, SECOND)
+    ]
+    return [server, *agents]
+
+
+async def test_a_pool_of_two_agents_shares_spaces_and_survives_one_killed(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    """Requests spread over two agents; a subscriber hears each change once, from the
+    agent that committed it; after SIGKILL of one agent, every call still succeeds
+    (through the other), and each acknowledged memory is stored once."""
+    url = postgres_server.database("e2e_pool")
+    server, first, _ = processes = pool_of_two(tmp_path, url)
+    pool = [FIRST, SECOND]
+    try:
+        for process in processes:
+            process.start()
+        alice = await start_client(unique_jid("alice"), server.port, memory_jid=pool,
+                                   memory_timeout=2.0)  # fmt: skip
+        bob = await start_client(unique_jid("bob"), server.port, memory_jid=pool,
+                                 memory_timeout=2.0)  # fmt: skip
+        counter = CountNotices()
+        bob.add_behaviour(counter, wire.notice_template(EVENTS_ONTOLOGY))
+        try:
+            await alice.memory.create_space("pooled")  # through one agent
+            await alice.memory.grant("pooled", str(bob.jid.bare), "reader")  # the other
+            stream = bob.memory.changes("pooled")
+            await stream.start()
+            team = alice.memory.space("pooled")
+            shared = [await team.store_memory("fact", f"shared finding {n}") for n in range(6)]
+            heard = [await asyncio.wait_for(anext(stream), 20) for _ in shared]
+            assert [change.memory_id for change in heard] == shared
+            await stream.aclose()
+            await asyncio.sleep(1.0)  # any duplicate notice would have come by now
+            senders = {sender for sender, _ in counter.heard}
+            assert senders == {FIRST, SECOND}  # both agents served, and told
+            assert sorted(seq for _, seq in counter.heard) == [c.seq for c in heard]
+            assert set(counter.heard.values()) == {1}  # each change told once
+
+            before = [await alice.memory.store_memory("fact", f"before {n}") for n in range(4)]
+            first.kill()  # SIGKILL: no goodbye, no flush
+            after = [await alice.memory.store_memory("fact", f"after {n}") for n in range(6)]
+            assert all(isinstance(memory_id, str) for memory_id in before + after)
+            found = await bob.memory.search_memories("shared finding", space="pooled")
+            assert len(found) == 6
+        finally:
+            await stop_agent(alice)
+            await stop_agent(bob)
+    finally:
+        for process in reversed(processes):
+            process.stop()
+    rows = await query(url, "SELECT content, count(*) FROM memories GROUP BY content")
+    contents = dict(rows)
+    assert set(contents.values()) == {1}
+    assert {f"after {n}" for n in range(6)} | {f"before {n}" for n in range(4)} <= set(contents)
 
 
 async def test_two_agents_in_two_processes_serve_one_postgresql_store(

@@ -134,11 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--spaces-db", type=Path, metavar="FILE", default=_env_path("SPADE_MEMORY_SPACES_DB"),
         help="the directory of spaces, shared by memory agents that run apart"
-        " (default: $SPADE_MEMORY_SPACES_DB, else DATA_DIR/spaces.db)",
+        " (default: $SPADE_MEMORY_SPACES_DB, else the --database, else DATA_DIR/spaces.db)",
     )  # fmt: skip
     run.add_argument(
         "--database", metavar="URL", default=os.environ.get("SPADE_MEMORY_DATABASE"),
-        help="keep long-term memories in this PostgreSQL database (postgresql://USER@HOST/DB;"
+        help="keep long-term memories and the directory of spaces in this PostgreSQL"
+        " database (postgresql://USER@HOST/DB;"
         " default: $SPADE_MEMORY_DATABASE, else a SQLite file in the data directory)",
     )  # fmt: skip
     run.add_argument(

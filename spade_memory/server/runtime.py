@@ -63,8 +63,8 @@ class RunConfig:
     allow_damaged: bool = False
     """Start the other services when a store is damaged; its agent answers service-unavailable."""
     spaces_db: Path | None = None
-    """The directory of spaces (default: DATA_DIR/spaces.db); agents of one deployment
-    that run apart share it."""
+    """The directory of spaces (default: the PostgreSQL ``database`` if given, else
+    DATA_DIR/spaces.db); agents of one deployment that run apart share it."""
     spaces_file: Path | None = None
     """Spaces, members and quotas to create at start (``--spaces FILE``)."""
     database: str | None = None
@@ -194,7 +194,7 @@ class MemoryRuntime:
             point_at_spade_llm_files(config.data_dir)
             password = agent_password(config)
             self.spaces = await SpaceDirectory.open(
-                config.spaces_db or config.data_dir / SPACES_FILE,
+                config.spaces_db or config.database or config.data_dir / SPACES_FILE,
                 config.synchronous,
                 Manifest(config.data_dir),
             )

@@ -99,7 +99,8 @@ class SpaceCalls(Transport):
         """An async iterator of the space's changes as they are committed (from the cursor
         ``after`` when given, catching up first); ``aclose`` it to unsubscribe."""
         if self._change_router is None:
-            self._change_router = ChangeRouter(wire.bare(self.jids[BASE_MEMORY]))
+            agents = self.agents(self.jids[BASE_MEMORY])
+            self._change_router = ChangeRouter([wire.bare(jid) for jid in agents])
             self.agent.add_behaviour(self._change_router, wire.notice_template(EVENTS_ONTOLOGY))
         return SpaceChanges(self, self._change_router, space, after)
 

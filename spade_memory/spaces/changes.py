@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -38,10 +38,10 @@ CATCH_UP_PAGE = 500
 class ChangeRouter(WakesWhenKilled):
     """Hands the base memory agent's change notices to the streams of their space."""
 
-    def __init__(self, sender: str) -> None:
+    def __init__(self, senders: Collection[str]) -> None:
         super().__init__()
-        self.sender = sender
-        """The base memory agent: notices from anyone else are dropped."""
+        self.senders = frozenset(senders)
+        """The base memory agents (one, or a pool): notices from anyone else are dropped."""
         self.streams: defaultdict[str, set[SpaceChanges]] = defaultdict(set)
 
     async def on_start(self) -> None:
@@ -55,7 +55,7 @@ class ChangeRouter(WakesWhenKilled):
 
     async def run(self) -> None:
         notice = await self.receive(timeout=1.0)
-        if notice is None or wire.bare(notice.sender) != self.sender:
+        if notice is None or wire.bare(notice.sender) not in self.senders:
             return
         try:
             change = Change.model_validate_json(notice.body or "")

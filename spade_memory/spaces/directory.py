@@ -1,7 +1,8 @@
 """The directory of spaces: who owns each space, who is a member with which role, who
 subscribes to its changes, and which beads sessions agents share. One SQLite file
-(``spaces.db`` in the data directory) read by every memory service of a deployment, so
-a grant or a revoke takes effect on the next request, whichever agent serves it.
+(``spaces.db`` in the data directory), or the deployment's PostgreSQL database, read by
+every memory service of a deployment, so a grant or a revoke takes effect on the next
+request, whichever agent serves it.
 
 Spaces are keyed by an id that is never reused: the rows a deleted space leaves in
 other stores can never reach a new space of the same name.
@@ -9,7 +10,6 @@ other stores can never reach a new space of the same name.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -19,8 +19,15 @@ from pathlib import Path
 import aiosqlite
 
 from ..errors import Conflict
-from ..storage.connection import Migration, Synchronous, Transactions, open_migrated
+from ..storage.connection import (
+    Migration,
+    Synchronous,
+    Transacting,
+    Transactions,
+    open_migrated,
+)
 from ..storage.manifest import Manifest
+from ..storage.postgres import is_url, open_pool, statements
 from .names import domain_member, rank
 
 FILE = "spaces.db"
@@ -70,6 +77,20 @@ async def _create_v1(db: aiosqlite.Connection) -> None:
 
 MIGRATIONS: list[Migration] = [_create_v1]
 
+PG_STORE = "spaces"
+"""The directory's name in a PostgreSQL database's ``spade_memory_schema``."""
+PG_MIGRATIONS = [
+    statements(
+        *(
+            statement.replace(" WITHOUT ROWID", "")
+            .replace("REAL NOT NULL", "DOUBLE PRECISION NOT NULL")
+            .replace("max_bytes INTEGER", "max_bytes BIGINT")
+            for statement in _V1
+        )
+    )
+]
+"""The same tables in PostgreSQL's types (a float8 time, a bigint byte quota)."""
+
 
 @dataclass(frozen=True)
 class Space:
@@ -97,34 +118,36 @@ _SPACE = "s.id, s.name, s.owner, s.description, s.created_at, s.max_memories, s.
 
 
 class SpaceDirectory:
-    """Spaces, members, subscriptions and shared beads sessions, in one SQLite file."""
+    """Spaces, members, subscriptions and shared beads sessions, in one SQLite file or
+    one PostgreSQL database."""
 
-    def __init__(self, db: aiosqlite.Connection, path: Path | None = None) -> None:
-        self.db = db
-        self._tx = Transactions(db, path)
+    def __init__(self, tx: Transacting) -> None:
+        self._tx = tx
 
     @classmethod
     async def open(
         cls, path: str | Path, synchronous: Synchronous = "NORMAL", manifest: Manifest | None = None
     ) -> SpaceDirectory:
-        """Open (creating or migrating) the directory at ``path``.
+        """Open (creating or migrating) the directory at ``path``: a SQLite file, or a
+        ``postgresql://`` URL.
 
-        Returns it; raises ``StoreFault`` naming the file when it is damaged or unusable.
+        Returns it; raises ``StoreFault`` naming the file (or the server) when it is
+        damaged, unusable or out of reach.
         """
+        if is_url(path):
+            return cls(await open_pool(str(path), PG_STORE, PG_MIGRATIONS, size=4))
         db = await open_migrated(path, MIGRATIONS, synchronous, manifest)
-        return cls(db, Path(path))
+        return cls(Transactions(db, Path(path)))
 
     async def close(self) -> None:
-        """Close the file."""
+        """Close the file (or the pool)."""
         await self._tx.close()
 
     # -- spaces ------------------------------------------------------------------------
 
     async def find(self, name: str) -> Space | None:
         """The space called ``name``, if there is one."""
-        rows = await self.db.execute_fetchall(
-            f"SELECT {_SPACE} FROM spaces s WHERE name = ?", (name,)
-        )
+        rows = await self._tx.read(f"SELECT {_SPACE} FROM spaces s WHERE name = ?", (name,))
         return next((_space(row) for row in rows), None)
 
     async def by_ids(self, ids: Iterable[str]) -> dict[str, Space]:
@@ -132,7 +155,7 @@ class SpaceDirectory:
         wanted = list(set(ids))
         if not wanted:
             return {}
-        rows = await self.db.execute_fetchall(
+        rows = await self._tx.read(
             f"SELECT {_SPACE} FROM spaces s WHERE id IN ({', '.join('?' * len(wanted))})", wanted
         )
         return {row[0]: _space(row) for row in rows}
@@ -145,16 +168,15 @@ class SpaceDirectory:
         existing = await self.find(name)
         if existing is None:
             space = Space(str(uuid.uuid4()), name, owner, description, time.time())
-            try:
-                async with self._tx.write() as db:
-                    await db.execute(
-                        "INSERT INTO spaces (id, name, owner, description, created_at)"
-                        " VALUES (?, ?, ?, ?, ?)",
-                        (space.id, space.name, space.owner, space.description, space.created_at),
-                    )
+            async with self._tx.write() as db:
+                made = await db.execute_fetchall(
+                    "INSERT INTO spaces (id, name, owner, description, created_at)"
+                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING id",
+                    (space.id, space.name, space.owner, space.description, space.created_at),
+                )
+            if made:
                 return space
-            except sqlite3.IntegrityError:  # created meanwhile (another agent, same file)
-                existing = await self.find(name)
+            existing = await self.find(name)  # created meanwhile (another agent)
         if existing is None or existing.owner != owner:
             raise Conflict(f"the space name {name!r} is taken")
         return existing
@@ -181,7 +203,7 @@ class SpaceDirectory:
         domain), or None."""
         if jid == space.owner:
             return "owner"
-        rows = await self.db.execute_fetchall(
+        rows = await self._tx.read(
             "SELECT role FROM members WHERE space_id = ? AND member IN (?, ?)",
             (space.id, jid, domain_member(jid)),
         )
@@ -189,7 +211,7 @@ class SpaceDirectory:
 
     async def spaces_of(self, jid: str) -> list[tuple[Space, str]]:
         """Every space ``jid`` belongs to, with its best role, by name."""
-        rows = await self.db.execute_fetchall(
+        rows = await self._tx.read(
             f"SELECT {_SPACE}, 'owner' FROM spaces s WHERE s.owner = ?"
             f" UNION ALL SELECT {_SPACE}, m.role FROM spaces s JOIN members m ON m.space_id = s.id"
             " WHERE m.member IN (?, ?)",
@@ -204,7 +226,7 @@ class SpaceDirectory:
 
     async def members(self, space: Space) -> list[tuple[str, str]]:
         """(member, role) of the space, the owner first."""
-        rows = await self.db.execute_fetchall(
+        rows = await self._tx.read(
             "SELECT member, role FROM members WHERE space_id = ? ORDER BY member", (space.id,)
         )
         return [(space.owner, "owner"), *((str(m), str(r)) for m, r in rows)]
@@ -213,7 +235,8 @@ class SpaceDirectory:
         """Give ``member`` ``role`` (replacing the role it had)."""
         async with self._tx.write() as db:
             await db.execute(
-                "INSERT INTO members VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
+                "INSERT INTO members VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT (space_id, member) DO UPDATE"
                 " SET role = excluded.role, granted_by = excluded.granted_by,"
                 " granted_at = excluded.granted_at",
                 (space.id, member, role, by, time.time()),
@@ -233,7 +256,7 @@ class SpaceDirectory:
 
     async def domain_grants(self) -> list[tuple[str, str]]:
         """(space name, member) of every grant to a whole domain."""
-        rows = await self.db.execute_fetchall(
+        rows = await self._tx.read(
             "SELECT s.name, m.member FROM members m JOIN spaces s ON s.id = m.space_id"
             " WHERE m.member LIKE '*@%' ORDER BY s.name"
         )
@@ -245,7 +268,8 @@ class SpaceDirectory:
         """Send ``space``'s change notices to ``address`` (the subscriber's full JID)."""
         async with self._tx.write() as db:
             await db.execute(
-                "INSERT INTO subscriptions VALUES (?, ?, ?) ON CONFLICT DO UPDATE"
+                "INSERT INTO subscriptions VALUES (?, ?, ?)"
+                " ON CONFLICT (space_id, subscriber) DO UPDATE"
                 " SET address = excluded.address",
                 (space.id, subscriber, address),
             )
@@ -259,7 +283,7 @@ class SpaceDirectory:
 
     async def subscribers(self, space_id: str) -> list[tuple[str, str]]:
         """(subscriber, address) of the space's subscribers."""
-        rows = await self.db.execute_fetchall(
+        rows = await self._tx.read(
             "SELECT subscriber, address FROM subscriptions WHERE space_id = ?", (space_id,)
         )
         return [(str(subscriber), str(address)) for subscriber, address in rows]
@@ -271,7 +295,8 @@ class SpaceDirectory:
         (``writer``: also link and mark them; ``admin``: also close them)."""
         async with self._tx.write() as db:
             await db.execute(
-                "INSERT INTO session_shares VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE"
+                "INSERT INTO session_shares VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (owner, session, member) DO UPDATE"
                 " SET role = excluded.role",
                 (owner, session, member, role),
             )
@@ -285,7 +310,7 @@ class SpaceDirectory:
 
     async def shared_with(self, jid: str) -> list[SessionShare]:
         """Every (owner, session) shared with ``jid``, with its best role."""
-        rows = await self.db.execute_fetchall(
+        rows = await self._tx.read(
             "SELECT owner, session, role FROM session_shares WHERE member IN (?, ?)",
             (jid, domain_member(jid)),
         )

@@ -74,6 +74,8 @@ class Transacting(Protocol):
 
     def write(self) -> AbstractAsyncContextManager[Database]: ...
 
+    async def read(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]: ...
+
     async def inline(self, body: Callable[[Any], Coroutine[Any, Any, T]]) -> T: ...
 
     async def close(self) -> None: ...
@@ -277,6 +279,10 @@ class Transactions:
             logger.warning("%s: what it holds was not recorded at close (%s)", self.path, error)
         finally:
             await self.db.close()
+
+    async def read(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one query, outside any write transaction."""
+        return list(await self.db.execute_fetchall(sql, parameters))
 
     def fault(self, error: BaseException) -> MemoryServiceError | None:
         """The typed failure for ``error`` met while serving, if it is a named fault of

@@ -205,6 +205,11 @@ class PgTransactions:
                 raise
             await db.commit()
 
+    async def read(self, sql: str, parameters: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one query, on a pooled connection outside any transaction."""
+        async with self.pool.acquire() as conn:
+            return await PgConnection(conn, self.trace).execute_fetchall(sql, parameters)
+
     async def inline(self, body: Callable[[PgConnection], Coroutine[Any, Any, T]]) -> T:
         """``body`` as one transaction (what SQLite runs in its thread in one trip)."""
         async with self.write() as db:
