@@ -3,7 +3,7 @@ FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY spade_memory ./spade_memory
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir ".[postgresql]"
 COPY agents ./agents
 COPY examples ./examples
 # spade_llm imports litellm, which otherwise downloads a price list at start.

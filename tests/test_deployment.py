@@ -12,6 +12,9 @@ import yaml
 ROOT = Path(__file__).parent.parent
 
 
+MEMORY_AGENTS = ("base-memory", "base-memory-2", "interaction-memory", "beads-sync")
+
+
 def compose() -> dict[str, Any]:
     loaded: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     return loaded
@@ -20,9 +23,13 @@ def compose() -> dict[str, Any]:
 def test_every_service_starts_a_file_of_the_repository() -> None:
     services = compose()["services"]
     assert set(services) == {
-        "xmpp", "base-memory", "interaction-memory", "beads-sync", "llm-agent"
+        "xmpp", "postgres", "base-memory", "base-memory-2", "interaction-memory", "beads-sync",
+        "llm-agent",
     }  # fmt: skip
+    assert services["postgres"]["image"].startswith("postgres:")
     for name, service in services.items():
+        if "image" in service:
+            continue
         assert (ROOT / service["build"] / "Dockerfile").is_file(), name
         command = service.get("command")
         if command:
@@ -42,7 +49,7 @@ def test_the_agents_read_what_compose_sets() -> None:
     environment = (ROOT / "agents" / "environment.py").read_text() + "".join(
         path.read_text() for path in (ROOT / "spade_memory").glob("*/service.py")
     )  # the run's variables, and each service's own (``from_environment``)
-    for name in ("base-memory", "interaction-memory", "beads-sync"):
+    for name in MEMORY_AGENTS:
         for variable in compose()["services"][name]["environment"]:
             assert variable in environment, (name, variable)
     example = (ROOT / "examples" / "llm_agent.py").read_text()
@@ -66,18 +73,29 @@ def test_prosody_creates_the_account_of_every_agent_compose_runs() -> None:
     assert "PROSODY_ACCOUNTS" in start and "prosodyctl" in start
 
 
-def test_the_memory_agents_share_one_directory_of_spaces_and_its_file_is_valid() -> None:
+def test_the_memory_agents_share_one_database_and_its_spaces_file_is_valid() -> None:
+    """Both base memory agents keep their memories, and every memory agent its directory
+    of spaces, in the one PostgreSQL service; the Docker image has its driver."""
     from spade_memory.spaces.declared import read_spaces_file
 
     services = compose()["services"]
-    memory_agents = ("base-memory", "interaction-memory", "beads-sync")
-    for name in memory_agents:
+    databases = set()
+    for name in MEMORY_AGENTS:
         mounts = services[name]["volumes"]
-        assert "spaces:/spaces" in mounts, name
         assert "./agents/spaces.toml:/config/spaces.toml:ro" in mounts, name
         environment = services[name]["environment"]
-        assert environment["SPADE_MEMORY_SPACES_DB"] == "/spaces/spaces.db", name
+        assert "SPADE_MEMORY_SPACES_DB" not in environment, name  # the database holds it
         assert environment["SPADE_MEMORY_SPACES"] == "/config/spaces.toml", name
+        databases.add(environment["SPADE_MEMORY_DATABASE"])
+        assert services[name]["depends_on"]["postgres"] == {"condition": "service_healthy"}
+    (url,) = databases
+    assert url.startswith("postgresql://memory:") and url.endswith("@postgres/spade_memory")
+    assert services["base-memory-2"]["environment"]["SPADE_MEMORY_BASE_JID"] == (
+        "base-memory-2@xmpp"
+    )
+    data = {services[name]["volumes"][0] for name in MEMORY_AGENTS}
+    assert len(data) == len(MEMORY_AGENTS)  # a data directory each (each is locked)
+    assert '".[postgresql]"' in (ROOT / "Dockerfile").read_text()
     declared = read_spaces_file(ROOT / "agents" / "spaces.toml")
     accounts = services["xmpp"]["environment"]["PROSODY_ACCOUNTS"].split()
     users = {account.split(":")[0] + "@xmpp" for account in accounts}

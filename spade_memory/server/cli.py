@@ -191,6 +191,25 @@ def build_parser() -> argparse.ArgumentParser:
     notes.add_argument("file", type=Path)
     notes.add_argument("--data-dir", type=Path, default=None)
     notes.add_argument("--owner", default=None, help="owner JID (default: the file's agent_id)")
+    move = commands.add_parser(
+        "migrate",
+        help="move a data directory's long-term memories and spaces into PostgreSQL",
+    )
+    move.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        default=None,
+        metavar="DATA_DIR",
+        help="the data directory of a stopped service (default: DATA_DIR)",
+    )
+    move.add_argument(
+        "--to",
+        dest="database",
+        required=True,
+        metavar="URL",
+        help="an empty PostgreSQL database (postgresql://USER@HOST/DB)",
+    )
     shell.add_commands(commands)
     return parser
 
@@ -209,6 +228,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return shell.run_shell(args)
     if args.command in ("import-base-memory", "import-interactions"):
         return _import(args)
+    if args.command == "migrate":
+        return _migrate(args.source or default_data_dir(), args.database)
     config = RunConfig(
         data_dir=args.data_dir or default_data_dir(),
         domain=args.domain,
@@ -359,6 +380,32 @@ def _import(args: argparse.Namespace) -> int:
         return 1
     for imported in done:
         print(imported.sentence(what))
+    return 0
+
+
+def _migrate(data_dir: Path, url: str) -> int:
+    """A data directory into PostgreSQL: the rows moved per table, or one sentence."""
+    from ..storage.postgres import shown
+    from . import migrate
+
+    logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
+    console = Console(stderr=True)
+    try:
+        with console.status("migrating ...") as status:
+
+            def told(table: str, rows: int) -> None:
+                status.update(f"migrating {table}: {rows:,} rows")
+
+            moved = asyncio.run(migrate.migrate(data_dir, url, told))
+    except Exception as error:  # every failure is one sentence; nothing was committed
+        where = shown(url) if url.startswith(("postgresql://", "postgres://")) else url
+        print(f"spade-memory: cannot migrate {data_dir} to {where}: {error}", file=sys.stderr)
+        return 1
+    table = Table("table", "rows", title=f"moved into {moved.url}")
+    for name, rows in moved.rows.items():
+        table.add_row(name, f"{rows:,}")
+    Console().print(table)
+    print(f"{moved.memories:,} memories moved; now run: spade-memory run --database URL")
     return 0
 
 

@@ -1,0 +1,154 @@
+"""``spade-memory migrate --from DATA_DIR --to postgresql://…``: a data directory's
+long-term memories and directory of spaces, moved into PostgreSQL.
+
+Every row moves as it is: ids, change numbers, access counts, versions, the usage
+figures and the vectors' bytes, so clients, the beads mirror's cursor and the
+spaces' subscribers go on where they were. Each table is copied with PostgreSQL's
+``COPY`` (asyncpg's ``copy_records_to_table``), each store in one transaction: a
+migration that fails leaves no row behind (only the empty tables), so it can simply
+be run again. The numbering of the new database
+goes on after the highest number SQLite ever gave (``sqlite_sequence``), so no
+number is given twice. The word index is not copied: PostgreSQL computes its own.
+
+The data directory must not be in use (a running service holds its lock), and the
+database must hold no memories yet; the SQLite files are left as they were. The
+interaction store (notes, working memory) stays in the data directory.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..base_memory import pg_schema
+from ..base_memory.service import DATABASE
+from ..base_memory.store import LongTermStore
+from ..spaces.directory import FILE as SPACES_FILE
+from ..spaces.directory import PG_MIGRATIONS as SPACES_MIGRATIONS
+from ..spaces.directory import PG_STORE as SPACES_STORE
+from ..spaces.directory import SpaceDirectory
+from ..storage.postgres import PgMigration, is_url, open_pool, shown
+from .backup import lock
+
+CHUNK = 5000
+"""Rows read from SQLite and sent to PostgreSQL at a time."""
+_NUMBERED = {"memories": "seq", "changes": "seq", "space_changes": "seq"}
+"""Tables whose numbers PostgreSQL gives (identity columns), by their column."""
+
+
+class MigrationRefused(RuntimeError):
+    """The migration cannot start (nothing was changed); the text says why."""
+
+
+@dataclass
+class Migrated:
+    """What was moved: rows per table, in order."""
+
+    url: str
+    rows: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def memories(self) -> int:
+        return self.rows.get("memories", 0)
+
+
+async def migrate(
+    data_dir: Path, url: str, progress: Callable[[str, int], None] | None = None
+) -> Migrated:
+    """Move the long-term memories and the directory of spaces of ``data_dir`` into the
+    PostgreSQL database at ``url``; ``progress`` is told (table, rows so far) as it goes.
+
+    Returns the rows moved per table; raises ``MigrationRefused`` (a running service,
+    no store, a database that already holds memories), ``StoreFault`` (a damaged file,
+    a server out of reach) or asyncpg's error, with no row written.
+    """
+    if not is_url(url):
+        raise MigrationRefused(f"--to takes a postgresql:// URL, not {url!r}")
+    memories = data_dir / DATABASE
+    if not memories.exists():
+        raise MigrationRefused(f"{data_dir} holds no long-term memories ({DATABASE})")
+    held = lock(data_dir)  # raises DataDirectoryInUse while a service runs on it
+    try:
+        # opened once through their own code: an older file is migrated to the newest schema
+        await (await LongTermStore.open(memories)).close()
+        sources = [(memories, pg_schema.STORE, pg_schema.MIGRATIONS)]
+        if (data_dir / SPACES_FILE).exists():
+            await (await SpaceDirectory.open(data_dir / SPACES_FILE)).close()
+            sources.append((data_dir / SPACES_FILE, SPACES_STORE, SPACES_MIGRATIONS))
+        migrated = Migrated(shown(url))
+        for path, store, migrations in sources:
+            migrated.rows.update(await _copy_store(path, url, store, migrations, progress))
+        return migrated
+    finally:
+        held.close()
+
+
+async def _copy_store(
+    path: Path,
+    url: str,
+    store: str,
+    migrations: list[PgMigration],
+    progress: Callable[[str, int], None] | None,
+) -> dict[str, int]:
+    """Every table of the PostgreSQL schema of ``store``, copied from the SQLite file."""
+    tx = await open_pool(url, store, migrations, size=1)
+    moved: dict[str, int] = {}
+    try:
+        async with tx.pool.acquire() as conn, conn.transaction():
+            tables = await conn.fetch(
+                "SELECT table_name, array_agg(column_name::text ORDER BY ordinal_position)"
+                " FROM information_schema.columns WHERE table_schema = current_schema()"
+                " AND is_generated = 'NEVER' AND table_name = ANY($1::text[])"
+                " GROUP BY table_name",
+                _tables_of(path),
+            )
+            columns = {str(row[0]): list(row[1]) for row in tables}
+            if "memories" in columns and await conn.fetchval("SELECT count(*) FROM memories"):
+                raise MigrationRefused(f"{shown(url)} already holds memories; give an empty one")
+            for table in _in_key_order(columns):
+                count = 0
+                for chunk in _rows(path, table, columns[table]):
+                    await conn.copy_records_to_table(table, records=chunk, columns=columns[table])
+                    count += len(chunk)
+                    if progress is not None:
+                        progress(table, count)
+                moved[table] = count
+                if table in _NUMBERED:
+                    await conn.execute(
+                        f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'),"
+                        " GREATEST($1, (SELECT COALESCE(max(seq), 0) FROM "
+                        f"{table})) + 1, false)",
+                        _last_number(path, table),
+                    )  # fmt: skip
+    finally:
+        await tx.close()
+    return moved
+
+
+def _tables_of(path: Path) -> list[str]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        return [str(row[0]) for row in db.execute("SELECT name FROM sqlite_master")]
+
+
+def _in_key_order(columns: dict[str, list[str]]) -> list[str]:
+    """The tables, the ones others refer to first (``embeddings`` needs ``memories``)."""
+    first = [name for name in ("memories", "spaces") if name in columns]
+    return first + sorted(name for name in columns if name not in first)
+
+
+def _rows(path: Path, table: str, columns: list[str]) -> Iterator[list[tuple[object, ...]]]:
+    """The table's rows in chunks of ``CHUNK``, read-only."""
+    listed = ", ".join(f'"{column}"' for column in columns)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        cursor = db.execute(f'SELECT {listed} FROM "{table}"')
+        while chunk := cursor.fetchmany(CHUNK):
+            yield [tuple(row) for row in chunk]
+
+
+def _last_number(path: Path, table: str) -> int:
+    """The highest number SQLite gave in ``table``, deleted rows included."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchall()
+    return int(rows[0][0]) if rows else 0
