@@ -1,0 +1,433 @@
+"""Scaling out on PostgreSQL: throughput of one and two agents, search at 100,000
+memories on both engines, and failover when an agent is killed.
+
+    python -m benchmarks.scale_out [throughput|search|failover|all]
+
+Every part runs on a PostgreSQL server of its own (Debian's ``initdb`` and ``pg_ctl``
+on a temporary folder, as the tests do) and, over the wire, SPADE's embedded XMPP
+server as a process of its own, each base memory agent in another. Ratios are against
+the first row, measured in the same run. The process exits 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+from rich.console import Console
+from rich.table import Table
+
+from spade_memory.base_memory.ops import SearchMemories
+from spade_memory.base_memory.store import LongTermStore
+from spade_memory.errors import MemoryServiceError
+from spade_memory.lifecycle import stop_agent
+from spade_memory.server.migrate import migrate
+from spade_memory.server.runtime import PASSWORD_ENV
+from spade_memory.testing import ChildProcess, MemoryServiceProcess, PostgresServer, free_port
+
+from .corpus import Corpus
+from .resilience import start_clients
+from .stats import summary_ms
+from .store_search import OWNER, _ours, _rows
+from .wire import Requester as Client
+from .wire import peer_process
+
+AGENT_JIDS = ("base-memory@localhost", "base-memory-2@localhost")
+SECRET = {PASSWORD_ENV: "scale-out"}
+
+
+@contextmanager
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this run's own."""
+    with tempfile.TemporaryDirectory(prefix="spade-memory-pg-") as folder:
+        server = PostgresServer(Path(folder))
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+def _agent_args(n: int, database: str | None) -> list[str]:
+    stored = ["--database", database] if database else []
+    return ["--external-server", "--services", "base-memory", "--base-jid", AGENT_JIDS[n],
+            *stored]  # fmt: skip
+
+
+class Deployment:
+    """An XMPP server and ``agents`` base memory agents, each a process of its own, on
+    ``database`` (None: each agent on its own SQLite file)."""
+
+    def __init__(self, root: Path, agents: int, database: str | None) -> None:
+        self.port = free_port()
+        self.server = peer_process("server", str(root / "xmpp"), str(self.port), str(free_port()))
+        self.agents = [
+            MemoryServiceProcess(
+                root / f"agent-{n}", *_agent_args(n, database), port=self.port, env=SECRET
+            )
+            for n in range(agents)
+        ]
+        self.jids = list(AGENT_JIDS[:agents])
+
+    def start(self) -> None:
+        self.server.start()
+        for agent in self.agents:
+            agent.start(timeout=60)
+
+    def stop(self) -> None:
+        children: list[ChildProcess] = [*self.agents, self.server]
+        for child in children:
+            child.stop()
+
+
+@contextmanager
+def deployment(agents: int, database: str | None) -> Iterator[Deployment]:
+    with tempfile.TemporaryDirectory() as tmp:
+        running = Deployment(Path(tmp), agents, database)
+        try:
+            running.start()
+            yield running
+        finally:
+            running.stop()
+
+
+# -- throughput ----------------------------------------------------------------------------
+
+
+@dataclass
+class ThroughputResult:
+    name: str
+    stores_per_s: float
+    searches_per_s: float
+    errors: int
+    cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds spent during the run, by part (to say where the bottleneck is)."""
+    seconds: float = 0.0
+
+
+def _cpu_of(pids: list[int]) -> float:
+    """CPU seconds (user and system) the living processes ``pids`` have spent."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _children_of(parent: int) -> list[int]:
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                children.append(int(stat.parent.name))
+        except (OSError, ValueError):
+            continue
+    return children
+
+
+def _parts(running: Deployment, server: PostgresServer) -> dict[str, list[int]]:
+    """The processes of each part of a deployment, by part."""
+    assert running.server.process is not None
+    parts = {
+        "XMPP server": [running.server.process.pid],
+        "memory agents": [a.process.pid for a in running.agents if a.process is not None],
+    }
+    pid_file = server.data_dir / "cluster" / "postmaster.pid"
+    postmaster = int(pid_file.read_text().split()[0])
+    parts["PostgreSQL"] = [postmaster, *_children_of(postmaster)]
+    return parts
+
+
+async def _drive(clients: list[Client], stores: int, searches: int) -> tuple[float, float, int]:
+    """Every client stores, then searches, all at once: (stores/s, searches/s, errors)."""
+    errors = 0
+    corpus = Corpus(seed=3)
+
+    async def store_all(n: int, client: Client) -> None:
+        nonlocal errors
+        for i in range(stores):
+            try:
+                await client.memory.store_memory(
+                    "fact", f"client {n} note {i}: {corpus.sentence()}"
+                )
+            except MemoryServiceError:
+                errors += 1
+
+    queries = corpus.queries(searches, 3)
+
+    async def search_all(client: Client) -> None:
+        nonlocal errors
+        for query in queries:
+            try:
+                await client.memory.search_memories(query, limit=10)
+            except MemoryServiceError:
+                errors += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(store_all(n, c) for n, c in enumerate(clients)))
+    stored = len(clients) * stores / (time.perf_counter() - started)
+    started = time.perf_counter()
+    await asyncio.gather(*(search_all(c) for c in clients))
+    searched = len(clients) * searches / (time.perf_counter() - started)
+    return stored, searched, errors
+
+
+async def run_throughput(
+    clients: int = 16, stores: int = 50, searches: int = 25
+) -> list[ThroughputResult]:
+    """The same ``clients`` clients against 1 agent on SQLite, then 1 and 2 agents on
+    PostgreSQL (a new database each)."""
+    results = []
+    with postgres() as server:
+        for name, agents, engine in [
+            ("1 agent, SQLite", 1, None),
+            ("1 agent, PostgreSQL", 1, "one_agent"),
+            ("2 agents, PostgreSQL", 2, "two_agents"),
+        ]:
+            url = server.database(engine) if engine else None
+            with deployment(agents, url) as running:
+                agents_of = running.jids
+                started = await start_clients(
+                    clients, running.port, "throughput", memory_jid=agents_of,
+                    memory_timeout=30.0,
+                )  # fmt: skip
+                try:
+                    parts = _parts(running, server)
+                    before = {part: _cpu_of(pids) for part, pids in parts.items()}
+                    clients_before, wall = time.process_time(), time.perf_counter()
+                    rates = await _drive(started, stores, searches)
+                    parts = _parts(running, server)  # PostgreSQL's connections came meanwhile
+                    cpu = {part: _cpu_of(pids) - before.get(part, 0.0)
+                           for part, pids in parts.items()}  # fmt: skip
+                    cpu["clients (this process)"] = time.process_time() - clients_before
+                    wall = time.perf_counter() - wall
+                finally:
+                    for client in started:
+                        await stop_agent(client)
+            results.append(ThroughputResult(name, *rates, cpu=cpu, seconds=wall))
+    return results
+
+
+# -- search at 100,000 ---------------------------------------------------------------------
+
+
+@dataclass
+class SearchResult:
+    engine: str
+    words: int
+    p50: float
+    p99: float
+    hits: float
+
+
+async def run_search(size: int = 100_000, queries: int = 200) -> list[SearchResult]:
+    """Word search (no vectors) in the store itself, on the same ``size`` memories in a
+    SQLite file and in PostgreSQL (moved there by ``spade-memory migrate``)."""
+    results = []
+    with postgres() as server, tempfile.TemporaryDirectory() as tmp:
+        data_dir = Path(tmp)
+        sqlite_store = await _ours(data_dir / "base-memory.db", _rows(Corpus(1).memories(size)))
+        await sqlite_store.close()
+        url = server.database("search")
+        await migrate(data_dir, url)
+        engines: list[tuple[str, str | Path]] = [
+            ("SQLite (FTS5 BM25)", data_dir / "base-memory.db"),
+            ("PostgreSQL (tsvector, ts_rank)", url),
+        ]
+        for engine, where in engines:
+            store = await LongTermStore.open(where)
+            try:
+                for words in (1, 3):
+                    samples, hits = [], 0
+                    for query in Corpus(seed=2 + words).queries(queries, words):
+                        start = time.perf_counter()
+                        found = await store.apply(OWNER, SearchMemories(query=query, limit=10))
+                        samples.append(time.perf_counter() - start)
+                        hits += len(found.model_dump()["memories"])
+                    p50, p99 = summary_ms(samples)
+                    results.append(SearchResult(engine, words, p50, p99, hits / queries))
+            finally:
+                await store.close()
+    return results
+
+
+# -- failover ------------------------------------------------------------------------------
+
+
+@dataclass
+class FailoverResult:
+    clients: int
+    seconds: float
+    kills: list[str] = field(default_factory=list)
+    acked: int = 0
+    typed: Counter[str] = field(default_factory=Counter)
+    untyped: int = 0
+    slowest_call: float = 0.0
+    missing: int = 0
+    stored_twice: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.untyped == 0
+            and self.missing == 0
+            and self.stored_twice == 0
+            and len(self.kills) > 0
+            and self.acked > 0
+        )
+
+
+async def run_failover(clients: int = 4, seconds: float = 30.0, kills: int = 2) -> FailoverResult:
+    """``clients`` clients store for ``seconds`` through a pool of two agents on one
+    PostgreSQL database; ``kills`` times an agent is SIGKILLed (the first, then the
+    other: each is started again at once). Every acknowledged memory must be there once."""
+    result = FailoverResult(clients, seconds)
+    acked: dict[str, str] = {}
+    with postgres() as server:
+        url = server.database("failover")
+        with deployment(2, url) as running:
+            started = await start_clients(
+                clients, running.port, "failover", memory_jid=running.jids, memory_timeout=2.0
+            )
+            deadline = time.monotonic() + seconds
+
+            async def store_until_done(n: int, client: Client) -> None:
+                i = 0
+                while time.monotonic() < deadline:
+                    i += 1
+                    content = f"client {n} memory {i}"
+                    began = time.monotonic()
+                    try:
+                        acked[content] = str(await client.memory.store_memory("fact", content))
+                    except MemoryServiceError as error:
+                        result.typed[error.condition.value] += 1
+                    except Exception:  # what must never happen: a failure with no type
+                        result.untyped += 1
+                    result.slowest_call = max(result.slowest_call, time.monotonic() - began)
+
+            async def kill_now_and_then() -> None:
+                began = time.monotonic()
+                for k in range(kills):  # at even times through the run, whatever came before
+                    at = began + seconds * (k + 1) / (kills + 1)
+                    await asyncio.sleep(max(0.0, at - time.monotonic()))
+                    victim = running.agents[k % 2]
+                    victim.kill()
+                    result.kills.append(
+                        f"{running.jids[k % 2]} at {time.monotonic() - began:.0f} s"
+                    )
+                    await asyncio.sleep(1.0)  # down a while, then back
+                    await asyncio.to_thread(victim.start, 60)
+
+            try:
+                await asyncio.gather(
+                    kill_now_and_then(), *(store_until_done(n, c) for n, c in enumerate(started))
+                )
+            finally:
+                for client in started:
+                    await stop_agent(client)
+        conn = await asyncpg.connect(url)
+        try:
+            rows = await conn.fetch("SELECT id, content FROM memories")
+        finally:
+            await conn.close()
+    held = Counter(str(row["content"]) for row in rows)
+    ids = {str(row["content"]): str(row["id"]) for row in rows}
+    result.acked = len(acked)
+    result.missing = sum(1 for content, id_ in acked.items() if ids.get(content) != id_)
+    result.stored_twice = sum(1 for count in held.values() if count > 1)
+    return result
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def print_throughput(console: Console, results: list[ThroughputResult]) -> None:
+    base = results[0]
+    table = Table("16 clients against", "stores/s", "vs first", "searches/s", "vs first",
+                  "errors", title="Throughput over the wire (dense search on)")  # fmt: skip
+    for row in results:
+        table.add_row(
+            row.name, f"{row.stores_per_s:,.0f}", f"{row.stores_per_s / base.stores_per_s:.2f}x",
+            f"{row.searches_per_s:,.0f}", f"{row.searches_per_s / base.searches_per_s:.2f}x",
+            str(row.errors),
+        )  # fmt: skip
+    console.print(table)
+    parts = list(results[0].cpu)
+    cores = os.cpu_count() or 1
+    busy = Table("16 clients against", *parts, "all, of the cores' time",
+                 title=f"CPU seconds spent during the run ({cores} cores)")  # fmt: skip
+    for row in results:
+        spent = sum(row.cpu.values())
+        busy.add_row(
+            row.name, *(f"{row.cpu.get(part, 0.0):.1f}" for part in parts),
+            f"{spent:.1f} of {row.seconds * cores:.1f} ({spent / (row.seconds * cores):.0%})",
+        )  # fmt: skip
+    console.print(busy)
+
+
+def print_search(console: Console, results: list[SearchResult]) -> None:
+    base = {row.words: row.p50 for row in results[:2]}
+    table = Table("engine", "query words", "p50 ms", "p99 ms", "p50 vs SQLite", "hits/query",
+                  title="Word search in the store, 100,000 memories")  # fmt: skip
+    for row in results:
+        table.add_row(
+            row.engine, str(row.words), f"{row.p50:.2f}", f"{row.p99:.2f}",
+            f"{row.p50 / base[row.words]:.2f}x", f"{row.hits:.1f}",
+        )  # fmt: skip
+    console.print(table)
+
+
+def print_failover(console: Console, result: FailoverResult) -> None:
+    table = Table("clients", "seconds", "agents killed", "stores acknowledged",
+                  "typed failures", "untyped", "slowest call s", "acknowledged missing",
+                  "stored twice", title="Failover: two agents, SIGKILL")  # fmt: skip
+    typed = ", ".join(f"{n} {name}" for name, n in result.typed.items()) or "0"
+    table.add_row(
+        str(result.clients), f"{result.seconds:.0f}", ", ".join(result.kills),
+        f"{result.acked:,}", typed, str(result.untyped), f"{result.slowest_call:.1f}",
+        str(result.missing), str(result.stored_twice),
+    )  # fmt: skip
+    console.print(table)
+
+
+async def main(args: argparse.Namespace) -> int:
+    console = Console()
+    ok = True
+    if args.part in ("throughput", "all"):
+        throughput = await run_throughput(args.clients, args.stores, args.searches)
+        print_throughput(console, throughput)
+        ok &= all(row.errors == 0 for row in throughput)
+    if args.part in ("search", "all"):
+        print_search(console, await run_search(args.memories, args.queries))
+    if args.part in ("failover", "all"):
+        failover = await run_failover(4, args.seconds, args.kills)
+        print_failover(console, failover)
+        ok &= failover.ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("part", nargs="?", default="all",
+                        choices=["throughput", "search", "failover", "all"])  # fmt: skip
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--stores", type=int, default=50, help="stores per client")
+    parser.add_argument("--searches", type=int, default=25, help="searches per client")
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--kills", type=int, default=2)
+    sys.exit(asyncio.run(main(parser.parse_args())))
