@@ -19,8 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from spade.behaviour import CyclicBehaviour
 
+from benchmarks.scale_out import print_failover, run_failover
 from spade_memory import wire
 from spade_memory.base_memory.notices import EVENTS_ONTOLOGY
 from spade_memory.base_memory.ops import (
@@ -37,7 +39,7 @@ from spade_memory.base_memory.store import LongTermStore
 from spade_memory.errors import ServiceUnavailable
 from spade_memory.lifecycle import stop_agent
 from spade_memory.ops import Request
-from spade_memory.server.runtime import PASSWORD_ENV
+from spade_memory.server.runtime import PASSWORD_ENV, MemoryRuntime, RunConfig
 from spade_memory.testing import MemoryServiceProcess, PostgresServer
 
 from .conftest import query
@@ -285,3 +287,25 @@ async def test_agents_that_start_together_on_a_new_database_migrate_it_once(
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_run_given_a_database_that_is_not_a_url_refuses_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the deployment's agents are configured (from the environment, not the
+    command line): nothing starts, and no SQLite file is made of the value."""
+    monkeypatch.chdir(tmp_path)
+    runtime = MemoryRuntime(RunConfig(data_dir=tmp_path / "data", database="memories.db"))
+    with pytest.raises(RuntimeError, match="must be a postgresql:// URL"):
+        await runtime.start()
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+async def test_the_failover_run_loses_nothing() -> None:
+    """``python -m benchmarks.scale_out failover``, shorter: every acknowledged memory is
+    there once, and no call failed without a type, with an agent SIGKILLed twice."""
+    result = await run_failover(clients=4, seconds=15.0, kills=2)
+    print_failover(Console(width=160), result)
+    assert len(result.kills) == 2 and result.acked > 0
+    assert result.ok, result

@@ -201,8 +201,8 @@ class MemoryConnection:
 
     def __init__(
         self,
-        base_memory_jid: str | None = None,
-        interaction_memory_jid: str | None = None,
+        base_memory_jid: str | Sequence[str] | None = None,
+        interaction_memory_jid: str | Sequence[str] | None = None,
         timeout: float = 5.0,
         *,
         spaces: Sequence[str] = (),

@@ -32,6 +32,7 @@ from ..spaces.directory import SpaceDirectory
 from ..storage.connection import Synchronous
 from ..storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
 from ..storage.manifest import Manifest
+from ..storage.postgres import is_url
 from .backup import lock
 from .xmpp_server import EmbeddedXMPPServer
 
@@ -188,6 +189,8 @@ class MemoryRuntime:
         file, or ``OSError`` for another failure of the data directory.
         """
         config = self.config
+        if config.database is not None and not is_url(config.database):
+            raise RuntimeError(f"the database must be a postgresql:// URL, not {config.database!r}")
         try:
             _writable(config.data_dir)
             self._running.callback(lock(config.data_dir).close)  # one service per directory
