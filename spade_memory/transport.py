@@ -116,12 +116,13 @@ class Transport:
         self.jids: dict[str, str] = {}
         """Each memory service's agent (the first of its pool), by service name."""
         self.pools: dict[str, AgentPool] = {}
-        """The pool of agents serving as one, by the JID of its first."""
+        """The pool of agents serving as one, by the bare JID of each of its agents (a
+        request sent again after a ``Busy`` goes on in the pool from any of them)."""
         for name, given in jids.items():
             pool = AgentPool([given] if isinstance(given, str) else list(given))
             self.jids[name] = pool.jids[0]
             if len(pool.jids) > 1:
-                self.pools[wire.bare(pool.jids[0])] = pool
+                self.pools.update((wire.bare(jid), pool) for jid in pool.jids)
         self.timeout = timeout
         self.attempts = attempts
         """Times a request is sent (same request id) before it times out."""
