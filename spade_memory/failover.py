@@ -4,7 +4,7 @@ On a shared PostgreSQL store, N base memory agents (each its own JID, in its own
 process or machine) serve the same memories. A client given all their JIDs spreads
 its requests over them in turn. When one gives no reply in time, the same request
 (same request id, so a write already applied by the silent agent is not applied
-again) goes to the next, and the silent one is passed over for ``PASS_OVER_SECONDS``.
+again) goes to the next, and the silent one is tried last for ``PASS_OVER_SECONDS``.
 A pool of JIDs works on any XMPP server; several resources of one JID would depend
 on how each server routes a message sent to a bare JID (Prosody copies it to every
 resource of equal priority, so two agents would both serve it).
@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 
 PASS_OVER_SECONDS = 30.0
-"""How long an agent that did not answer gets no new requests (then it is tried again)."""
+"""How long an agent that did not answer is tried last (then it takes its turn again)."""
 
 
 class AgentPool:

@@ -16,9 +16,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 READY_LINE = "spade-memory is ready"
@@ -227,6 +228,20 @@ class PostgresServer:
             "postgres", "-q", "-c", f"CREATE DATABASE {name}",
         )  # fmt: skip
         return self.url(name)
+
+
+@contextlib.contextmanager
+def running_postgres() -> Iterator[PostgresServer]:
+    """A ``PostgresServer`` started on a new temporary folder (outside pytest's private
+    tree, so the ``postgres`` user can enter it), stopped and removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="spade-memory-pg-"))
+    server = PostgresServer(folder)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def postgres_binaries() -> Path | None:

@@ -6,16 +6,20 @@ import asyncio
 import atexit
 import itertools
 import os
-import shutil
-import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from spade_memory.base_memory.embeddings import Embedder, MiniLMEmbedder
 from spade_memory.lifecycle import stop_agent
 from spade_memory.server.runtime import PASSWORD_ENV
-from spade_memory.testing import MemoryServiceProcess, PostgresServer, postgres_binaries
+from spade_memory.testing import (
+    MemoryServiceProcess,
+    PostgresServer,
+    postgres_binaries,
+    running_postgres,
+)
 
 from . import prosody
 from .harness import ClientAgent, start_client, unique_jid
@@ -64,12 +68,14 @@ def postgres_server() -> Iterator[PostgresServer]:
     Not installed is a failure, not a skip: the conformance suite needs both engines."""
     if postgres_binaries() is None:
         pytest.fail("PostgreSQL is not installed: apt-get install postgresql")
-    folder = Path(tempfile.mkdtemp(prefix="spade-memory-pg-"))  # out of pytest's 0700 tree
-    server = PostgresServer(folder)
-    server.start()
-    yield server
-    server.stop()
-    shutil.rmtree(folder, ignore_errors=True)
+    with running_postgres() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real embedding model, loaded once for the run."""
+    return MiniLMEmbedder()
 
 
 _DATABASES = itertools.count()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.base_memory.embeddings import Embedder, MiniLMEmbedder
+from spade_memory.base_memory.embeddings import Embedder
 from spade_memory.base_memory.ops import (
     Category,
     DeleteMemory,
@@ -31,11 +31,6 @@ PETS = [
     "Carol prefers green tea over coffee",
 ]
 QUESTION = "what is the name of our puppy"  # no word in common with the answer
-
-
-@pytest.fixture(scope="session")
-def embedder() -> Embedder:
-    return MiniLMEmbedder()
 
 
 @pytest.fixture

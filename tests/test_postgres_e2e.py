@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -40,7 +38,7 @@ from spade_memory.errors import ServiceUnavailable
 from spade_memory.lifecycle import stop_agent
 from spade_memory.ops import Request
 from spade_memory.server.runtime import PASSWORD_ENV, MemoryRuntime, RunConfig
-from spade_memory.testing import MemoryServiceProcess, PostgresServer
+from spade_memory.testing import MemoryServiceProcess, PostgresServer, running_postgres
 
 from .conftest import query
 from .harness import start_client, unique_jid
@@ -137,6 +135,9 @@ async def test_a_pool_of_two_agents_shares_spaces_and_survives_one_killed(
     contents = dict(rows)
     assert set(contents.values()) == {1}
     assert {f"after {n}" for n in range(6)} | {f"before {n}" for n in range(4)} <= set(contents)
+    # a store applied twice would reinforce the first (same content): the feed shows it
+    feed = await query(url, "SELECT kind, count(*) FROM changes GROUP BY kind")
+    assert feed == [("stored", len(rows))]
 
 
 async def test_two_agents_in_two_processes_serve_one_postgresql_store(
@@ -206,35 +207,32 @@ def test_a_database_that_is_not_a_url_or_cannot_be_reached_stops_run_with_one_li
         assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
-async def test_a_server_out_of_reach_is_a_typed_failure_and_the_store_goes_on(
-    tmp_path: Path,
-) -> None:
+async def test_a_server_out_of_reach_is_a_typed_failure_and_the_store_goes_on() -> None:
     """The PostgreSQL server stops under a running store: each request is answered
     ``service-unavailable`` (nothing applied), and once the server is back the same
     store serves again, with everything acknowledged before."""
-    folder = Path(tempfile.mkdtemp(prefix="spade-memory-pg-"))
-    server = PostgresServer(folder)
-    server.start()
-    store = await LongTermStore.open(server.database("outage"))
-    try:
-        kept = await store.apply(ALICE, StoreMemory(category="fact", content="before the outage"))
-        assert isinstance(kept, Stored)
-        server.stop("immediate")  # as a crash of the server would
-        for op in (StoreMemory(category="fact", content="during"), GetMemory(id=kept.id)):
-            with pytest.raises(ServiceUnavailable, match="cannot be reached"):
-                await store.apply(ALICE, op)
-        server.start()
-        after = await store.apply(ALICE, StoreMemory(category="fact", content="after it"))
-        assert isinstance(after, Stored)
-        got = await store.apply(ALICE, GetMemory(id=kept.id))
-        assert isinstance(got, Memory) and got.content == "before the outage"
-        listed = await store.apply(ALICE, RecentMemories())
-        assert isinstance(listed, MemoryList)
-        assert sorted(m.content for m in listed.memories) == ["after it", "before the outage"]
-    finally:
-        await store.close()
-        server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+    with running_postgres() as server:
+        store = await LongTermStore.open(server.database("outage"))
+        try:
+            kept = await store.apply(
+                ALICE, StoreMemory(category="fact", content="before the outage")
+            )
+            assert isinstance(kept, Stored)
+            server.stop("immediate")  # as a crash of the server would
+            for op in (StoreMemory(category="fact", content="during"), GetMemory(id=kept.id)):
+                with pytest.raises(ServiceUnavailable, match="cannot be reached"):
+                    await store.apply(ALICE, op)
+            server.start()
+            after = await store.apply(ALICE, StoreMemory(category="fact", content="after it"))
+            assert isinstance(after, Stored)
+            got = await store.apply(ALICE, GetMemory(id=kept.id))
+            assert isinstance(got, Memory) and got.content == "before the outage"
+            listed = await store.apply(ALICE, RecentMemories())
+            assert isinstance(listed, MemoryList)
+            contents = sorted(m.content for m in listed.memories)
+            assert contents == ["after it", "before the outage"]
+        finally:
+            await store.close()
 
 
 async def test_two_stores_on_one_database_delete_and_purge_each_memory_once(

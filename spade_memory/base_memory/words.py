@@ -25,10 +25,8 @@ Unindexed = list[tuple[int, str, str | None]]
 async def index(db: Database, rows: Unindexed) -> None:
     """Add ``rows`` to the word index (in the caller's transaction), and empty the list.
     On PostgreSQL the index is a generated column, written with the row."""
-    if rows and dialect(db) == "postgresql":
-        rows.clear()
-    if rows:
+    if rows and dialect(db) == "sqlite":
         await db.executemany(
             "INSERT INTO memories_fts (rowid, content, context) VALUES (?, ?, ?)", rows
         )
-        rows.clear()
+    rows.clear()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,40 +97,41 @@ async def _copy_store(
     tx = await open_pool(url, store, migrations, size=1)
     moved: dict[str, int] = {}
     try:
-        async with tx.pool.acquire() as conn, conn.transaction():
-            tables = await conn.fetch(
-                "SELECT table_name, array_agg(column_name::text ORDER BY ordinal_position)"
-                " FROM information_schema.columns WHERE table_schema = current_schema()"
-                " AND is_generated = 'NEVER' AND table_name = ANY($1::text[])"
-                " GROUP BY table_name",
-                _tables_of(path),
-            )
-            columns = {str(row[0]): list(row[1]) for row in tables}
-            if "memories" in columns and await conn.fetchval("SELECT count(*) FROM memories"):
-                raise MigrationRefused(f"{shown(url)} already holds memories; give an empty one")
-            for table in _in_key_order(columns):
-                count = 0
-                for chunk in _rows(path, table, columns[table]):
-                    await conn.copy_records_to_table(table, records=chunk, columns=columns[table])
-                    count += len(chunk)
-                    if progress is not None:
-                        progress(table, count)
-                moved[table] = count
-                if table in _NUMBERED:
-                    await conn.execute(
-                        f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'),"
-                        " GREATEST($1, (SELECT COALESCE(max(seq), 0) FROM "
-                        f"{table})) + 1, false)",
-                        _last_number(path, table),
-                    )  # fmt: skip
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as source:
+            names = [str(row[0]) for row in source.execute("SELECT name FROM sqlite_master")]
+            async with tx.pool.acquire() as conn, conn.transaction():
+                tables = await conn.fetch(
+                    "SELECT table_name, array_agg(column_name::text ORDER BY ordinal_position)"
+                    " FROM information_schema.columns WHERE table_schema = current_schema()"
+                    " AND is_generated = 'NEVER' AND table_name = ANY($1::text[])"
+                    " GROUP BY table_name",
+                    names,
+                )
+                columns = {str(row[0]): list(row[1]) for row in tables}
+                if "memories" in columns and await conn.fetchval("SELECT count(*) FROM memories"):
+                    raise MigrationRefused(
+                        f"{shown(url)} already holds memories; give an empty one"
+                    )
+                for table in _in_key_order(columns):
+                    count = 0
+                    for chunk in _rows(source, table, columns[table]):
+                        await conn.copy_records_to_table(
+                            table, records=chunk, columns=columns[table]
+                        )
+                        count += len(chunk)
+                        if progress is not None:
+                            progress(table, count)
+                    moved[table] = count
+                    if table in _NUMBERED:
+                        await conn.execute(
+                            f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'),"
+                            " GREATEST($1, (SELECT COALESCE(max(seq), 0) FROM "
+                            f"{table})) + 1, false)",
+                            _last_number(source, table),
+                        )  # fmt: skip
     finally:
         await tx.close()
     return moved
-
-
-def _tables_of(path: Path) -> list[str]:
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        return [str(row[0]) for row in db.execute("SELECT name FROM sqlite_master")]
 
 
 def _in_key_order(columns: dict[str, list[str]]) -> list[str]:
@@ -138,17 +140,17 @@ def _in_key_order(columns: dict[str, list[str]]) -> list[str]:
     return first + sorted(name for name in columns if name not in first)
 
 
-def _rows(path: Path, table: str, columns: list[str]) -> Iterator[list[tuple[object, ...]]]:
-    """The table's rows in chunks of ``CHUNK``, read-only."""
+def _rows(
+    source: sqlite3.Connection, table: str, columns: list[str]
+) -> Iterator[list[tuple[object, ...]]]:
+    """The table's rows in chunks of ``CHUNK``."""
     listed = ", ".join(f'"{column}"' for column in columns)
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        cursor = db.execute(f'SELECT {listed} FROM "{table}"')
-        while chunk := cursor.fetchmany(CHUNK):
-            yield [tuple(row) for row in chunk]
+    cursor = source.execute(f'SELECT {listed} FROM "{table}"')
+    while chunk := cursor.fetchmany(CHUNK):
+        yield [tuple(row) for row in chunk]
 
 
-def _last_number(path: Path, table: str) -> int:
+def _last_number(source: sqlite3.Connection, table: str) -> int:
     """The highest number SQLite gave in ``table``, deleted rows included."""
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        rows = db.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchall()
+    rows = source.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchall()
     return int(rows[0][0]) if rows else 0
