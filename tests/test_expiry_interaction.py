@@ -1,4 +1,5 @@
-"""Expiry of conversation notes and working-memory items, on real SQLite files.
+"""Expiry of conversation notes and working-memory items, on both engines (a real SQLite
+file and a real PostgreSQL database).
 
 Most tests set ``expires_at`` in the past or far in the future, so they do not depend on
 the machine's speed; the few that wait for a ``ttl_seconds`` only check what must hold
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import time
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
@@ -50,6 +50,7 @@ from spade_memory.interaction.working_ops import (
 from spade_memory.ops import parse_op
 from spade_memory.storage.connection import open_migrated
 
+from .conftest import Location, query
 from .harness import ClientAgent
 
 ALICE = "alice@localhost"
@@ -59,24 +60,25 @@ FUTURE = NOW + timedelta(days=365)
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[InteractionStore]:
+def where(location: Location) -> str | Path:
+    """The store's file or database (each test runs on both engines)."""
+    return location("interaction.db")
+
+
+@pytest.fixture
+async def store(where: str | Path) -> AsyncIterator[InteractionStore]:
     """A store purging only when told (``purge_expired``)."""
-    opened = await InteractionStore.open(tmp_path / "interaction.db", purge_every=None)
+    opened = await InteractionStore.open(where, purge_every=None)
     yield opened
     await opened.close()
 
 
-def rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
-    """What the file holds, read beside the store (WAL lets it)."""
-    with sqlite3.connect(path) as db:
-        return db.execute(sql).fetchall()
-
-
-def note_rows(path: Path) -> list[tuple[str, str, float | None]]:
-    return [
-        (str(c), str(t), e)
-        for c, t, e in rows(path, "SELECT conversation_id, content, expires_at FROM notes")
-    ]
+async def note_rows(where: str | Path) -> list[tuple[str, str, float | None]]:
+    """The notes the store holds, expired or not, read beside it."""
+    found = await query(
+        where, "SELECT conversation_id, content, expires_at FROM notes ORDER BY seq"
+    )
+    return [(str(c), str(t), e) for c, t, e in found]  # type: ignore[misc]
 
 
 async def note(store: InteractionStore, conversation: str, text: str, **expiry: Any) -> None:
@@ -130,17 +132,19 @@ async def test_an_expired_note_is_hidden_from_every_read(store: InteractionStore
 
 
 async def test_purge_deletes_from_the_file_only_what_expired(
-    store: InteractionStore, tmp_path: Path
+    store: InteractionStore, where: str | Path
 ) -> None:
     await note(store, "c1", "kept")
     await note(store, "c1", "an hour left", ttl_seconds=3600)
     await note(store, "c1", "expired", expires_at=PAST)
     await note(store, "c2", "expired too", expires_at=PAST)
-    path = tmp_path / "interaction.db"
-    assert len(note_rows(path)) == 4  # hidden, but still in the file
+    assert len(await note_rows(where)) == 4  # hidden, but still in the store
 
     assert await store.purge_expired() == 2
-    assert [(c, t) for c, t, _ in note_rows(path)] == [("c1", "kept"), ("c1", "an hour left")]
+    assert [(c, t) for c, t, _ in await note_rows(where)] == [
+        ("c1", "kept"),
+        ("c1", "an hour left"),
+    ]
     assert await store.purge_expired() == 0
     assert await notes(store, "c1") == ["kept", "an hour left"]
 
@@ -154,18 +158,18 @@ async def test_a_short_ttl_hides_the_note_once_passed(store: InteractionStore) -
 
 
 async def test_the_sooner_of_ttl_and_expires_at_wins(
-    store: InteractionStore, tmp_path: Path
+    store: InteractionStore, where: str | Path
 ) -> None:
     await note(store, "c1", "ttl sooner", ttl_seconds=3600, expires_at=FUTURE)
     await note(store, "c1", "moment sooner", ttl_seconds=3600, expires_at=PAST)
     assert await notes(store, "c1") == ["ttl sooner"]
-    expiries = {text: at for _, text, at in note_rows(tmp_path / "interaction.db")}
+    expiries = {text: at for _, text, at in await note_rows(where)}
     assert expiries["ttl sooner"] == pytest.approx(time.time() + 3600, abs=60)
     assert expiries["moment sooner"] == PAST.timestamp()
 
 
-async def test_note_expiry_survives_close_and_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "interaction.db"
+async def test_note_expiry_survives_close_and_reopen(where: str | Path) -> None:
+    path = where
     store = await InteractionStore.open(path, purge_every=None)
     await note(store, "c1", "kept")
     await note(store, "c1", "a year left", expires_at=FUTURE)
@@ -174,7 +178,7 @@ async def test_note_expiry_survives_close_and_reopen(tmp_path: Path) -> None:
 
     reopened = await InteractionStore.open(path, purge_every=None)
     assert await notes(reopened, "c1") == ["kept", "a year left"]
-    assert {text: at for _, text, at in note_rows(path)} == {
+    assert {text: at for _, text, at in await note_rows(path)} == {
         "kept": None,
         "a year left": FUTURE.timestamp(),
         "expired": PAST.timestamp(),
@@ -195,25 +199,25 @@ async def test_notes_of_a_store_before_expiry_never_expire(tmp_path: Path) -> No
     store = await InteractionStore.open(path, purge_every=None)
     assert await notes(store, "c1") == ["from before"]
     assert await store.purge_expired() == 0
-    assert note_rows(path) == [("c1", "from before", None)]
+    assert await note_rows(path) == [("c1", "from before", None)]
     await store.close()
 
 
-async def test_the_background_purge_runs_and_stops_with_the_store(tmp_path: Path) -> None:
-    path = tmp_path / "interaction.db"
+async def test_the_background_purge_runs_and_stops_with_the_store(where: str | Path) -> None:
+    path = where
     store = await InteractionStore.open(path, purge_every=0.05)
     await note(store, "c1", "kept")
     await note(store, "c1", "expired", expires_at=PAST)
     deadline = time.monotonic() + 10
-    while len(note_rows(path)) > 1:
+    while len(await note_rows(path)) > 1:
         assert time.monotonic() < deadline, "the background purge never ran"
         await asyncio.sleep(0.05)
-    assert [t for _, t, _ in note_rows(path)] == ["kept"]
+    assert [t for _, t, _ in await note_rows(path)] == ["kept"]
     await asyncio.wait_for(store.close(), 5)
 
 
-async def test_a_store_with_the_default_purge_closes_at_once(tmp_path: Path) -> None:
-    store = await InteractionStore.open(tmp_path / "interaction.db")
+async def test_a_store_with_the_default_purge_closes_at_once(where: str | Path) -> None:
+    store = await InteractionStore.open(where)
     await note(store, "c1", "kept", ttl_seconds=3600)
     await asyncio.wait_for(store.close(), 5)  # the purge waits its 60 s: close must not
 
@@ -233,14 +237,14 @@ BAD_EXPIRY = [
 
 @pytest.mark.parametrize("expiry", BAD_EXPIRY, ids=json.dumps)
 async def test_a_bad_note_expiry_is_refused_and_nothing_stored(
-    store: InteractionStore, tmp_path: Path, expiry: dict[str, Any]
+    store: InteractionStore, where: str | Path, expiry: dict[str, Any]
 ) -> None:
     body = {"op": "add_information", "conversation_id": "c1", "information": "x", **expiry}
     with pytest.raises(BadRequest, match=r"ttl_seconds|expires_at"):
         parse_op(interaction_ops, json.dumps(body))
     with pytest.raises(ValidationError):
         AddInformation(conversation_id="c1", information="x", **expiry)
-    assert note_rows(tmp_path / "interaction.db") == []
+    assert await note_rows(where) == []
     assert await notes(store, "c1") == []
 
 
@@ -275,15 +279,16 @@ def names(memory: WorkingMemory) -> tuple[list[str], list[str]]:
     return [e.id for e in memory.entities], [f.id for f in memory.findings]
 
 
-def document(path: Path, session: str = "s1") -> tuple[dict[str, Any], float | None]:
-    ((text, next_expiry),) = rows(
-        path, f"SELECT document, next_expiry FROM working_memories WHERE session_id = '{session}'"
+async def document(where: str | Path, session: str = "s1") -> tuple[dict[str, Any], Any]:
+    """A session's stored document and next expiry, read beside the store."""
+    ((text, next_expiry),) = await query(
+        where, "SELECT document, next_expiry FROM working_memories WHERE session_id = ?", session
     )
-    return json.loads(text), next_expiry
+    return json.loads(str(text)), next_expiry
 
 
 async def test_expired_entities_and_findings_are_hidden_from_every_read(
-    store: InteractionStore, tmp_path: Path
+    store: InteractionStore, where: str | Path
 ) -> None:
     adds = [
         AddEntity(session_id="s1", entity=entity("kept")),
@@ -307,7 +312,7 @@ async def test_expired_entities_and_findings_are_hidden_from_every_read(
     assert sorted(e.id for e in recent.entities) == ["hour", "kept"]
     serialized = (await state(store)).serialize()
     assert [e["id"] for e in serialized["entities"]] == ["kept", "hour"]
-    stored, next_expiry = document(tmp_path / "interaction.db")
+    stored, next_expiry = await document(where)
     assert [e["id"] for e in stored["entities"]] == ["kept", "hour"]  # never written
     assert next_expiry == pytest.approx(time.time() + 3600, abs=60)
 
@@ -323,9 +328,9 @@ async def test_expired_entities_and_findings_are_hidden_from_every_read(
 
 
 async def test_items_expire_while_running_and_are_purged(
-    store: InteractionStore, tmp_path: Path
+    store: InteractionStore, where: str | Path
 ) -> None:
-    path = tmp_path / "interaction.db"
+    path = where
     await store.apply(ALICE, AddEntity(session_id="s1", entity=entity("kept")))
     await store.apply(ALICE, AddEntity(session_id="s1", entity=entity("brief"), ttl_seconds=0.2))
     await store.apply(ALICE, AddFinding(session_id="s1", finding=finding("brief"), ttl_seconds=0.2))
@@ -334,22 +339,24 @@ async def test_items_expire_while_running_and_are_purged(
     await asyncio.sleep(0.5)
     assert names(await state(store)) == (["kept"], [])
     assert names(await state(store, "s2")) == ([], [])
-    assert len(document(path)[0]["entities"]) == 2  # hidden, still in the file
+    assert len((await document(path))[0]["entities"]) == 2  # hidden, still in the file
 
     assert await store.purge_expired() == 3
-    stored, next_expiry = document(path)
+    stored, next_expiry = await document(path)
     assert ([e["id"] for e in stored["entities"]], stored["findings"]) == (["kept"], [])
     assert next_expiry is None
-    assert document(path, "s2")[1] is None
-    assert [e["id"] for e in document(path, "s3")[0]["entities"]] == ["hour"]  # not yet
+    assert (await document(path, "s2"))[1] is None
+    assert [e["id"] for e in (await document(path, "s3"))[0]["entities"]] == ["hour"]  # not yet
     assert await store.purge_expired() == 0
 
 
-async def test_the_next_change_drops_what_expired(store: InteractionStore, tmp_path: Path) -> None:
+async def test_the_next_change_drops_what_expired(
+    store: InteractionStore, where: str | Path
+) -> None:
     await store.apply(ALICE, AddEntity(session_id="s1", entity=entity("brief"), ttl_seconds=0.2))
     await asyncio.sleep(0.5)
     await store.apply(ALICE, UpdateContext(session_id="s1", values={"goal": "x"}))
-    stored, next_expiry = document(tmp_path / "interaction.db")
+    stored, next_expiry = await document(where)
     assert (stored["entities"], next_expiry) == ([], None)
     assert await store.purge_expired() == 0
 
@@ -384,8 +391,8 @@ async def test_the_soonest_expiry_of_an_item_wins(store: InteractionStore) -> No
     assert expiries["moment"] == soon
 
 
-async def test_item_expiry_survives_close_and_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "interaction.db"
+async def test_item_expiry_survives_close_and_reopen(where: str | Path) -> None:
+    path = where
     store = await InteractionStore.open(path, purge_every=None)
     await store.apply(ALICE, AddEntity(session_id="s1", entity=entity("year"), expires_at=FUTURE))
     await store.apply(ALICE, AddFinding(session_id="s1", finding=finding("kept")))
@@ -408,7 +415,7 @@ BAD_ITEMS = [
 @pytest.mark.parametrize("expiry", BAD_EXPIRY, ids=json.dumps)
 @pytest.mark.parametrize(("op", "field", "item"), BAD_ITEMS, ids=[op for op, _, _ in BAD_ITEMS])
 async def test_a_bad_item_expiry_is_refused_and_nothing_stored(
-    store: InteractionStore, tmp_path: Path, op: str, field: str, item: dict[str, Any],
+    store: InteractionStore, where: str | Path, op: str, field: str, item: dict[str, Any],
     expiry: dict[str, Any],
 ) -> None:  # fmt: skip
     body = {"op": op, "session_id": "s1", field: item, **expiry}
@@ -418,7 +425,7 @@ async def test_a_bad_item_expiry_is_refused_and_nothing_stored(
         inside = {"op": op, "session_id": "s1", field: {**item, **expiry}}
         with pytest.raises(BadRequest, match="expires_at"):
             parse_op(interaction_ops, json.dumps(inside))
-    assert rows(tmp_path / "interaction.db", "SELECT * FROM working_memories") == []
+    assert await query(where, "SELECT * FROM working_memories") == []
     with pytest.raises(ItemNotFound):
         await store.apply(ALICE, GetWorkingMemory(session_id="s1"))
 

@@ -1,4 +1,4 @@
-"""Conversation notes on real SQLite files."""
+"""Conversation notes on both engines: a real SQLite file, a real PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -25,13 +25,15 @@ from spade_memory.interaction.notes import (
 )
 from spade_memory.interaction.store import InteractionStore
 
+from .conftest import Location
+
 ALICE = "alice@localhost"
 BOB = "bob@localhost"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[InteractionStore]:
-    opened = await InteractionStore.open(tmp_path / "notes.db")
+async def store(location: Location) -> AsyncIterator[InteractionStore]:
+    opened = await InteractionStore.open(location("notes.db"))
     yield opened
     await opened.close()
 
@@ -129,11 +131,11 @@ async def test_spade_llm_files_import_and_export_unchanged(
     assert await notes(store, "legacy@localhost", "other") == ["something else"]
 
 
-async def test_notes_persist_across_reopen(tmp_path: Path) -> None:
-    store = await InteractionStore.open(tmp_path / "notes.db")
+async def test_notes_persist_across_reopen(location: Location) -> None:
+    store = await InteractionStore.open(location("notes.db"))
     await add(store, ALICE, "c1", "durable note")
     await store.close()
-    reopened = await InteractionStore.open(tmp_path / "notes.db")
+    reopened = await InteractionStore.open(location("notes.db"))
     assert await notes(reopened, ALICE, "c1") == ["durable note"]
     await reopened.close()
 

@@ -1,8 +1,6 @@
-"""Working memories in the interaction store, on a real SQLite file."""
+"""Working memories in the interaction store, on both engines."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
@@ -17,11 +15,13 @@ from spade_memory.interaction.working_ops import (
     WorkingMemoryState,
 )
 
+from .conftest import Location
+
 ALICE = "alice@localhost"
 
 
-async def test_changes_create_persist_and_apply_once(tmp_path: Path) -> None:
-    store = await InteractionStore.open(tmp_path / "interaction.db")
+async def test_changes_create_persist_and_apply_once(location: Location) -> None:
+    store = await InteractionStore.open(location("interaction.db"))
     with pytest.raises(ItemNotFound):
         await store.apply(ALICE, GetWorkingMemory(session_id="s1"))
     focus = SetFocus(session_id="s1", focus=Focus(type="file", id="a.py", name="a.py"))
@@ -34,7 +34,7 @@ async def test_changes_create_persist_and_apply_once(tmp_path: Path) -> None:
     await store.apply(ALICE, UpdateContext(session_id="s1", values={"goal": "tests"}))
     await store.close()
 
-    reopened = await InteractionStore.open(tmp_path / "interaction.db")
+    reopened = await InteractionStore.open(location("interaction.db"))
     state = await reopened.apply(ALICE, GetWorkingMemory(session_id="s1"))
     assert isinstance(state, WorkingMemoryState)
     assert state.working_memory.focus_history == []

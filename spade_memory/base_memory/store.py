@@ -670,7 +670,7 @@ class LongTermStore(AppliesOps):
         )  # fmt: skip
         # the result is known before any change: claim the request id with it
         if not await self._requests.claim(db, owner, request.id, stored):
-            earlier = await requests.earlier(db, owner, request.id, _results.validate_json)
+            earlier = await self._requests.earlier(db, owner, request.id, _results.validate_json)
             assert earlier is not None  # the claim just collided with it
             return earlier
         if same:
@@ -771,7 +771,7 @@ class LongTermStore(AppliesOps):
     async def _update(self, db: Database, request: Request, work: _Work) -> Record:
         op, owner = request.op, work.owner
         assert isinstance(op, UpdateMemory)
-        if earlier := await requests.earlier(db, owner, request.id, _results.validate_json):
+        if earlier := await self._requests.earlier(db, owner, request.id, _results.validate_json):
             return earlier
         (place,) = request.places_of(owner)
         row = await self._changeable(db, op.id, place, owner)
@@ -813,7 +813,7 @@ class LongTermStore(AppliesOps):
     async def _delete(self, db: Database, request: Request, work: _Work) -> Record:
         op, owner = request.op, work.owner
         assert isinstance(op, DeleteMemory)
-        if earlier := await requests.earlier(db, owner, request.id, _results.validate_json):
+        if earlier := await self._requests.earlier(db, owner, request.id, _results.validate_json):
             return earlier
         (place,) = request.places_of(owner)
         row = await self._changeable(db, op.id, place, owner)
@@ -846,7 +846,7 @@ class LongTermStore(AppliesOps):
         sender may delete."""
         op, owner = request.op, work.owner
         assert isinstance(op, ForgetMemories)
-        if earlier := await requests.earlier(db, owner, request.id, _results.validate_json):
+        if earlier := await self._requests.earlier(db, owner, request.id, _results.validate_json):
             return earlier
         (place,) = request.places_of(owner)
         chosen = self._selection(op, None if op.category is None else [op.category])

@@ -13,6 +13,11 @@ NULL = never), every read of notes leaves it out from then on, and a
 background task started with the store (and stopped by ``close``) deletes
 what has expired every ``PURGE_EVERY_SECONDS``, with the expired items of
 working memories.
+
+The store lives in a SQLite file or, given a ``postgresql://`` URL, in a PostgreSQL
+database (``pg_schema``) that several interaction memory agents share: there a
+working memory is read ``FOR UPDATE`` before a change, so two agents changing one
+session at once apply both changes, one after the other.
 """
 
 from __future__ import annotations
@@ -31,10 +36,18 @@ from ..expiry import LIVE, PURGE_EVERY_SECONDS, expiry_of
 from ..ops import AppliesOps, Op, Outcome, Record, Request
 from ..storage import requests
 from ..storage.batches import apply_all
-from ..storage.connection import Database, Migration, Synchronous, Transactions, open_migrated
+from ..storage.connection import (
+    Database,
+    Migration,
+    Synchronous,
+    Transacting,
+    Transactions,
+    open_migrated,
+)
 from ..storage.manifest import Manifest
+from ..storage.postgres import is_url, open_pool
 from ..storage.purging import purge_now_and_then
-from . import working_store
+from . import pg_schema, working_store
 from .forget import ForgetInteractions, Forgotten
 from .notes import (
     AddInformation,
@@ -85,21 +98,28 @@ async def _add_expiry_v3(db: aiosqlite.Connection) -> None:
         await db.execute(statement)
 
 
-MIGRATIONS: list[Migration] = [_create_v1, _create_v2, _add_expiry_v3]
+async def _own_request_table_v4(db: aiosqlite.Connection) -> None:
+    """The table of applied request ids takes the name it has on PostgreSQL, where the
+    long-term store's ``applied_requests`` may sit in the same database."""
+    await db.execute(f"ALTER TABLE applied_requests RENAME TO {pg_schema.REQUESTS}")
+    await db.execute("DROP INDEX applied_requests_age")
+    await db.execute(requests.create_table(pg_schema.REQUESTS)[1])
+
+
+MIGRATIONS: list[Migration] = [_create_v1, _create_v2, _add_expiry_v3, _own_request_table_v4]
+
+
+async def _forget_old(db: Database) -> None:
+    await requests.forget_old(db, pg_schema.REQUESTS)
 
 
 class InteractionStore(AppliesOps):
-    """Conversation notes and working memories of many owners in one SQLite file."""
+    """Conversation notes and working memories of many owners, in one SQLite file or one
+    PostgreSQL database."""
 
-    def __init__(
-        self,
-        db: aiosqlite.Connection,
-        *,
-        path: Path | None = None,
-        manifest: Manifest | None = None,
-    ) -> None:
-        self._tx = Transactions(db, path, manifest)
-        self._requests = requests.RequestLog()
+    def __init__(self, tx: Transacting) -> None:
+        self._tx = tx
+        self._requests = requests.RequestLog(pg_schema.REQUESTS)
         working = working_store.WorkingMemories(self._requests)
         self._handlers: dict[type[Op[Any]], working_store.Handler] = {
             AddInformation: self._add,
@@ -132,14 +152,28 @@ class InteractionStore(AppliesOps):
         *,
         purge_every: float | None = PURGE_EVERY_SECONDS,
     ) -> InteractionStore:
-        """Open (creating or migrating) the store at ``path``, purging what expires every
-        ``purge_every`` seconds until ``close`` (None: only when ``purge_expired`` is called).
+        """Open (creating or migrating) the store at ``path``, a SQLite file or a
+        ``postgresql://`` URL (``synchronous`` and ``manifest`` are then the server's
+        business), purging what expires every ``purge_every`` seconds until ``close``
+        (None: only when ``purge_expired`` is called).
 
-        Returns the open store; raises ``StoreFault`` naming the file when it is
-        damaged, lost (held more, says ``manifest``) or cannot be opened.
+        Returns the open store; raises ``StoreFault`` naming the file (or the server)
+        when it is damaged, lost (held more, says ``manifest``), unreachable or cannot
+        be opened.
         """
-        db = await open_migrated(path, MIGRATIONS, synchronous, manifest, requests.forget_old)
-        store = cls(db, path=Path(path), manifest=manifest)
+        tx: Transacting
+        if is_url(path):
+            tx = await open_pool(str(path), pg_schema.STORE, pg_schema.MIGRATIONS)
+            try:
+                async with tx.write() as pooled:
+                    await _forget_old(pooled)
+            except BaseException:
+                await tx.close()
+                raise
+        else:
+            db = await open_migrated(path, MIGRATIONS, synchronous, manifest, _forget_old)
+            tx = Transactions(db, Path(path), manifest)
+        store = cls(tx)
         if purge_every is not None:
             store._purge_in_background(purge_every)
         return store
@@ -197,7 +231,9 @@ class InteractionStore(AppliesOps):
     async def _clear(self, db: Database, owner: str, request: Request) -> Record:
         op = request.op
         assert isinstance(op, ClearConversation)
-        if earlier := await requests.earlier(db, owner, request.id, Cleared.model_validate_json):
+        if earlier := await self._requests.earlier(
+            db, owner, request.id, Cleared.model_validate_json
+        ):
             return earlier
         ((live,),) = await db.execute_fetchall(
             f"SELECT EXISTS (SELECT 1 FROM notes WHERE owner = ? AND conversation_id = ?"
@@ -225,10 +261,12 @@ class InteractionStore(AppliesOps):
         return InteractionsFile(agent_id=owner, interactions=exported)
 
     async def _conversations(self, db: Database, owner: str, _request: Request) -> Conversations:
-        # with MAX(), SQLite takes the bare column (timestamp) from the row holding the maximum
+        # each conversation's count and newest note, then that note's time (both engines)
         rows = await db.execute_fetchall(
-            "SELECT conversation_id, COUNT(*), MAX(seq), timestamp FROM notes"
-            f" WHERE owner = ? AND {LIVE} GROUP BY conversation_id ORDER BY MAX(seq) DESC",
+            "SELECT n.conversation_id, c.count, n.seq, n.timestamp FROM notes n JOIN"
+            " (SELECT COUNT(*) AS count, MAX(seq) AS newest FROM notes"
+            f"  WHERE owner = ? AND {LIVE} GROUP BY conversation_id) c ON n.seq = c.newest"
+            " ORDER BY n.seq DESC",
             (owner, time.time()),
         )
         return Conversations(

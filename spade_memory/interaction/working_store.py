@@ -13,6 +13,11 @@ Expired entities and findings are left out of every read, and dropped from the
 stored document by the next change to the session or by ``purge``; a session's
 ``next_expiry`` column (its soonest item's) lets the purge read only the
 sessions holding something expired.
+
+On PostgreSQL, where several agents (and one agent's several connections) write at
+once, a change reads the session ``FOR UPDATE``, and a new session is inserted only
+if no other transaction made it meanwhile (else the change applies to that one), so
+no change is lost to another written over it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from ..errors import ItemNotFound
 from ..ops import Op, Record, Request
 from ..storage import requests
 from ..storage.connection import Database
+from ..storage.postgres import dialect
 from .working_memory import WorkingMemory, expiring, expiry_moment
 from .working_ops import (
     AddEntity,
@@ -143,17 +149,26 @@ class WorkingMemories:
     async def _change(self, db: Database, owner: str, request: Request) -> Record:
         op: Any = request.op
         parse = WorkingMemoryState.model_validate_json
-        if earlier := await requests.earlier(db, owner, request.id, parse):
+        if earlier := await self._requests.earlier(db, owner, request.id, parse):
             live = earlier.working_memory.live()  # the first answer, less what expired since
             return earlier.model_copy(update={"working_memory": live})
         (place,) = request.places_of(owner)
-        memory = await _load(db, place.key, op.session_id)
-        if memory is None:
+
+        def changed(memory: WorkingMemory) -> WorkingMemory:
+            memory = CHANGES[type(op)](memory, op)
+            memory.drop_expired()  # an item given an expiry already past is never seen
+            return memory
+
+        while True:  # again only if another agent made the session since we looked
+            memory = await _load(db, place.key, op.session_id, for_update=True)
+            if memory is not None:
+                memory = changed(memory)
+                await _save(db, place.key, op.session_id, memory)
+                break
             user_id = op.user_id if isinstance(op, CreateWorkingMemory) else None
-            memory = WorkingMemory(session_id=op.session_id, user_id=user_id or owner)
-        memory = CHANGES[type(op)](memory, op)
-        memory.drop_expired()  # an item given an expiry already past is never seen
-        await _save(db, place.key, op.session_id, memory)
+            memory = changed(WorkingMemory(session_id=op.session_id, user_id=user_id or owner))
+            if await _insert(db, place.key, op.session_id, memory):
+                break
         result = _state(memory, place.name)
         await self._requests.claim(db, owner, request.id, result)
         return result
@@ -162,8 +177,10 @@ class WorkingMemories:
 async def purge(db: Database, now: float) -> int:
     """Drop the entities and findings expired at ``now`` from the sessions holding any;
     how many went. Call in a write transaction."""
-    rows = await db.execute_fetchall(
-        "SELECT owner, session_id, document FROM working_memories WHERE next_expiry <= ?",
+    skip_locked = " FOR UPDATE SKIP LOCKED" if dialect(db) == "postgresql" else ""
+    rows = await db.execute_fetchall(  # sessions being changed: the change drops theirs
+        "SELECT owner, session_id, document FROM working_memories WHERE next_expiry <= ?"
+        + skip_locked,
         (now,),
     )
     dropped = 0
@@ -176,11 +193,20 @@ async def purge(db: Database, now: float) -> int:
 
 async def _save(db: Database, space: str, session_id: str, memory: WorkingMemory) -> None:
     await db.execute(
+        "UPDATE working_memories SET document = ?, next_expiry = ?"
+        " WHERE owner = ? AND session_id = ?",
+        (memory.model_dump_json(), memory.next_expiry(), space, session_id),
+    )
+
+
+async def _insert(db: Database, space: str, session_id: str, memory: WorkingMemory) -> bool:
+    """Write a new session; False (nothing written) if it exists by now."""
+    cursor = await db.execute(
         "INSERT INTO working_memories (owner, session_id, document, next_expiry)"
-        " VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE"
-        " SET document = excluded.document, next_expiry = excluded.next_expiry",
+        " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (space, session_id, memory.model_dump_json(), memory.next_expiry()),
     )
+    return bool(cursor.rowcount)
 
 
 def _state(memory: WorkingMemory, space: str) -> WorkingMemoryState:
@@ -189,10 +215,14 @@ def _state(memory: WorkingMemory, space: str) -> WorkingMemoryState:
     )
 
 
-async def _load(db: Database, space: str, session_id: str) -> WorkingMemory | None:
-    """The session's working memory without what has expired (None: no such session)."""
+async def _load(
+    db: Database, space: str, session_id: str, *, for_update: bool = False
+) -> WorkingMemory | None:
+    """The session's working memory without what has expired (None: no such session);
+    ``for_update`` holds its row until the transaction ends (PostgreSQL)."""
+    lock = " FOR UPDATE" if for_update and dialect(db) == "postgresql" else ""
     rows = await db.execute_fetchall(
-        "SELECT document FROM working_memories WHERE owner = ? AND session_id = ?",
+        "SELECT document FROM working_memories WHERE owner = ? AND session_id = ?" + lock,
         (space, session_id),
     )
     for (document,) in rows:

@@ -1,0 +1,120 @@
+"""Two agents' stores on one PostgreSQL database, as two memory agents of one service.
+
+Each store has its own pool of connections, so their transactions really run at once:
+changes to one working memory, and one request id reaching both agents (a client that
+failed over while the first agent was still at work), must come out as they would from
+one agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from spade_memory.base_memory.ops import Memory, Stored, StoreMemory, UpdateMemory
+from spade_memory.base_memory.store import LongTermStore
+from spade_memory.interaction.notes import AddInformation, GetInformation, Notes
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.interaction.working_memory import EntityRef, Finding
+from spade_memory.interaction.working_ops import (
+    AddEntity,
+    AddFinding,
+    GetWorkingMemory,
+    WorkingMemoryState,
+)
+from spade_memory.testing import PostgresServer
+
+from .conftest import query
+
+ALICE = "alice@localhost"
+
+
+@pytest.fixture
+async def url(postgres_server: PostgresServer, request: pytest.FixtureRequest) -> str:
+    return postgres_server.database(f"shared_{request.node.name[5:40]}")
+
+
+@pytest.fixture
+async def two(url: str) -> AsyncIterator[tuple[InteractionStore, InteractionStore]]:
+    """Two interaction stores on one database: two agents' worth of connections."""
+    first, second = await asyncio.gather(InteractionStore.open(url), InteractionStore.open(url))
+    yield first, second
+    await first.close()
+    await second.close()
+
+
+async def test_changes_to_one_session_through_two_agents_are_all_kept(
+    two: tuple[InteractionStore, InteractionStore],
+) -> None:
+    """Forty entities added at once to a session that does not exist yet, half through
+    each store: the first changes race to create it, and none is written over."""
+    names = [f"file{n}.py" for n in range(40)]
+    await asyncio.gather(
+        *(
+            two[n % 2].apply(ALICE, AddEntity(session_id="s1", entity=EntityRef(
+                type="file", id=name, name=name)))
+            for n, name in enumerate(names)
+        )
+    )  # fmt: skip
+    state = await two[0].apply(ALICE, GetWorkingMemory(session_id="s1"))
+    assert isinstance(state, WorkingMemoryState)
+    assert sorted(entity.id for entity in state.working_memory.entities) == sorted(names)
+
+
+async def test_one_request_id_through_two_agents_at_once_is_applied_once(
+    two: tuple[InteractionStore, InteractionStore], url: str
+) -> None:
+    note = AddInformation(conversation_id="c1", information="said once")
+    for attempt in range(10):  # ten races of each, on fresh ids
+        bug = Finding(id=f"f{attempt}", type="bug", title="leak")
+        finding = AddFinding(session_id="s1", finding=bug)
+        found = await asyncio.gather(
+            *(store.apply(ALICE, finding, f"find-{attempt}") for store in two)
+        )
+        assert found[0] == found[1]  # the second agent answers with the first's answer
+        said = await asyncio.gather(*(store.apply(ALICE, note, f"note-{attempt}") for store in two))
+        assert said[0] == said[1]
+    state = await two[1].apply(ALICE, GetWorkingMemory(session_id="s1"))
+    assert isinstance(state, WorkingMemoryState)
+    assert [f.id for f in state.working_memory.findings] == [f"f{n}" for n in range(10)]
+    notes = await two[0].apply(ALICE, GetInformation(conversation_id="c1"))
+    assert isinstance(notes, Notes) and notes.notes == ["said once"] * 10
+    assert await query(url, "SELECT count(*) FROM interaction_requests") == [(20,)]
+
+
+async def test_one_update_through_two_long_term_agents_at_once_is_applied_once(
+    url: str,
+) -> None:
+    first, second = await LongTermStore.open(url), await LongTermStore.open(url)
+    try:
+        stored = await first.apply(ALICE, StoreMemory(category="fact", content="v1"))
+        assert isinstance(stored, Stored)
+        for attempt in range(10):
+            update = UpdateMemory(id=stored.id, content=f"v{attempt + 2}")
+            answers = await asyncio.gather(
+                *(store.apply(ALICE, update, f"update-{attempt}") for store in (first, second))
+            )
+            assert isinstance(answers[0], Memory) and answers[0] == answers[1]
+        assert await query(url, "SELECT content, version FROM memories") == [("v11", 11)]
+        feed = await query(url, "SELECT kind, count(*) FROM changes GROUP BY kind ORDER BY 1")
+        assert feed == [("stored", 1), ("updated", 10)]
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_the_stores_share_a_database_and_keep_their_request_ids_apart(url: str) -> None:
+    """Both stores in one database, one request id used with each: each applies it (the
+    long-term store's answer would not even parse as a note's)."""
+    notes, memories = await InteractionStore.open(url), await LongTermStore.open(url)
+    try:
+        said = await notes.apply(ALICE, AddInformation(conversation_id="c1", information="x"), "r")
+        stored = await memories.apply(ALICE, StoreMemory(category="fact", content="x"), "r")
+        assert isinstance(stored, Stored) and "Remembered" in str(said)
+        schema = await query(url, "SELECT store, version FROM spade_memory_schema ORDER BY 1")
+        assert schema == [("base_memory", 1), ("interaction", 1)]
+    finally:
+        await notes.close()
+        await memories.close()
