@@ -125,8 +125,11 @@ class ServicePlugin:
         """The service's config from a deployment's environment variables."""
         return self.default_config
 
-    def places(self, config: Any, data_dir: Path) -> list[tuple[str, str]]:
-        """Where the service keeps its data, for the start-up banner."""
+    def places(
+        self, config: Any, data_dir: Path, database: str | None = None
+    ) -> list[tuple[str, str]]:
+        """Where the service keeps its data, for the start-up banner (``database``: the
+        run's PostgreSQL URL, password hidden, if it has one)."""
         return []
 
     def work_item_patterns(self, config: Any, data_dir: Path) -> list[str]:

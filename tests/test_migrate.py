@@ -30,6 +30,14 @@ from spade_memory.base_memory.ops import (
     UpdateMemory,
 )
 from spade_memory.base_memory.store import LongTermStore
+from spade_memory.interaction.notes import AddInformation, Confirmation, GetInformation, Notes
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.interaction.working_memory import Finding
+from spade_memory.interaction.working_ops import (
+    AddFinding,
+    GetWorkingMemory,
+    WorkingMemoryState,
+)
 from spade_memory.ops import Request
 from spade_memory.server.backup import lock
 from spade_memory.spaces.directory import SpaceDirectory
@@ -89,7 +97,7 @@ async def test_a_data_directory_moves_whole_and_the_store_goes_on(
     url = postgres_server.database("migrated")
     done = migrate(data_dir, url)
     assert done.returncode == 0, done.stderr
-    assert "3 memories moved" in done.stdout
+    assert "3 memories, 0 notes moved" in done.stdout
     assert await query(url, f"SELECT {MEMORY_COLUMNS} FROM memories ORDER BY id") == before
     moved = await query(
         url,
@@ -125,6 +133,48 @@ async def test_a_data_directory_moves_whole_and_the_store_goes_on(
     assert again.returncode == 1 and "already holds memories" in again.stderr
     assert "Traceback" not in again.stderr
     assert await query(url, "SELECT count(*) FROM memories") == [(4,)]
+
+
+async def test_notes_working_memories_and_request_ids_move_too(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    """The interaction store moves with the rest: an agent on the database reads the
+    notes and working memories as they were, numbers notes after the old ones, and
+    answers a request id it applied before the move with the old answer (a client
+    retrying across the move is not applied twice). A directory with notes and no
+    long-term memories moves too."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    store = await InteractionStore.open(data_dir / "interaction-memory.db")
+    first = await store.apply(ALICE, AddInformation(conversation_id="c1", information="one"), "r1")
+    await store.apply(ALICE, AddInformation(conversation_id="c1", information="two"))
+    await store.apply(ALICE, AddInformation(conversation_id="c2", information="elsewhere"))
+    bug = Finding(id="f1", type="bug", title="leak in the pool")
+    await store.apply(ALICE, AddFinding(session_id="s1", finding=bug), "r2")
+    before = await store.apply(ALICE, GetWorkingMemory(session_id="s1"))
+    await store.close()
+    assert isinstance(first, Confirmation) and isinstance(before, WorkingMemoryState)
+
+    url = postgres_server.database("migrated_notes")
+    done = migrate(data_dir, url)
+    assert done.returncode == 0, done.stderr
+    assert "0 memories, 3 notes moved" in done.stdout
+    store = await InteractionStore.open(url)
+    try:
+        notes = await store.apply(ALICE, GetInformation(conversation_id="c1"))
+        assert isinstance(notes, Notes) and notes.notes == ["one", "two"]
+        assert await store.apply(ALICE, GetWorkingMemory(session_id="s1")) == before
+        again = AddInformation(conversation_id="c1", information="one")
+        assert await store.apply(ALICE, again, "r1") == first  # applied before: not again
+        assert await store.apply(ALICE, AddFinding(session_id="s1", finding=bug), "r2") == before
+        newer = await store.apply(ALICE, AddInformation(conversation_id="c1", information="3"))
+        assert isinstance(newer, Confirmation)
+    finally:
+        await store.close()
+    assert await query(url, "SELECT count(*), max(seq) FROM notes") == [(4, 4)]
+    assert await query(url, "SELECT count(*) FROM interaction_requests") == [(2,)]
+    again = migrate(data_dir, url)
+    assert again.returncode == 1 and "already holds conversation notes" in again.stderr
 
 
 def test_a_running_service_or_a_wrong_url_is_refused(
@@ -182,7 +232,7 @@ async def test_a_hundred_thousand_memories_move_with_their_vectors(
     done = migrate(data_dir, url)
     seconds = time.monotonic() - started
     assert done.returncode == 0, done.stderr
-    assert "100,000 memories moved" in done.stdout
+    assert "100,000 memories, 0 notes moved" in done.stdout
     checks = (
         "SELECT count(*), count(DISTINCT id), sum(access_count) FROM memories",
         "SELECT count(*) FROM changes",

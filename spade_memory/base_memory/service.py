@@ -367,8 +367,10 @@ class BaseMemoryPlugin(ServicePlugin):
             work_engine=environ.get("SPADE_MEMORY_WORK_ENGINE_JID"),
         )
 
-    def places(self, config: BaseMemoryConfig, data_dir: Path) -> list[tuple[str, str]]:
-        return [("long-term memories", str(data_dir / DATABASE))]
+    def places(
+        self, config: BaseMemoryConfig, data_dir: Path, database: str | None = None
+    ) -> list[tuple[str, str]]:
+        return [("long-term memories", database or str(data_dir / DATABASE))]
 
 
 PLUGIN = BaseMemoryPlugin()

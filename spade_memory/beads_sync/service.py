@@ -181,7 +181,9 @@ class BeadsSyncPlugin(ServicePlugin):
             git_commit=environ.get("SPADE_MEMORY_BEADS_GIT_COMMIT", "").lower() == "true",
         )
 
-    def places(self, config: BeadsSyncConfig, data_dir: Path) -> list[tuple[str, str]]:
+    def places(
+        self, config: BeadsSyncConfig, data_dir: Path, database: str | None = None
+    ) -> list[tuple[str, str]]:
         return [("beads issues", str(config.project_dir(data_dir) / ".beads" / "issues.jsonl"))]
 
     def work_item_patterns(self, config: BeadsSyncConfig, data_dir: Path) -> list[str]:

@@ -252,7 +252,7 @@ class InteractionMemoryPlugin(ServicePlugin):
     default_config = InteractionConfig()
 
     async def open(self, config: InteractionConfig, context: ServiceContext) -> MemoryService:
-        path = context.data_dir / DATABASE
+        path = context.database or context.data_dir / DATABASE  # notes beside the others
         store = await InteractionStore.open(path, context.synchronous, context.manifest)
         context.closing.push_async_callback(store.close)
         files = ContextDirectory(config.context_dir(context.data_dir))
@@ -275,9 +275,11 @@ class InteractionMemoryPlugin(ServicePlugin):
     def from_environment(self, environ: Mapping[str, str]) -> InteractionConfig:
         return InteractionConfig(jid=environ.get("SPADE_MEMORY_INTERACTION_JID"))
 
-    def places(self, config: InteractionConfig, data_dir: Path) -> list[tuple[str, str]]:
+    def places(
+        self, config: InteractionConfig, data_dir: Path, database: str | None = None
+    ) -> list[tuple[str, str]]:
         return [
-            ("conversation notes", str(data_dir / DATABASE)),
+            ("conversation notes", database or str(data_dir / DATABASE)),
             ("context directory", str(config.context_dir(data_dir))),
         ]
 

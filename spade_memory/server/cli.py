@@ -26,7 +26,7 @@ from ..limits import Limits
 from ..registry import NAMES, SERVICES
 from ..schema import json_schemas
 from ..storage.faults import StoreFault, free_bytes
-from ..storage.postgres import is_url
+from ..storage.postgres import is_url, shown
 from . import backup, imports, shell
 from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
 
@@ -138,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     run.add_argument(
         "--database", metavar="URL", default=os.environ.get("SPADE_MEMORY_DATABASE"),
-        help="keep long-term memories and the directory of spaces in this PostgreSQL"
+        help="keep long-term memories, conversation notes, working memories and the"
+        " directory of spaces in this PostgreSQL"
         " database (postgresql://USER@HOST/DB;"
         " default: $SPADE_MEMORY_DATABASE, else a SQLite file in the data directory)",
     )  # fmt: skip
@@ -193,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     notes.add_argument("--owner", default=None, help="owner JID (default: the file's agent_id)")
     move = commands.add_parser(
         "migrate",
-        help="move a data directory's long-term memories and spaces into PostgreSQL",
+        help="move a data directory's memories, notes, working memories and spaces into PostgreSQL",
     )
     move.add_argument(
         "--from",
@@ -385,7 +386,6 @@ def _import(args: argparse.Namespace) -> int:
 
 def _migrate(data_dir: Path, url: str) -> int:
     """A data directory into PostgreSQL: the rows moved per table, or one sentence."""
-    from ..storage.postgres import shown
     from . import migrate
 
     logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
@@ -405,7 +405,10 @@ def _migrate(data_dir: Path, url: str) -> int:
     for name, rows in moved.rows.items():
         table.add_row(name, f"{rows:,}")
     Console().print(table)
-    print(f"{moved.memories:,} memories moved; now run: spade-memory run --database URL")
+    print(
+        f"{moved.memories:,} memories, {moved.notes:,} notes moved;"
+        " now run: spade-memory run --database URL"
+    )
     return 0
 
 
@@ -422,7 +425,10 @@ def _print_banner(config: RunConfig, console: Console) -> None:
     if free is not None:
         table.add_row("free disk space", f"{free / 2**30:.1f} GiB")
     for service in running:
-        for label, place in service.places(config.config_of(service.name), config.data_dir):
+        database = None if config.database is None else shown(config.database)
+        for label, place in service.places(
+            config.config_of(service.name), config.data_dir, database
+        ):
             table.add_row(label, place)
     console.print(table)
     jids = [config.jid_of(service.name) for service in running]

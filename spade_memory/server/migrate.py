@@ -1,18 +1,20 @@
 """``spade-memory migrate --from DATA_DIR --to postgresql://…``: a data directory's
-long-term memories and directory of spaces, moved into PostgreSQL.
+long-term memories, conversation notes, working memories and directory of spaces,
+moved into PostgreSQL.
 
 Every row moves as it is: ids, change numbers, access counts, versions, the usage
-figures and the vectors' bytes, so clients, the beads mirror's cursor and the
-spaces' subscribers go on where they were. Each table is copied with PostgreSQL's
-``COPY`` (asyncpg's ``copy_records_to_table``), each store in one transaction: a
-migration that fails leaves no row behind (only the empty tables), so it can simply
-be run again. The numbering of the new database
-goes on after the highest number SQLite ever gave (``sqlite_sequence``), so no
-number is given twice. The word index is not copied: PostgreSQL computes its own.
+figures, the vectors' bytes and the applied request ids, so clients, the beads
+mirror's cursor and the spaces' subscribers go on where they were. Each table is
+copied with PostgreSQL's ``COPY`` (asyncpg's ``copy_records_to_table``), every store
+in one transaction: a migration that fails leaves no row behind (only the empty
+tables), so it can simply be run again. The numbering of the new database goes on
+after the highest number SQLite ever gave (``sqlite_sequence``), so no number is
+given twice. The word index is not copied: PostgreSQL computes its own.
 
 The data directory must not be in use (a running service holds its lock), and the
-database must hold no memories yet; the SQLite files are left as they were. The
-interaction store (notes, working memory) stays in the data directory.
+database must hold no memories, notes or working memories yet; the SQLite files are
+left as they were. The interaction agent's context directory (files, not rows) stays
+on its disk.
 """
 
 from __future__ import annotations
@@ -22,21 +24,32 @@ from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..base_memory import pg_schema
+from ..base_memory import pg_schema as base_schema
 from ..base_memory.service import DATABASE
 from ..base_memory.store import LongTermStore
+from ..interaction import pg_schema as interaction_schema
+from ..interaction.service import DATABASE as NOTES_DATABASE
+from ..interaction.store import InteractionStore
 from ..spaces.directory import FILE as SPACES_FILE
 from ..spaces.directory import PG_MIGRATIONS as SPACES_MIGRATIONS
 from ..spaces.directory import PG_STORE as SPACES_STORE
 from ..spaces.directory import SpaceDirectory
 from ..storage.postgres import PgMigration, is_url, open_pool, shown
+from ..storage.postgres import migrate as migrate_schema
 from .backup import lock
 
 CHUNK = 5000
 """Rows read from SQLite and sent to PostgreSQL at a time."""
-_NUMBERED = {"memories": "seq", "changes": "seq", "space_changes": "seq"}
+_NUMBERED = {"memories": "seq", "changes": "seq", "space_changes": "seq", "notes": "seq"}
 """Tables whose numbers PostgreSQL gives (identity columns), by their column."""
+_MUST_BE_EMPTY = {
+    "memories": "memories",
+    "notes": "conversation notes",
+    "working_memories": "working memories",
+}
+"""Tables that must hold no row before a migration, by what they hold."""
 
 
 class MigrationRefused(RuntimeError):
@@ -54,83 +67,113 @@ class Migrated:
     def memories(self) -> int:
         return self.rows.get("memories", 0)
 
+    @property
+    def notes(self) -> int:
+        return self.rows.get("notes", 0)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One SQLite store of the data directory and its PostgreSQL schema."""
+
+    path: Path
+    store: str
+    migrations: list[PgMigration]
+
 
 async def migrate(
     data_dir: Path, url: str, progress: Callable[[str, int], None] | None = None
 ) -> Migrated:
-    """Move the long-term memories and the directory of spaces of ``data_dir`` into the
-    PostgreSQL database at ``url``; ``progress`` is told (table, rows so far) as it goes.
+    """Move the long-term memories, the interaction store and the directory of spaces of
+    ``data_dir`` into the PostgreSQL database at ``url``; ``progress`` is told (table,
+    rows so far) as it goes.
 
     Returns the rows moved per table; raises ``MigrationRefused`` (a running service,
-    no store, a database that already holds memories), ``StoreFault`` (a damaged file,
-    a server out of reach) or asyncpg's error, with no row written.
+    no store, a database that already holds memories or notes), ``StoreFault`` (a
+    damaged file, a server out of reach) or asyncpg's error, with no row written.
     """
     if not is_url(url):
         raise MigrationRefused(f"--to takes a postgresql:// URL, not {url!r}")
-    memories = data_dir / DATABASE
-    if not memories.exists():
-        raise MigrationRefused(f"{data_dir} holds no long-term memories ({DATABASE})")
+    memories, notes, spaces = data_dir / DATABASE, data_dir / NOTES_DATABASE, data_dir / SPACES_FILE
+    if not memories.exists() and not notes.exists():
+        raise MigrationRefused(
+            f"{data_dir} holds no long-term memories ({DATABASE}) and no notes ({NOTES_DATABASE})"
+        )
     held = lock(data_dir)  # raises DataDirectoryInUse while a service runs on it
     try:
-        # opened once through their own code: an older file is migrated to the newest schema
-        await (await LongTermStore.open(memories)).close()
-        sources = [(memories, pg_schema.STORE, pg_schema.MIGRATIONS)]
-        if (data_dir / SPACES_FILE).exists():
-            await (await SpaceDirectory.open(data_dir / SPACES_FILE)).close()
-            sources.append((data_dir / SPACES_FILE, SPACES_STORE, SPACES_MIGRATIONS))
+        # each opened once through its own code: an older file gets the newest schema
+        sources = []
+        if memories.exists():
+            await (await LongTermStore.open(memories)).close()
+            sources.append(_Source(memories, base_schema.STORE, base_schema.MIGRATIONS))
+        if notes.exists():
+            await (await InteractionStore.open(notes, purge_every=None)).close()
+            sources.append(_Source(notes, interaction_schema.STORE, interaction_schema.MIGRATIONS))
+        if spaces.exists():
+            await (await SpaceDirectory.open(spaces)).close()
+            sources.append(_Source(spaces, SPACES_STORE, SPACES_MIGRATIONS))
         migrated = Migrated(shown(url))
-        for path, store, migrations in sources:
-            migrated.rows.update(await _copy_store(path, url, store, migrations, progress))
+        migrated.rows.update(await _copy_stores(sources, url, progress))
         return migrated
     finally:
         held.close()
 
 
-async def _copy_store(
-    path: Path,
-    url: str,
-    store: str,
-    migrations: list[PgMigration],
-    progress: Callable[[str, int], None] | None,
+async def _copy_stores(
+    sources: list[_Source], url: str, progress: Callable[[str, int], None] | None
 ) -> dict[str, int]:
-    """Every table of the PostgreSQL schema of ``store``, copied from the SQLite file."""
-    tx = await open_pool(url, store, migrations, size=1)
+    """Every table of the sources' PostgreSQL schemas, copied from their SQLite files in
+    one transaction (the schemas themselves are made first, each by its migrations)."""
+    tx = await open_pool(url, sources[0].store, sources[0].migrations, size=1)
     moved: dict[str, int] = {}
     try:
-        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as source:
-            names = [str(row[0]) for row in source.execute("SELECT name FROM sqlite_master")]
-            async with tx.pool.acquire() as conn, conn.transaction():
-                tables = await conn.fetch(
-                    "SELECT table_name, array_agg(column_name::text ORDER BY ordinal_position)"
-                    " FROM information_schema.columns WHERE table_schema = current_schema()"
-                    " AND is_generated = 'NEVER' AND table_name = ANY($1::text[])"
-                    " GROUP BY table_name",
-                    names,
-                )
-                columns = {str(row[0]): list(row[1]) for row in tables}
-                if "memories" in columns and await conn.fetchval("SELECT count(*) FROM memories"):
-                    raise MigrationRefused(
-                        f"{shown(url)} already holds memories; give an empty one"
-                    )
-                for table in _in_key_order(columns):
-                    count = 0
-                    for chunk in _rows(source, table, columns[table]):
-                        await conn.copy_records_to_table(
-                            table, records=chunk, columns=columns[table]
-                        )
-                        count += len(chunk)
-                        if progress is not None:
-                            progress(table, count)
-                    moved[table] = count
-                    if table in _NUMBERED:
-                        await conn.execute(
-                            f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'),"
-                            " GREATEST($1, (SELECT COALESCE(max(seq), 0) FROM "
-                            f"{table})) + 1, false)",
-                            _last_number(source, table),
-                        )  # fmt: skip
+        for source in sources[1:]:
+            await migrate_schema(tx, source.store, source.migrations)
+        async with tx.pool.acquire() as conn, conn.transaction():
+            for source in sources:
+                with closing(sqlite3.connect(f"file:{source.path}?mode=ro", uri=True)) as db:
+                    moved.update(await _copy_tables(db, conn, url, progress))
     finally:
         await tx.close()
+    return moved
+
+
+async def _copy_tables(
+    source: sqlite3.Connection,
+    conn: Any,
+    url: str,
+    progress: Callable[[str, int], None] | None,
+) -> dict[str, int]:
+    """The tables of one SQLite file that its PostgreSQL schema has, copied on ``conn``
+    (an asyncpg connection inside the migration's transaction)."""
+    names = [str(row[0]) for row in source.execute("SELECT name FROM sqlite_master")]
+    tables = await conn.fetch(
+        "SELECT table_name, array_agg(column_name::text ORDER BY ordinal_position)"
+        " FROM information_schema.columns WHERE table_schema = current_schema()"
+        " AND is_generated = 'NEVER' AND table_name = ANY($1::text[])"
+        " GROUP BY table_name",
+        names,
+    )
+    columns = {str(row[0]): list(row[1]) for row in tables}
+    for table, what in _MUST_BE_EMPTY.items():
+        if table in columns and await conn.fetchval(f"SELECT count(*) FROM {table}"):
+            raise MigrationRefused(f"{shown(url)} already holds {what}; give an empty one")
+    moved: dict[str, int] = {}
+    for table in _in_key_order(columns):
+        count = 0
+        for chunk in _rows(source, table, columns[table]):
+            await conn.copy_records_to_table(table, records=chunk, columns=columns[table])
+            count += len(chunk)
+            if progress is not None:
+                progress(table, count)
+        moved[table] = count
+        if table in _NUMBERED:
+            await conn.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'),"
+                " GREATEST($1, (SELECT COALESCE(max(seq), 0) FROM "
+                f"{table})) + 1, false)",
+                _last_number(source, table),
+            )  # fmt: skip
     return moved
 
 
@@ -152,5 +195,9 @@ def _rows(
 
 def _last_number(source: sqlite3.Connection, table: str) -> int:
     """The highest number SQLite gave in ``table``, deleted rows included."""
+    if not source.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence'"
+    ).fetchall():  # a file with no AUTOINCREMENT table (the notes' numbers are rowids)
+        return 0
     rows = source.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchall()
     return int(rows[0][0]) if rows else 0

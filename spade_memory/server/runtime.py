@@ -69,7 +69,8 @@ class RunConfig:
     spaces_file: Path | None = None
     """Spaces, members and quotas to create at start (``--spaces FILE``)."""
     database: str | None = None
-    """A PostgreSQL URL for the long-term memories (``--database``; None: SQLite files)."""
+    """A PostgreSQL URL for the long-term memories, the notes and working memories, and
+    (unless ``spaces_db``) the spaces (``--database``; None: SQLite files)."""
 
     def config_of(self, name: str) -> ServiceConfig:
         """The settings of the service called ``name``."""
