@@ -35,6 +35,7 @@ from spade_memory.base_memory.ops import (
 )
 from spade_memory.base_memory.store import LongTermStore
 from spade_memory.errors import ServiceUnavailable
+from spade_memory.interaction.working_memory import EntityRef
 from spade_memory.lifecycle import stop_agent
 from spade_memory.ops import Request
 from spade_memory.server.runtime import PASSWORD_ENV, MemoryRuntime, RunConfig
@@ -46,6 +47,8 @@ from .harness import start_client, unique_jid
 ALICE = "alice@localhost"
 FIRST = "base-memory@localhost"
 SECOND = "base-memory-2@localhost"
+NOTES_FIRST = "interaction-memory@localhost"
+NOTES_SECOND = "interaction-memory-2@localhost"
 SECRET = {PASSWORD_ENV: "memory-agents-secret"}
 
 
@@ -138,6 +141,67 @@ async def test_a_pool_of_two_agents_shares_spaces_and_survives_one_killed(
     # a store applied twice would reinforce the first (same content): the feed shows it
     feed = await query(url, "SELECT kind, count(*) FROM changes GROUP BY kind")
     assert feed == [("stored", len(rows))]
+
+
+async def test_two_interaction_agents_share_notes_and_working_memories(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    """Notes and working memories through a pool of two interaction memory agents, each
+    in a process of its own on one database: what goes through the pool, either agent
+    reads; after SIGKILL of one, every call still succeeds and each is applied once."""
+    url = postgres_server.database("e2e_notes_pool")
+    server = MemoryServiceProcess(tmp_path / "server", "--services", "base-memory", env=SECRET)
+    agents = [
+        MemoryServiceProcess(tmp_path / jid.split("@")[0], *args, port=server.port, env=SECRET)
+        for jid in (NOTES_FIRST, NOTES_SECOND)
+        for args in [["--services", "interaction-memory", "--database", url,
+                      "--external-server", "--interaction-jid", jid]]
+    ]  # fmt: skip
+    alice = unique_jid("alice")
+    try:
+        for process in (server, *agents):
+            process.start()
+        pooled = await start_client(
+            alice, server.port, interaction_memory_jid=[NOTES_FIRST, NOTES_SECOND],
+            memory_timeout=2.0,
+        )  # fmt: skip
+        readers = [
+            await start_client(alice, server.port, interaction_memory_jid=jid)
+            for jid in (NOTES_FIRST, NOTES_SECOND)
+        ]
+        session = pooled.memory.session("s1")
+
+        def entity(n: int) -> EntityRef:
+            return EntityRef(type="file", id=f"file{n}.py", name=f"file{n}.py")
+
+        try:
+            for n in range(6):
+                assert await pooled.memory.add_information("c1", f"note {n}") is not None
+                assert await session.add_entity(entity(n)) is not None
+            for reader in readers:  # each agent reads all of it
+                assert await reader.memory.get_information("c1") == [f"note {n}" for n in range(6)]
+                state = await reader.memory.session("s1").get()
+                assert state is not None and len(state.working_memory.entities) == 6
+            await readers[0].stop()
+            agents[0].kill()  # SIGKILL: no goodbye, no flush
+            for n in range(6, 10):
+                assert await pooled.memory.add_information("c1", f"note {n}") is not None
+                assert await session.add_entity(entity(n)) is not None
+            notes = await readers[1].memory.get_information("c1")
+            assert notes == [f"note {n}" for n in range(10)]  # in order, each once
+            state = await readers[1].memory.session("s1").get()
+            assert state is not None
+            assert sorted(e.id for e in state.working_memory.entities) == sorted(
+                entity(n).id for n in range(10)
+            )
+        finally:
+            await stop_agent(pooled)
+            await stop_agent(readers[1])
+    finally:
+        for process in reversed([server, *agents]):
+            process.stop()
+    assert await query(url, "SELECT count(*) FROM notes") == [(10,)]
+    assert not list((tmp_path / "interaction-memory").glob("interaction-memory.db*"))
 
 
 async def test_two_agents_in_two_processes_serve_one_postgresql_store(
