@@ -9,8 +9,9 @@ SPADE_MEMORY_INTERACTION_JID  interaction memory agent's JID (interaction-memory
 SPADE_MEMORY_MIRROR_JID       beads sync agent the base memory agent reports to (none)
 SPADE_MEMORY_BEADS_PROJECT    project whose .beads/ keeps the memories (DATA/beads)
 SPADE_MEMORY_BEADS_GIT_COMMIT "true" to commit .beads/issues.jsonl after each write
-SPADE_MEMORY_DATABASE         a PostgreSQL URL: the long-term memories and the directory of
-                              spaces, shared by every agent given it (none: SQLite files)
+SPADE_MEMORY_DATABASE         a PostgreSQL URL: the long-term memories, the notes and working
+                              memories and the directory of spaces, shared by every agent
+                              given it (none: SQLite files)
 SPADE_MEMORY_SPACES_DB        the directory of spaces, one file every memory agent mounts,
                               when there is no database (DATA/spaces.db: each agent would
                               have its own)

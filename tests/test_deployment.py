@@ -12,7 +12,9 @@ import yaml
 ROOT = Path(__file__).parent.parent
 
 
-MEMORY_AGENTS = ("base-memory", "base-memory-2", "interaction-memory", "beads-sync")
+MEMORY_AGENTS = (
+    "base-memory", "base-memory-2", "interaction-memory", "interaction-memory-2", "beads-sync",
+)  # fmt: skip
 
 
 def compose() -> dict[str, Any]:
@@ -23,8 +25,8 @@ def compose() -> dict[str, Any]:
 def test_every_service_starts_a_file_of_the_repository() -> None:
     services = compose()["services"]
     assert set(services) == {
-        "xmpp", "postgres", "base-memory", "base-memory-2", "interaction-memory", "beads-sync",
-        "llm-agent",
+        "xmpp", "postgres", "base-memory", "base-memory-2", "interaction-memory",
+        "interaction-memory-2", "beads-sync", "llm-agent",
     }  # fmt: skip
     assert services["postgres"]["image"].startswith("postgres:")
     for name, service in services.items():
@@ -74,8 +76,9 @@ def test_prosody_creates_the_account_of_every_agent_compose_runs() -> None:
 
 
 def test_the_memory_agents_share_one_database_and_its_spaces_file_is_valid() -> None:
-    """Both base memory agents keep their memories, and every memory agent its directory
-    of spaces, in the one PostgreSQL service; the Docker image has its driver."""
+    """Both base memory agents keep their memories, both interaction memory agents their
+    notes and working memories, and every memory agent its directory of spaces, in the
+    one PostgreSQL service; the Docker image has its driver."""
     from spade_memory.spaces.declared import read_spaces_file
 
     services = compose()["services"]
@@ -92,6 +95,9 @@ def test_the_memory_agents_share_one_database_and_its_spaces_file_is_valid() -> 
     assert url.startswith("postgresql://memory:") and url.endswith("@postgres/spade_memory")
     assert services["base-memory-2"]["environment"]["SPADE_MEMORY_BASE_JID"] == (
         "base-memory-2@xmpp"
+    )
+    assert services["interaction-memory-2"]["environment"]["SPADE_MEMORY_INTERACTION_JID"] == (
+        "interaction-memory-2@xmpp"
     )
     data = {services[name]["volumes"][0] for name in MEMORY_AGENTS}
     assert len(data) == len(MEMORY_AGENTS)  # a data directory each (each is locked)
