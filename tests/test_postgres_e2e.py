@@ -22,6 +22,7 @@ from spade.behaviour import CyclicBehaviour
 
 from benchmarks.scale_out import print_failover, run_failover
 from spade_memory import wire
+from spade_memory.base_memory import pg_schema
 from spade_memory.base_memory.notices import EVENTS_ONTOLOGY
 from spade_memory.base_memory.ops import (
     Change,
@@ -344,7 +345,7 @@ async def test_agents_that_start_together_on_a_new_database_migrate_it_once(
         got = await stores[3].apply(ALICE, GetMemory(id=stored.id))
         assert isinstance(got, Memory) and got.content == "one"
         assert await query(url, "SELECT store, version FROM spade_memory_schema") == [
-            ("base_memory", 1)
+            ("base_memory", len(pg_schema.MIGRATIONS))
         ]
     finally:
         for store in stores:

@@ -3,7 +3,7 @@
 Each store has its own pool of connections, so their transactions really run at once:
 changes to one working memory, and one request id reaching both agents (a client that
 failed over while the first agent was still at work), must come out as they would from
-one agent.
+one agent; and a vector one agent commits must reach the other's cached index.
 """
 
 from __future__ import annotations
@@ -13,7 +13,16 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from spade_memory.base_memory.ops import Memory, Stored, StoreMemory, UpdateMemory
+from spade_memory.base_memory import pg_schema
+from spade_memory.base_memory.embeddings import Embedder
+from spade_memory.base_memory.ops import (
+    Memory,
+    MemoryList,
+    SearchMemories,
+    Stored,
+    StoreMemory,
+    UpdateMemory,
+)
 from spade_memory.base_memory.store import LongTermStore
 from spade_memory.interaction.notes import AddInformation, GetInformation, Notes
 from spade_memory.interaction.store import InteractionStore
@@ -114,7 +123,86 @@ async def test_the_stores_share_a_database_and_keep_their_request_ids_apart(url:
         stored = await memories.apply(ALICE, StoreMemory(category="fact", content="x"), "r")
         assert isinstance(stored, Stored) and "Remembered" in str(said)
         schema = await query(url, "SELECT store, version FROM spade_memory_schema ORDER BY 1")
-        assert schema == [("base_memory", 1), ("interaction", 1)]
+        assert schema == [("base_memory", len(pg_schema.MIGRATIONS)), ("interaction", 1)]
     finally:
         await notes.close()
         await memories.close()
+
+
+async def found_ids(store: LongTermStore, words: str) -> list[str]:
+    found = await store.apply(ALICE, SearchMemories(query=words))
+    assert isinstance(found, MemoryList)
+    return [memory.id for memory in found.memories]
+
+
+async def until_found(store: LongTermStore, words: str, memory_id: str) -> None:
+    """Search through ``store`` until it finds ``memory_id`` (another agent's notice is
+    on its way); fail after 20 s."""
+    for _ in range(200):
+        if memory_id in await found_ids(store, words):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{words!r} never found {memory_id}")
+
+
+async def test_vectors_one_agent_commits_reach_the_others_cached_index(
+    url: str, embedder: Embedder
+) -> None:
+    """The second agent's index of the space is cached before the first stores; each
+    query shares no word with the memory, so only its vector can find it. A text
+    changed through the first agent is found by its new meaning and no more by its old
+    one. With the second agent's listening connection killed, its cached indexes are
+    dropped (what was stored meanwhile is found), and it listens again."""
+    first, second = await asyncio.gather(
+        LongTermStore.open(url, embedder=embedder), LongTermStore.open(url, embedder=embedder)
+    )
+    try:
+        await second.apply(
+            ALICE, StoreMemory(category="fact", content="Deploys happen on Tuesdays")
+        )
+        await second.embedded()
+        await found_ids(second, "when do we release")
+        assert second.ranking.kind_of(ALICE) == "exact"  # cached
+
+        puppy = await first.apply(
+            ALICE, StoreMemory(category="fact", content="Our puppy is called Biscuit")
+        )
+        assert isinstance(puppy, Stored)
+        await first.embedded()
+        await until_found(second, "name of the dog", puppy.id)
+
+        await first.apply(
+            ALICE, UpdateMemory(id=puppy.id, content="The invoices are paid every Friday")
+        )
+        await first.embedded()
+        await until_found(second, "when do suppliers get their money", puppy.id)
+        assert puppy.id not in await found_ids(second, "name of the dog")  # its old vector went
+
+        (killed,) = await query(
+            url, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = 'spade-memory vector notices'",
+        )  # fmt: skip
+        assert killed == (2,)  # each agent's listening connection
+        coffee = await first.apply(
+            ALICE, StoreMemory(category="fact", content="The coffee machine is on the third floor")
+        )
+        assert isinstance(coffee, Stored)
+        await first.embedded()
+        await until_found(second, "where can I get an espresso", coffee.id)
+        assert second.ranking.shared is not None
+        for _ in range(200):  # listening again (within a second here)
+            if second.ranking.shared.listening:
+                break
+            await asyncio.sleep(0.1)
+        assert second.ranking.shared.listening
+        await found_ids(second, "when do we release")  # cached again
+        assert second.ranking.kind_of(ALICE) == "exact"
+        plant = await first.apply(
+            ALICE, StoreMemory(category="fact", content="A ficus stands by the window")
+        )
+        assert isinstance(plant, Stored)
+        await first.embedded()
+        await until_found(second, "which tree is in the office", plant.id)
+    finally:
+        await first.close()
+        await second.close()

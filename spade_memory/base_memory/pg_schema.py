@@ -118,6 +118,36 @@ _V1 = (
     "CREATE INDEX memory_links_memory ON memory_links(memory_id)",
 )
 
-MIGRATIONS: list[PgMigration] = [statements(*_V1)]
+_V2_VECTOR_NOTICES = (
+    # the numbers of the memories whose vectors a statement added, replaced or removed,
+    # told to every agent on commit (``vector_notices``), 500 to a notice (at most 8000
+    # bytes each)
+    """CREATE FUNCTION spade_memory_vectors_changed() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    DECLARE
+        part TEXT;
+    BEGIN
+        FOR part IN
+            SELECT string_agg(seq::text, ',') FROM (
+                SELECT seq, (row_number() OVER ()) / 500 AS chunk FROM changed
+            ) AS numbered GROUP BY chunk
+        LOOP
+            PERFORM pg_notify('spade_memory_vectors', TG_ARGV[0] || part);
+        END LOOP;
+        RETURN NULL;
+    END
+    $$""",
+    "CREATE TRIGGER embeddings_added AFTER INSERT ON embeddings"
+    " REFERENCING NEW TABLE AS changed FOR EACH STATEMENT"
+    " EXECUTE FUNCTION spade_memory_vectors_changed('+')",
+    "CREATE TRIGGER embeddings_replaced AFTER UPDATE ON embeddings"
+    " REFERENCING NEW TABLE AS changed FOR EACH STATEMENT"
+    " EXECUTE FUNCTION spade_memory_vectors_changed('+')",
+    "CREATE TRIGGER embeddings_removed AFTER DELETE ON embeddings"
+    " REFERENCING OLD TABLE AS changed FOR EACH STATEMENT"
+    " EXECUTE FUNCTION spade_memory_vectors_changed('-')",
+)
+
+MIGRATIONS: list[PgMigration] = [statements(*_V1), statements(*_V2_VECTOR_NOTICES)]
 STORE = "base_memory"
 """The schema's name in ``spade_memory_schema`` (one database can hold several stores)."""

@@ -2,7 +2,8 @@
 
 ``Ranking`` owns the optional embedder and, per space (an owner's personal
 space or a shared one), a cached index of memory vectors that follows every
-committed vector. A search over several spaces fuses over all of them. Vectors
+committed vector (on a shared database, other agents' too: ``vector_notices``). A
+search over several spaces fuses over all of them. Vectors
 are stored with the memories (table ``embeddings``, deleted with them) and
 computed off the event loop, after the write that needed them (see
 ``backfill``). Ranking runs inside the store's transaction, on its
@@ -17,7 +18,7 @@ import logging
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -59,6 +60,16 @@ def embedding_text(content: str, context: str | None) -> str:
     return f"{context}\n{content}" if context else content
 
 
+@dataclass
+class SharedReading:
+    """How a space's index is read on a database other agents write (``vector_notices``):
+    under ``lock``, which a notice being applied holds too, and cached only while
+    ``listening`` (otherwise the notices that would keep it current are lost)."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    listening: bool = False
+
+
 class Ranking:
     """BM25, plus dense similarity when an embedder is loaded."""
 
@@ -75,6 +86,8 @@ class Ranking:
         """Spaces whose build failed: they stay exact until the next start."""
         self._loads: dict[str, IndexLoad] = {}
         """Large spaces whose vectors are being read in the background (BM25 answers)."""
+        self.shared: SharedReading | None = None
+        """Set on a database other agents write (None: only this agent writes)."""
 
     @property
     def kind(self) -> str:
@@ -101,6 +114,22 @@ class Ranking:
             index.remove(seqs)
             if build := self._builds.get(space):
                 build.remove(seqs)
+
+    def removed_everywhere(self, seqs: Collection[int]) -> None:
+        """Removals another agent committed (its notice names no space)."""
+        for space in list(self._indexes):
+            self.removed(space, seqs)
+
+    @property
+    def cached_spaces(self) -> int:
+        """How many spaces have an index in memory."""
+        return len(self._indexes)
+
+    def drop_all(self) -> None:
+        """Drop every cached index (they may have missed changes): read again when used."""
+        self._indexes.clear()
+        self._builds.clear()  # their threads end by themselves; their results are dropped
+        self._loads.clear()
 
     @property
     def building(self) -> bool:
@@ -210,6 +239,16 @@ class Ranking:
         if index is not None:
             self._indexes.move_to_end(space)
             return self._promoted(space, index)
+        if self.shared is not None:  # no notice applied while it is read
+            async with self.shared.lock:
+                if (index := self._indexes.get(space)) is not None:
+                    return index  # read by another search meanwhile
+                return await self._read_index(db, space, cache=self.shared.listening)
+        return await self._read_index(db, space, cache=True)
+
+    async def _read_index(self, db: Database, space: str, cache: bool) -> VectorIndex | None:
+        """The space's index read from the database (None: being read in the background),
+        kept for the next searches if ``cache``."""
         from .dense import ExactIndex, from_blob
 
         assert self.embedder is not None
@@ -227,6 +266,8 @@ class Ranking:
             rows = list(await db.execute_fetchall(VECTORS_OF_SPACE, (space, self.embedder.name)))
             index = ExactIndex(self.embedder.dimensions, capacity=max(256, len(rows)))
             index.put({int(seq): from_blob(bytes(blob)) for seq, blob in rows})
+        if not cache:
+            return index
         self._indexes[space] = index
         while len(self._indexes) > CACHED_SPACES:
             dropped, _ = self._indexes.popitem(last=False)

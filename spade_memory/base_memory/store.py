@@ -89,6 +89,7 @@ from .ops import (
 from .ranking import Ranking, embedding_text
 from .rows import COLUMNS, PG_SIZE, SIZE, Row, as_datetime, newest, select
 from .schema import MIGRATIONS, content_key
+from .vector_notices import VectorNotices
 from .work_items import WorkItems, WorkLink
 
 if TYPE_CHECKING:
@@ -187,6 +188,10 @@ class LongTermStore(AppliesOps):
         # a large space's vectors are read in the background from the SQLite file
         self.ranking = Ranking(embedder, self.path)
         self._backfill = None if embedder is None else VectorBackfill(self._tx, self.ranking)
+        self._notices: VectorNotices | None = None
+        """Other agents' vectors, on a shared database (None: this agent writes alone)."""
+        if isinstance(tx, PgTransactions) and embedder is not None:
+            self._notices = VectorNotices(tx.url, self.ranking)
         self.limits = limits or Limits()
         """Its quotas (memories and bytes per author and per shared space)."""
         self.on_events: Callable[[list[SpaceEvent]], None] | None = None
@@ -261,6 +266,8 @@ class LongTermStore(AppliesOps):
                 )
             # on a shared database another agent may store an expiring memory at any time
             store.expiring = bool(expiring) or store.dialect == "postgresql"
+            if store._notices is not None:
+                await store._notices.start()  # before the first index is read
             if store._backfill is not None:
                 await store._backfill.start()
         except BaseException:
@@ -287,6 +294,8 @@ class LongTermStore(AppliesOps):
             self._purge_task = None
         if self._backfill is not None:
             await self._backfill.close()
+        if self._notices is not None:
+            await self._notices.close()
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
