@@ -47,11 +47,11 @@ from ..storage.connection import (
     Synchronous,
     Transacting,
     Transactions,
-    open_migrated,
 )
+from ..storage.engines import open_transactions
 from ..storage.faults import free_bytes, store_errors
 from ..storage.manifest import Manifest
-from ..storage.postgres import Dialect, PgTransactions, dialect, is_url, open_pool
+from ..storage.postgres import Dialect, PgTransactions, dialect
 from ..storage.purging import purge_now_and_then
 from ..tags import dumps
 from . import filters, history, journal, pg_schema, words
@@ -246,18 +246,10 @@ class LongTermStore(AppliesOps):
         when it is damaged, lost (held more, says ``manifest``), unreachable or cannot
         be opened.
         """
-        tx: Transactions | PgTransactions
-        if is_url(path):
-            tx = await open_pool(str(path), pg_schema.STORE, pg_schema.MIGRATIONS)
-            try:
-                async with tx.write() as db:
-                    await _forget_old(db)
-            except BaseException:
-                await tx.close()
-                raise
-        else:
-            connection = await open_migrated(path, MIGRATIONS, synchronous, manifest, _forget_old)
-            tx = Transactions(connection, Path(path), manifest)
+        tx = await open_transactions(
+            path, MIGRATIONS, pg_schema.STORE, pg_schema.MIGRATIONS, synchronous, manifest,
+            _forget_old,
+        )  # fmt: skip
         store = cls(tx, embedder, limits=limits, work_items=work_items)
         try:
             async with tx.write() as db:

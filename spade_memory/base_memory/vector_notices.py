@@ -54,8 +54,6 @@ class VectorNotices:
         self._conn: asyncpg.Connection | None = None
         self._task: asyncio.Task[None] | None = None
         ranking.shared = self._shared = SharedReading()
-        self.applied = 0
-        """Notices applied so far (for tests)."""
 
     async def start(self) -> None:
         """Listen; raises ``StoreFault`` naming the server when it cannot be reached."""
@@ -109,7 +107,6 @@ class VectorNotices:
             try:
                 async with self._shared.lock:
                     await self._apply(payload)
-                self.applied += 1
             except Exception as error:  # a notice not applied: no cache may be trusted
                 logger.warning("%s: a vector notice was not applied (%s)", shown(self.url), error)
                 self.ranking.drop_all()

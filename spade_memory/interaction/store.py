@@ -41,11 +41,9 @@ from ..storage.connection import (
     Migration,
     Synchronous,
     Transacting,
-    Transactions,
-    open_migrated,
 )
+from ..storage.engines import open_transactions
 from ..storage.manifest import Manifest
-from ..storage.postgres import is_url, open_pool
 from ..storage.purging import purge_now_and_then
 from . import pg_schema, working_store
 from .forget import ForgetInteractions, Forgotten
@@ -161,18 +159,10 @@ class InteractionStore(AppliesOps):
         when it is damaged, lost (held more, says ``manifest``), unreachable or cannot
         be opened.
         """
-        tx: Transacting
-        if is_url(path):
-            tx = await open_pool(str(path), pg_schema.STORE, pg_schema.MIGRATIONS)
-            try:
-                async with tx.write() as pooled:
-                    await _forget_old(pooled)
-            except BaseException:
-                await tx.close()
-                raise
-        else:
-            db = await open_migrated(path, MIGRATIONS, synchronous, manifest, _forget_old)
-            tx = Transactions(db, Path(path), manifest)
+        tx = await open_transactions(
+            path, MIGRATIONS, pg_schema.STORE, pg_schema.MIGRATIONS, synchronous, manifest,
+            _forget_old,
+        )  # fmt: skip
         store = cls(tx)
         if purge_every is not None:
             store._purge_in_background(purge_every)

@@ -424,8 +424,8 @@ def _print_banner(config: RunConfig, console: Console) -> None:
     free = free_bytes(config.data_dir)
     if free is not None:
         table.add_row("free disk space", f"{free / 2**30:.1f} GiB")
+    database = None if config.database is None else shown(config.database)
     for service in running:
-        database = None if config.database is None else shown(config.database)
         for label, place in service.places(
             config.config_of(service.name), config.data_dir, database
         ):

@@ -42,8 +42,8 @@ from .backup import lock
 
 CHUNK = 5000
 """Rows read from SQLite and sent to PostgreSQL at a time."""
-_NUMBERED = {"memories": "seq", "changes": "seq", "space_changes": "seq", "notes": "seq"}
-"""Tables whose numbers PostgreSQL gives (identity columns), by their column."""
+_NUMBERED = {"memories", "changes", "space_changes", "notes"}
+"""Tables whose ``seq`` PostgreSQL gives (an identity column)."""
 _MUST_BE_EMPTY = {
     "memories": "memories",
     "notes": "conversation notes",
