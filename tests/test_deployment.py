@@ -28,7 +28,7 @@ def test_every_service_starts_a_file_of_the_repository() -> None:
         "xmpp", "postgres", "base-memory", "base-memory-2", "interaction-memory",
         "interaction-memory-2", "beads-sync", "llm-agent",
     }  # fmt: skip
-    assert services["postgres"]["image"].startswith("postgres:")
+    assert services["postgres"]["image"].startswith("pgvector/pgvector:pg")
     for name, service in services.items():
         if "image" in service:
             continue

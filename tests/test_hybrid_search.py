@@ -1,4 +1,5 @@
-"""Hybrid search (BM25 + MiniLM), query modes and de-duplication, on real SQLite files."""
+"""Hybrid search (BM25 + MiniLM), query modes and de-duplication, on every engine: SQLite,
+PostgreSQL with the agent searching vectors, PostgreSQL with pgvector searching them."""
 
 from __future__ import annotations
 
@@ -34,8 +35,8 @@ QUESTION = "what is the name of our puppy"  # no word in common with the answer
 
 
 @pytest.fixture
-async def hybrid(location: Location, embedder: Embedder) -> AsyncIterator[LongTermStore]:
-    store = await LongTermStore.open(location("hybrid.db"), embedder=embedder)
+async def hybrid(vector_location: Location, embedder: Embedder) -> AsyncIterator[LongTermStore]:
+    store = await LongTermStore.open(vector_location("hybrid.db"), embedder=embedder)
     yield store
     await store.close()
 
@@ -73,12 +74,16 @@ async def vectors(where: str | Path) -> int:
 
 
 async def test_a_paraphrase_bm25_misses_is_found_by_the_hybrid(
-    hybrid: LongTermStore, bm25: LongTermStore
+    hybrid: LongTermStore, vector_location: Location
 ) -> None:
-    for text in PETS:
-        await put(hybrid, text)
-        await put(bm25, text)
-    assert (await search(bm25, QUESTION)).memories == []
+    bm25 = await LongTermStore.open(vector_location("bm25.db"))
+    try:
+        for text in PETS:
+            await put(hybrid, text)
+            await put(bm25, text)
+        assert (await search(bm25, QUESTION)).memories == []
+    finally:
+        await bm25.close()
     found = await search(hybrid, QUESTION, limit=1)
     assert [m.content for m in found.memories] == [PETS[0]]
     assert found.mode == "semantic" and found.note is None
@@ -90,7 +95,7 @@ async def test_a_paraphrase_bm25_misses_is_found_by_the_hybrid(
 
 
 async def test_vectors_follow_updates_and_deletes(
-    hybrid: LongTermStore, location: Location
+    hybrid: LongTermStore, vector_location: Location
 ) -> None:
     dog = await put(hybrid, PETS[0])
     for text in PETS[1:]:
@@ -99,17 +104,17 @@ async def test_vectors_follow_updates_and_deletes(
     await hybrid.apply(ALICE, UpdateMemory(id=dog.id, content="The family cat is called Tom"))
     found = await search(hybrid, "which kitten do we have", limit=1)
     assert [m.id for m in found.memories] == [dog.id]
-    assert await vectors(location("hybrid.db")) == 4
+    assert await vectors(vector_location("hybrid.db")) == 4
     await hybrid.apply(ALICE, DeleteMemory(id=dog.id))
-    assert await vectors(location("hybrid.db")) == 3
+    assert await vectors(vector_location("hybrid.db")) == 3
     found = await search(hybrid, "which kitten do we have")
     assert dog.id not in [m.id for m in found.memories]
 
 
 async def test_memories_stored_without_vectors_get_them(
-    location: Location, embedder: Embedder
+    vector_location: Location, embedder: Embedder
 ) -> None:
-    path = location("later.db")
+    path = vector_location("later.db")
     plain = await LongTermStore.open(path)
     for text in PETS:
         await put(plain, text)
@@ -143,10 +148,10 @@ async def test_query_modes(hybrid: LongTermStore) -> None:
 
 @pytest.fixture(params=["hybrid", "bm25"])
 async def either(
-    request: pytest.FixtureRequest, location: Location, embedder: Embedder
+    request: pytest.FixtureRequest, vector_location: Location, embedder: Embedder
 ) -> AsyncIterator[LongTermStore]:
     dense = embedder if request.param == "hybrid" else None
-    store = await LongTermStore.open(location("either.db"), embedder=dense)
+    store = await LongTermStore.open(vector_location("either.db"), embedder=dense)
     yield store
     await store.close()
 

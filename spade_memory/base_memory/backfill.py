@@ -162,11 +162,23 @@ class VectorBackfill:
         async def write(db: Database) -> tuple[dict[int, tuple[str, str]], dict[int, Any]]:
             now = await self._texts_in(db, list(embedded))
             kept = {seq: vector for seq, vector in embedded.items() if now.get(seq) == texts[seq]}
-            await db.executemany(
-                "INSERT INTO embeddings (seq, model, vector) VALUES (?, ?, ?)"
-                " ON CONFLICT (seq) DO UPDATE SET model = excluded.model, vector = excluded.vector",
-                [(seq, model, self._ranking.blob(vector)) for seq, vector in kept.items()],
-            )
+            if (in_database := self._ranking.in_database) is not None:
+                from .pgvector import as_vector
+
+                await db.executemany(
+                    in_database.WRITE,
+                    [
+                        (seq, model, self._ranking.blob(vector), as_vector(vector))
+                        for seq, vector in kept.items()
+                    ],
+                )
+            else:
+                await db.executemany(
+                    "INSERT INTO embeddings (seq, model, vector) VALUES (?, ?, ?)"
+                    " ON CONFLICT (seq) DO UPDATE SET model = excluded.model,"
+                    " vector = excluded.vector",
+                    [(seq, model, self._ranking.blob(vector)) for seq, vector in kept.items()],
+                )
             return now, kept
 
         now, kept = await self._tx.inline(write)

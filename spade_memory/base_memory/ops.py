@@ -201,9 +201,10 @@ class MemoryStats(Record):
     waiting_vectors: int = 0
     """Memories of this space stored or changed but not embedded yet (found by words
     meanwhile); they are embedded in the background, in batches."""
-    vector_index: Literal["none", "exact", "approximate"] = "none"
+    vector_index: Literal["none", "exact", "approximate", "pgvector"] = "none"
     """How this space's vectors are searched now: ``exact`` (every vector scored),
-    ``approximate`` (a large space's IVF index), ``none`` (not loaded yet, or BM25 alone)."""
+    ``approximate`` (a large space's IVF index), ``pgvector`` (PostgreSQL's HNSW index),
+    ``none`` (not loaded yet, or BM25 alone)."""
 
 
 ChangeKind = Literal["stored", "updated", "deleted"]

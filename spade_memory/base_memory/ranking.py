@@ -2,7 +2,8 @@
 
 ``Ranking`` owns the optional embedder and, per space (an owner's personal
 space or a shared one), a cached index of memory vectors that follows every
-committed vector (on a shared database, other agents' too: ``vector_notices``). A
+committed vector (on a shared database, other agents' too: ``vector_notices``); on a
+PostgreSQL with pgvector, the database searches the vectors instead (``pgvector``). A
 search over several spaces fuses over all of them. Vectors
 are stored with the memories (table ``embeddings``, deleted with them) and
 computed off the event loop, after the write that needed them (see
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from .ann import IndexBuild
     from .dense import ExactIndex, Similar, VectorIndex
     from .embeddings import Embedder
+    from .pgvector import DatabaseVectors
 
 BM25_CANDIDATES = 200
 """How many BM25 matches enter the fusion (dense similarity covers every memory)."""
@@ -88,6 +90,8 @@ class Ranking:
         """Large spaces whose vectors are being read in the background (BM25 answers)."""
         self.shared: SharedReading | None = None
         """Set on a database other agents write (None: only this agent writes)."""
+        self.in_database: DatabaseVectors | None = None
+        """Set when PostgreSQL searches the vectors itself (pgvector): no index is cached."""
 
     @property
     def kind(self) -> str:
@@ -138,11 +142,13 @@ class Ranking:
         jobs: list[IndexBuild | IndexLoad] = [*self._builds.values(), *self._loads.values()]
         return any(not job.done for job in jobs)
 
-    def kind_of(self, space: str) -> Literal["none", "exact", "approximate"]:
+    def kind_of(self, space: str) -> Literal["none", "exact", "approximate", "pgvector"]:
         """``exact`` or ``approximate``: how the cached index of ``space`` scores (``none``
-        when it is not cached)."""
+        when it is not cached); ``pgvector`` when the database searches every space."""
         from .ann import ApproximateIndex
 
+        if self.in_database is not None and self.embedder is not None:
+            return "pgvector"
         index = self._indexes.get(space)
         if index is None:
             return "none"
@@ -186,12 +192,21 @@ class Ranking:
             return Ranked(_best(bm25, limit), bm25, words=len(bm25))
         from .dense import fuse
 
-        loaded = [await self._index(db, space) for space in spaces]
-        indexes = [index for index in loaded if index is not None]  # others: still loading
-        similar = await self._similar(db, indexes, spaces, query_vector, limit, removed, selection)
-        cosines: dict[int, float] = {}
-        for index in indexes:
-            cosines.update(index.cosines(query_vector, bm25.keys() - set(removed)))
+        if self.in_database is not None:  # sees this transaction's own removals
+            similar, cosines = await self.in_database.similar(
+                db, spaces, query_vector, limit, selection, list(bm25)
+            )
+            dense = True
+        else:
+            loaded = [await self._index(db, space) for space in spaces]
+            indexes = [index for index in loaded if index is not None]  # others: still loading
+            similar = await self._similar(
+                db, indexes, spaces, query_vector, limit, removed, selection
+            )
+            cosines = {}
+            for index in indexes:
+                cosines.update(index.cosines(query_vector, bm25.keys() - set(removed)))
+            dense = len(indexes) == len(spaces)
         fused = fuse(bm25, similar, cosines)
         # a memory no word of the query matched must at least be similar in meaning
         relevant = {
@@ -201,7 +216,7 @@ class Ranking:
         }
         return Ranked(
             _best(relevant, limit), relevant, words=len(bm25), meanings=len(similar.best),
-            dense=len(indexes) == len(spaces),
+            dense=dense,
         )  # fmt: skip
 
     async def _similar(

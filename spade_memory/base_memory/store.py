@@ -54,7 +54,7 @@ from ..storage.manifest import Manifest
 from ..storage.postgres import Dialect, PgTransactions, dialect
 from ..storage.purging import purge_now_and_then
 from ..tags import dumps
-from . import filters, history, journal, pg_schema, words
+from . import filters, history, journal, pg_schema, pgvector, words
 from .access import AccessLog
 from .backfill import VectorBackfill
 from .classify import classify
@@ -189,9 +189,8 @@ class LongTermStore(AppliesOps):
         self.ranking = Ranking(embedder, self.path)
         self._backfill = None if embedder is None else VectorBackfill(self._tx, self.ranking)
         self._notices: VectorNotices | None = None
-        """Other agents' vectors, on a shared database (None: this agent writes alone)."""
-        if isinstance(tx, PgTransactions) and embedder is not None:
-            self._notices = VectorNotices(tx.url, self.ranking)
+        """Other agents' vectors, on a shared database searched by the agents themselves
+        (None: this agent writes alone, or the database searches them; set at open)."""
         self.limits = limits or Limits()
         """Its quotas (memories and bytes per author and per shared space)."""
         self.on_events: Callable[[list[SpaceEvent]], None] | None = None
@@ -258,8 +257,11 @@ class LongTermStore(AppliesOps):
                 )
             # on a shared database another agent may store an expiring memory at any time
             store.expiring = bool(expiring) or store.dialect == "postgresql"
-            if store._notices is not None:
-                await store._notices.start()  # before the first index is read
+            if isinstance(tx, PgTransactions) and embedder is not None:
+                store.ranking.in_database = await pgvector.prepare(tx, embedder)
+                if store.ranking.in_database is None:
+                    store._notices = VectorNotices(tx.url, store.ranking)
+                    await store._notices.start()  # before the first index is read
             if store._backfill is not None:
                 await store._backfill.start()
         except BaseException:

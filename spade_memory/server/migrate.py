@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base_memory import pg_schema as base_schema
+from ..base_memory import pgvector
 from ..base_memory.service import DATABASE
 from ..base_memory.store import LongTermStore
 from ..interaction import pg_schema as interaction_schema
@@ -133,6 +134,8 @@ async def _copy_stores(
             for source in sources:
                 with closing(sqlite3.connect(f"file:{source.path}?mode=ro", uri=True)) as db:
                     moved.update(await _copy_tables(db, conn, url, progress))
+        async with tx.pool.acquire() as conn:
+            await conn.execute("ANALYZE")  # the planner's figures, for what was just moved
     finally:
         await tx.close()
     return moved
@@ -154,7 +157,10 @@ async def _copy_tables(
         " GROUP BY table_name",
         names,
     )
-    columns = {str(row[0]): list(row[1]) for row in tables}
+    columns = {}
+    for table, listed in tables:  # a column only PostgreSQL has (``dense``) is filled there
+        present = _columns_of(source, str(table))
+        columns[str(table)] = [column for column in listed if column in present]
     for table, what in _MUST_BE_EMPTY.items():
         if table in columns and await conn.fetchval(f"SELECT count(*) FROM {table}"):
             raise MigrationRefused(f"{shown(url)} already holds {what}; give an empty one")
@@ -167,6 +173,8 @@ async def _copy_tables(
             if progress is not None:
                 progress(table, count)
         moved[table] = count
+        if table == "embeddings" and "dense" in await _pg_columns(conn, table):
+            await pgvector.fill_all(conn)
         if table in _NUMBERED:
             await conn.execute(
                 f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'),"
@@ -175,6 +183,19 @@ async def _copy_tables(
                 _last_number(source, table),
             )  # fmt: skip
     return moved
+
+
+def _columns_of(source: sqlite3.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in source.execute(f'PRAGMA table_info("{table}")')}
+
+
+async def _pg_columns(conn: Any, table: str) -> set[str]:
+    rows = await conn.fetch(
+        "SELECT column_name::text FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND table_name = $1",
+        table,
+    )
+    return {str(row[0]) for row in rows}
 
 
 def _in_key_order(columns: dict[str, list[str]]) -> list[str]:
