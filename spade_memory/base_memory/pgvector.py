@@ -43,7 +43,8 @@ logger = logging.getLogger("spade_memory.base_memory")
 EXTENSION = "vector"
 SAMPLE = 1024
 """Vectors of the searched spaces whose cosines give the low end of the span (the
-agent's own index samples 4,096, in memory; here each costs some 4 µs of reading)."""
+agent's approximate index samples 4,096, in memory; here each costs some 4 µs of
+reading)."""
 EF_SEARCH = 100
 """Candidates the HNSW graph search keeps (pgvector's default, 40, agreed with exact
 search on 0.96 of the top 10 at 20,000 memories here; see the README)."""
