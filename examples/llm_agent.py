@@ -8,7 +8,9 @@ The model is scripted (no network) unless ``SPADE_MEMORY_LLM_MODEL`` names a
 real one, e.g. ``openai/gpt-4o-mini`` with ``SPADE_MEMORY_LLM_API_KEY``, or
 any OpenAI-compatible endpoint through ``SPADE_MEMORY_LLM_BASE_URL``.
 ``SPADE_MEMORY_PORT`` selects another XMPP port than 5222;
-``SPADE_MEMORY_DOMAIN`` another XMPP domain than localhost.
+``SPADE_MEMORY_DOMAIN`` another XMPP domain than localhost;
+``SPADE_MEMORY_BASE_POOL`` and ``SPADE_MEMORY_INTERACTION_POOL`` spread its memory
+calls over several agents of each service (README, "Scaling out").
 """
 
 from __future__ import annotations

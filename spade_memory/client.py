@@ -7,7 +7,8 @@ classes), the spaces' (``spaces.calls``), the beads sync agent's as
 ``client.beads``. Which agent serves a
 service comes from the registry: ``node@<the agent's domain>`` unless a JID
 is given. A service served by several agents on one shared store is given as a list
-of their JIDs (see ``failover``).
+of their JIDs, or by the deployment in ``SPADE_MEMORY_BASE_POOL`` and
+``SPADE_MEMORY_INTERACTION_POOL`` (see ``failover``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from spade.agent import Agent
 from . import base_memory, beads_sync, interaction
 from .base_memory.calls import BaseMemoryCalls
 from .beads_sync.calls import BeadsClient
+from .failover import BASE_POOL_ENV, INTERACTION_POOL_ENV, pool_from_environment
 from .interaction.calls import InteractionCalls
 from .limits import Limits
 from .registry import default_jids
@@ -32,8 +34,10 @@ class MemoryClient(BaseMemoryCalls, InteractionCalls, SpaceCalls):
 
     ``base_memory_jid`` (and ``interaction_memory_jid``): the agent's JID, or the JIDs
     of several agents serving one shared store, which share the requests and stand in
-    for one another; ``timeout``: seconds to wait for each reply; ``attempts``: sends of one request
-    (same request id) before ``MemoryTimeout``; ``degraded``: return empty answers
+    for one another (default: the JIDs in ``SPADE_MEMORY_BASE_POOL``, and
+    ``SPADE_MEMORY_INTERACTION_POOL``, else the registry's); ``timeout``: seconds to
+    wait for each reply; ``attempts``: sends of one request (same request id) before
+    ``MemoryTimeout``; ``degraded``: return empty answers
     instead of raising ``MemoryTimeout``; ``max_in_flight``: calls sent at once
     (more wait here instead of being refused by the memory agent).
     """
@@ -50,6 +54,10 @@ class MemoryClient(BaseMemoryCalls, InteractionCalls, SpaceCalls):
         max_in_flight: int = Limits.max_in_flight,
         degraded: bool = False,
     ) -> None:
+        if base_memory_jid is None:
+            base_memory_jid = pool_from_environment(BASE_POOL_ENV)
+        if interaction_memory_jid is None:
+            interaction_memory_jid = pool_from_environment(INTERACTION_POOL_ENV)
         given: dict[str, str | Sequence[str] | None] = {
             base_memory.NAME: base_memory_jid,
             interaction.NAME: interaction_memory_jid,

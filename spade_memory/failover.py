@@ -13,8 +13,16 @@ resource of equal priority, so two agents would both serve it).
 from __future__ import annotations
 
 import itertools
+import os
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+BASE_POOL_ENV = "SPADE_MEMORY_BASE_POOL"
+"""The base memory agents a client uses when its code names none: JIDs separated by
+commas or spaces, so a deployment grows its pool without a change to its agents."""
+INTERACTION_POOL_ENV = "SPADE_MEMORY_INTERACTION_POOL"
+"""The same for the interaction memory agents."""
 
 PASS_OVER_SECONDS = 30.0
 """How long an agent that did not answer is tried last (then it takes its turn again)."""
@@ -48,3 +56,12 @@ class AgentPool:
     def answered(self, jid: str) -> None:
         """``jid`` replied: it takes requests again."""
         self._silent_until.pop(jid, None)
+
+
+def pool_from_environment(
+    variable: str, environ: Mapping[str, str] = os.environ
+) -> list[str] | None:
+    """The JIDs that ``variable`` lists (commas or spaces between them), or None when it
+    is unset or empty."""
+    jids = [jid for jid in re.split(r"[\s,]+", environ.get(variable, "")) if jid]
+    return jids or None

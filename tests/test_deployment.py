@@ -56,8 +56,30 @@ def test_the_agents_read_what_compose_sets() -> None:
             assert variable in environment, (name, variable)
     example = (ROOT / "examples" / "llm_agent.py").read_text()
     providers = (ROOT / "spade_memory" / "llm" / "providers.py").read_text()
+    pools = (ROOT / "spade_memory" / "failover.py").read_text()
     for variable in compose()["services"]["llm-agent"]["environment"]:
-        assert variable in example + providers, variable
+        assert variable in example + providers + pools, variable
+
+
+def test_the_example_agent_uses_both_agents_of_each_service_unthrottled() -> None:
+    """Its clients name every agent compose runs for a service, and Prosody limits none
+    of the memory agents (it limits the first of each by name, the rest through
+    PROSODY_UNLIMITED)."""
+    from spade_memory.failover import pool_from_environment
+
+    services = compose()["services"]
+    environment = services["llm-agent"]["environment"]
+    for variable, prefix in [("SPADE_MEMORY_BASE_POOL", "base-memory"),
+                             ("SPADE_MEMORY_INTERACTION_POOL", "interaction-memory")]:  # fmt: skip
+        running = {f"{name}@xmpp" for name in MEMORY_AGENTS if name.startswith(prefix)}
+        assert len(running) == 2 and set(pool_from_environment(variable, environment) or []) == (
+            running
+        )
+    unlimited = services["xmpp"]["environment"]["PROSODY_UNLIMITED"].split()
+    assert sorted(unlimited) == ["base-memory-2@xmpp", "interaction-memory-2@xmpp"]
+    configuration = (ROOT / "prosody" / "prosody.cfg.lua").read_text()
+    for service in ("base-memory", "interaction-memory", "beads-sync"):
+        assert f'"{service}@" .. ENV_PROSODY_DOMAIN;' in configuration
 
 
 def test_prosody_creates_the_account_of_every_agent_compose_runs() -> None:
