@@ -7,7 +7,7 @@ import json
 
 from spade_memory import BadRequest, NotAuthorized, ResourceConstraint
 
-from .harness import ClientAgent, condition_of
+from ..harness import ClientAgent, condition_of
 
 
 async def test_notes_summary_and_clear(alice: ClientAgent) -> None:

@@ -16,7 +16,7 @@ from spade_memory.llm.providers import last_tool_result, last_user_message, reca
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import start, unique_jid
+from ..harness import start, unique_jid
 
 TEA = "The user drinks green tea, never coffee"
 

@@ -19,7 +19,8 @@ from spade_memory.lifecycle import stop_agent
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import condition_of, send_raw, start_client, unique_jid
+from ..harness import condition_of, send_raw, start_client, unique_jid
+from .conftest import NewService
 
 PASSWORD = {PASSWORD_ENV: "beads-e2e-secret"}
 FAST = ("--beads-debounce", "0.2")
@@ -41,8 +42,8 @@ async def eventually(check: Callable[[], bool], timeout: float = 20.0) -> None:
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[MemoryServiceProcess]:
-    process = MemoryServiceProcess(tmp_path / "data", *FAST, "--session", "s-1", env=PASSWORD)
+def service(tmp_path: Path, new_service: NewService) -> Iterator[MemoryServiceProcess]:
+    process = new_service(tmp_path / "data", *FAST, "--session", "s-1", env=PASSWORD)
     process.start()
     yield process
     process.stop()

@@ -10,11 +10,14 @@ from spade_memory import ItemNotFound
 from spade_memory.lifecycle import stop_agent
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import ClientAgent, condition_of, start_client, unique_jid
+from ..harness import ClientAgent, condition_of, start_client, unique_jid
+from .conftest import NewService
 
 
-async def test_an_ended_conversation_is_found_after_a_restart(tmp_path: Path) -> None:
-    service = MemoryServiceProcess(tmp_path)
+async def test_an_ended_conversation_is_found_after_a_restart(
+    tmp_path: Path, new_service: NewService
+) -> None:
+    service = new_service(tmp_path)
     service.start()
     jid = unique_jid("archivist")
     try:

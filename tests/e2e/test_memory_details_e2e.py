@@ -32,7 +32,8 @@ from spade_memory.lifecycle import stop_agent
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import start_client, unique_jid
+from ..harness import start_client, unique_jid
+from .conftest import NewService
 
 WORK_ITEM = {
     "id": "wrk-a1b2",
@@ -70,12 +71,12 @@ WORK_ENGINE = unique_jid("work-engine")
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[MemoryServiceProcess]:
+def service(tmp_path: Path, new_service: NewService) -> Iterator[MemoryServiceProcess]:
     data_dir = tmp_path / "data"
     beads = data_dir / "beads" / ".beads"
     beads.mkdir(parents=True)
     (beads / "issues.jsonl").write_text(json.dumps(WORK_ITEM) + "\n")  # the project's work
-    process = MemoryServiceProcess(
+    process = new_service(
         data_dir, "--beads-debounce", "0.2", "--purge-every", "0.3", "--no-dense-search",
         "--work-engine-jid", WORK_ENGINE, env={PASSWORD_ENV: "details-e2e-secret"},
     )  # fmt: skip

@@ -15,7 +15,7 @@ from spade_memory import (
     WorkingMemory,
 )
 
-from .harness import ClientAgent, condition_of
+from ..harness import ClientAgent, condition_of
 
 
 async def test_focus_entity_finding_history_and_lossless_state(alice: ClientAgent) -> None:

@@ -23,7 +23,8 @@ from spade_memory.lifecycle import stop_agent
 from spade_memory.testing import MemoryServiceProcess
 from spade_memory.wire import ONTOLOGY, request_message
 
-from .harness import ClientAgent, send_raw, start_client, unique_jid
+from ..harness import ClientAgent, send_raw, start_client, unique_jid
+from .conftest import NewService
 
 
 async def snapshot(client: MemoryClient) -> list[Memory]:
@@ -151,8 +152,10 @@ async def test_a_retried_request_id_does_not_store_twice(alice: ClientAgent) -> 
     assert [m.content for m in await memory.search_memories("stored once")] == ["stored once"]
 
 
-async def test_acknowledged_memories_and_notes_survive_a_killed_agent(tmp_path: Path) -> None:
-    process = MemoryServiceProcess(tmp_path)
+async def test_acknowledged_memories_and_notes_survive_a_killed_agent(
+    tmp_path: Path, new_service: NewService
+) -> None:
+    process = new_service(tmp_path)
     process.start()
     jid = unique_jid("durable")
     try:
