@@ -123,6 +123,41 @@ async def test_two_agents_in_one_session_keep_their_own_linked_deleted_restored(
         await stop_agent(alice)
 
 
+async def test_each_change_through_any_agent_is_mirrored_once(
+    service: MemoryServiceProcess,
+) -> None:
+    """Writes spread over the base memory agents (two on PostgreSQL) reach the one
+    mirror once each: one issue per memory, with its last text, closed when deleted."""
+
+    def mirrored() -> dict[str, list[dict[str, object]]]:
+        found: dict[str, list[dict[str, object]]] = {}
+        for issue in issues(service.data_dir):
+            found.setdefault(str(issue.get("external_ref")), []).append(issue)
+        return found
+
+    writer = await start_client(unique_jid("writer"), service.port)
+    try:
+        ids = [await writer.memory.store_memory("fact", f"mirrored fact {n}") for n in range(6)]
+        refs = [f"spade-memory:{memory_id}" for memory_id in ids]
+        await eventually(lambda: all(ref in mirrored() for ref in refs))
+        assert await writer.memory.update_memory(ids[0], content="mirrored fact 0, revised")
+        assert await writer.memory.delete_memory(ids[1])
+    finally:
+        await stop_agent(writer)
+
+    def caught_up() -> bool:
+        now = mirrored()
+        return (
+            now[refs[0]][-1]["description"] == "mirrored fact 0, revised"
+            and now[refs[1]][-1]["status"] == "closed"
+        )
+
+    await eventually(caught_up)
+    await asyncio.sleep(1.0)  # a second copy would be written by now (debounce 0.2 s)
+    now = mirrored()
+    assert [len(now[ref]) for ref in refs] == [1] * len(refs)
+
+
 async def test_other_agents_cannot_touch_what_is_not_theirs(
     service: MemoryServiceProcess,
 ) -> None:
