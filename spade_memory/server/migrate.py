@@ -157,10 +157,11 @@ async def _copy_tables(
         " GROUP BY table_name",
         names,
     )
+    in_postgres = {str(table): list(listed) for table, listed in tables}
     columns = {}
-    for table, listed in tables:  # a column only PostgreSQL has (``dense``) is filled there
-        present = _columns_of(source, str(table))
-        columns[str(table)] = [column for column in listed if column in present]
+    for table, listed in in_postgres.items():  # a column only PostgreSQL has (``dense``)
+        present = _columns_of(source, table)  # is filled there
+        columns[table] = [column for column in listed if column in present]
     for table, what in _MUST_BE_EMPTY.items():
         if table in columns and await conn.fetchval(f"SELECT count(*) FROM {table}"):
             raise MigrationRefused(f"{shown(url)} already holds {what}; give an empty one")
@@ -173,7 +174,7 @@ async def _copy_tables(
             if progress is not None:
                 progress(table, count)
         moved[table] = count
-        if table == "embeddings" and "dense" in await _pg_columns(conn, table):
+        if table == "embeddings" and "dense" in in_postgres[table]:
             await pgvector.fill_all(conn)
         if table in _NUMBERED:
             await conn.execute(
@@ -187,15 +188,6 @@ async def _copy_tables(
 
 def _columns_of(source: sqlite3.Connection, table: str) -> set[str]:
     return {str(row[1]) for row in source.execute(f'PRAGMA table_info("{table}")')}
-
-
-async def _pg_columns(conn: Any, table: str) -> set[str]:
-    rows = await conn.fetch(
-        "SELECT column_name::text FROM information_schema.columns"
-        " WHERE table_schema = current_schema() AND table_name = $1",
-        table,
-    )
-    return {str(row[0]) for row in rows}
 
 
 def _in_key_order(columns: dict[str, list[str]]) -> list[str]:

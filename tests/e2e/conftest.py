@@ -111,10 +111,7 @@ def memory_service(
     if engine == "sqlite":
         yield request.getfixturevalue("memory_service")
         return
-    service = new_service(tmp_path_factory.mktemp("memory-service"))
-    service.start()
-    yield service
-    service.stop()
+    yield from _running(new_service(tmp_path_factory.mktemp("memory-service")))
 
 
 @pytest.fixture(scope="session")
@@ -134,6 +131,13 @@ def prosody_memory_service(
         tmp_path_factory.mktemp("memory-service-prosody"), "--external-server",
         port=prosody.port, env={PASSWORD_ENV: password},
     )  # fmt: skip
+    yield from _running(service)
+
+
+def _running(service: MemoryServiceProcess) -> Iterator[MemoryServiceProcess]:
+    """``service`` started, for as long as the fixture lasts."""
     service.start()
-    yield service
-    service.stop()
+    try:
+        yield service
+    finally:
+        service.stop()
