@@ -5,7 +5,8 @@ the speaker and the text, with a shared photo's caption; context: the
 session's date and the turn before), stored through each ranker's own write
 path; every question is asked through ``search_memories``. Rankers, in the
 same run on the same data: spade_llm's ``LIKE '%query%'`` search, our FTS5
-BM25 alone, and our hybrid (BM25 fused with MiniLM similarity).
+BM25 alone, and our hybrid (BM25 fused with MiniLM similarity), its queries
+embedded by the model itself and, as shipped, by the distilled query encoder.
 
     python -m benchmarks.locomo [--data FILE] [--json] [--limit-conversations N]
 """
@@ -118,8 +119,10 @@ class Score:
 Search = Callable[[str, str], Awaitable[list[str]]]
 
 
-async def _ours(path: Path, conversations: list[Conversation], dense: bool) -> tuple[Search, Any]:
-    embedder = load_embedder() if dense else None
+async def _ours(
+    path: Path, conversations: list[Conversation], dense: bool, model_queries: bool = False
+) -> tuple[Search, Any]:
+    embedder = load_embedder(model_queries) if dense else None
     if dense and embedder is None:
         raise SystemExit("the hybrid ranker needs: pip install 'spade-memory[embeddings]'")
     store = await LongTermStore.open(path, embedder=embedder)
@@ -167,6 +170,9 @@ async def run(data: Path, limit_conversations: int | None = None) -> dict[str, S
         builders = {
             "spade_llm LIKE": lambda: _spade_llm(Path(tmp) / "like.db", conversations),
             "BM25": lambda: _ours(Path(tmp) / "bm25.db", conversations, dense=False),
+            "hybrid, model queries": lambda: _ours(
+                Path(tmp) / "model.db", conversations, dense=True, model_queries=True
+            ),
             "hybrid": lambda: _ours(Path(tmp) / "hybrid.db", conversations, dense=True),
         }
         for name, build in builders.items():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.base_memory.embeddings import Embedder, MiniLMEmbedder
+from spade_memory.base_memory.embeddings import Embedder, load_embedder
 from spade_memory.lifecycle import stop_agent
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import (
@@ -35,8 +35,6 @@ _EXIT_LOOPS: list[asyncio.AbstractEventLoop] = []
 def pytest_sessionstart() -> None:
     """Prepare the embedding model once, before the services the tests start (each would
     otherwise prepare its own copy at the same time on a new machine)."""
-    from spade_memory.base_memory.embeddings import load_embedder
-
     load_embedder()
 
 
@@ -86,8 +84,11 @@ def pgvector_server() -> Iterator[PostgresServer]:
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    """The real embedding model, loaded once for the run."""
-    return MiniLMEmbedder()
+    """The real embedding model as services load it (queries through its distilled
+    table), loaded once for the run."""
+    loaded = load_embedder()
+    assert loaded is not None, "pip install 'spade-memory[embeddings]'"
+    return loaded
 
 
 _DATABASES = itertools.count()

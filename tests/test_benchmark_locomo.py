@@ -29,7 +29,7 @@ def test_one_command_prints_every_ranker_as_json() -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
-    assert list(figures) == ["spade_llm LIKE", "BM25", "hybrid"]
+    assert list(figures) == ["spade_llm LIKE", "BM25", "hybrid, model queries", "hybrid"]
     for ranker in figures.values():
         assert ranker["questions"] == 3
         assert set(ranker["recall"]) >= {"overall", "single-hop", "multi-hop", "temporal"}

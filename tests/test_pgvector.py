@@ -104,12 +104,26 @@ async def test_the_database_searches_with_an_hnsw_index_it_really_uses(
     assert f"Index Scan using {vectors.index_name}" in "\n".join(row[0] for row in plan)
 
 
+def agree(one: MemoryList, other: MemoryList) -> None:
+    """``one``'s memories are ``other``'s, with the same scores but for rounding (each
+    store computed its own vectors, and the model quantises a batch's activations as a
+    whole, so a text's vector differs in the third decimal from batch to batch): only a
+    memory that ties ``other``'s last within that rounding may be missing from it."""
+    scored = {m.content: m.score for m in other.memories}
+    cut = min(scored.values(), default=0.0)
+    for memory in one.memories:
+        if memory.content in scored:
+            assert memory.score == pytest.approx(scored[memory.content], abs=0.02)
+        else:
+            assert memory.score <= cut + 0.02, f"{memory.content!r} is missing"
+
+
 async def test_its_answers_are_those_of_exact_search(
     url: str, embedder: Embedder, postgres_server: PostgresServer
 ) -> None:
     """The same memories on Debian's PostgreSQL (every vector scored by the agent) and
-    on one with pgvector (its index): the same queries return the same memories (words
-    are ranked by PostgreSQL on both)."""
+    on one with pgvector (its index): the same queries return the same memories, with
+    the same scores but for rounding (words are ranked by PostgreSQL on both)."""
     exact = await LongTermStore.open(postgres_server.database("exact"), embedder=embedder)
     indexed = await LongTermStore.open(url, embedder=embedder)
     try:
@@ -121,7 +135,8 @@ async def test_its_answers_are_those_of_exact_search(
         queries = [QUESTION, "who likes tea", "what breaks on Mondays", *texts[::20]]
         for asked in queries:
             ours, theirs = await search(indexed, asked), await search(exact, asked)
-            assert [m.content for m in ours.memories] == [m.content for m in theirs.memories]
+            agree(ours, theirs)
+            agree(theirs, ours)
             assert ours.reasoning is not None and ours.reasoning.strategy == "hybrid"
     finally:
         await exact.close()

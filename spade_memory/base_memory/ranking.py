@@ -51,15 +51,33 @@ VECTORS_OF_SPACE = (
     " WHERE m.space = ? AND e.model = ?"
 )
 
+MIN_SIMILARITY = 0.25
+"""Cosine to the model's vector of a query that a memory needs to be returned on meaning
+alone (12% of unrelated question and memory pairs reach it on LoCoMo's conversations
+1-2); for the distilled encoder's, ``query_encoder.MIN_SIMILARITY``."""
+
 CACHED_SPACES = 64
 """Spaces whose vector index stays in memory between searches (least recent dropped)."""
-MIN_SIMILARITY = 0.25
-"""Cosine a memory needs to be returned on meaning alone (unrelated text scores near 0)."""
 
 
 def embedding_text(content: str, context: str | None) -> str:
     """What is embedded: the context (when, why, what came before), then the content."""
     return f"{context}\n{content}" if context else content
+
+
+@dataclass(frozen=True)
+class QueryVector:
+    """A search query's vector: the model's own (``exact``), or the distilled encoder's."""
+
+    vector: Any
+    exact: bool
+
+    @property
+    def min_similarity(self) -> float:
+        """The cosine a memory needs to be returned on meaning alone."""
+        from .query_encoder import MIN_SIMILARITY as ROUGH
+
+        return MIN_SIMILARITY if self.exact else ROUGH
 
 
 @dataclass
@@ -166,6 +184,16 @@ class Ranking:
             return [None] * len(texts)
         return list(await asyncio.to_thread(self.embedder.embed, list(texts)))
 
+    async def embed_queries(self, queries: Sequence[str]) -> list[QueryVector | None]:
+        """One vector per search query (None without a model): the embedder's cheap
+        encoder's if it has one, else the model's, in one call off the event loop."""
+        if self.embedder is None or not queries:
+            return [None] * len(queries)
+        rough = await asyncio.to_thread(self.embedder.embed_queries, list(queries))
+        if rough is not None:
+            return [QueryVector(vector, exact=False) for vector in rough]
+        return [QueryVector(vector, exact=True) for vector in await self.embed(queries)]
+
     @staticmethod
     def blob(vector: Any) -> bytes:
         """The stored form of a vector."""
@@ -180,7 +208,7 @@ class Ranking:
         query: str,
         selection: Selection,
         limit: int,
-        query_vector: Any,
+        query_vector: QueryVector | None,
         removed: Collection[int] = (),
     ) -> Ranked:
         """The best memories of ``spaces`` that ``selection`` lets through, for ``query``.
@@ -190,29 +218,31 @@ class Ranking:
         bm25 = await _bm25(db, spaces, query_terms(query), selection, max(limit, BM25_CANDIDATES))
         if self.embedder is None or query_vector is None:
             return Ranked(_best(bm25, limit), bm25, words=len(bm25))
+        if not bm25 and not query_vector.exact:  # meaning alone decides: the model's vector
+            # (ranking runs in the database's thread, with no event loop to hand work to)
+            query_vector = QueryVector(self.embedder.embed([query])[0], exact=True)
         from .dense import fuse
 
+        vector = query_vector.vector
         if self.in_database is not None:  # sees this transaction's own removals
             similar, cosines = await self.in_database.similar(
-                db, spaces, query_vector, limit, selection, list(bm25)
+                db, spaces, vector, limit, selection, list(bm25)
             )
             dense = True
         else:
             loaded = [await self._index(db, space) for space in spaces]
             indexes = [index for index in loaded if index is not None]  # others: still loading
-            similar = await self._similar(
-                db, indexes, spaces, query_vector, limit, removed, selection
-            )
+            similar = await self._similar(db, indexes, spaces, vector, limit, removed, selection)
             cosines = {}
             for index in indexes:
-                cosines.update(index.cosines(query_vector, bm25.keys() - set(removed)))
+                cosines.update(index.cosines(vector, bm25.keys() - set(removed)))
             dense = len(indexes) == len(spaces)
         fused = fuse(bm25, similar, cosines)
         # a memory no word of the query matched must at least be similar in meaning
         relevant = {
             seq: score
             for seq, score in fused.items()
-            if seq in bm25 or similar.best.get(seq, 0.0) >= MIN_SIMILARITY
+            if seq in bm25 or similar.best.get(seq, 0.0) >= query_vector.min_similarity
         }
         return Ranked(
             _best(relevant, limit), relevant, words=len(bm25), meanings=len(similar.best),

@@ -86,7 +86,7 @@ from .ops import (
     StoreMemory,
     UpdateMemory,
 )
-from .ranking import Ranking, embedding_text
+from .ranking import QueryVector, Ranking, embedding_text
 from .rows import COLUMNS, PG_SIZE, SIZE, Row, as_datetime, newest, select
 from .schema import MIGRATIONS, content_key
 from .vector_notices import VectorNotices
@@ -138,7 +138,7 @@ class _Work:
 
     owner: str
     """The sender: the author of what it stores, the actor of what it changes."""
-    queries: dict[int, Any] = field(default_factory=dict)
+    queries: dict[int, QueryVector | None] = field(default_factory=dict)
     """Search queries' embeddings, computed before the transaction, by ``id(request)``."""
     vectors: _Vectors = field(default_factory=_Vectors)
     """What the ops that succeeded so far did to vectors (committed with the batch)."""
@@ -433,8 +433,10 @@ class LongTermStore(AppliesOps):
         work.unindexed += work.adding
         return result
 
-    async def _embed_queries(self, owner: str, requests: Sequence[Request]) -> dict[int, Any]:
-        """One model call for the batch's search queries, by ``id(request)``; meanwhile the
+    async def _embed_queries(
+        self, owner: str, requests: Sequence[Request]
+    ) -> dict[int, QueryVector | None]:
+        """One encoder call for the batch's search queries, by ``id(request)``; meanwhile the
         few memories of the searched spaces still waiting for a vector get theirs."""
         searches = {
             id(request): request
@@ -446,7 +448,7 @@ class LongTermStore(AppliesOps):
         spaces = {place.key for r in searches.values() for place in r.places_of(owner)}
         queries = [r.op.query for r in searches.values()]  # type: ignore[attr-defined]
         vectors, _ = await asyncio.gather(
-            self.ranking.embed(queries), self._backfill.embed_now(spaces)
+            self.ranking.embed_queries(queries), self._backfill.embed_now(spaces)
         )
         return dict(zip(searches, vectors, strict=True))
 
