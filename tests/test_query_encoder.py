@@ -44,6 +44,10 @@ def test_the_table_is_made_once_and_its_queries_find_what_the_models_find(
     again = load_embedder()
     assert isinstance(again, MiniLMEmbedder) and again.query_table == made.query_table
     assert made.query_table.stat().st_mtime_ns == written  # kept, not made again
+    made.query_table.write_bytes(b"\x93NUMPY damaged")  # a damaged table is made again
+    remade = load_embedder()
+    assert isinstance(remade, MiniLMEmbedder) and remade.query_table == made.query_table
+    assert query_encoder.readable(made.query_table, made.dimensions)
 
     stored = made.embed(MEMORIES)
     rough = made.embed_queries(list(QUESTIONS))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .model_file import SHIPPED_NAME, prepared_model, shipped_model
-from .query_encoder import StaticQueries, distil, table_file
+from .query_encoder import StaticQueries, distil, readable, table_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -180,7 +180,7 @@ def load_embedder(model_queries: bool = False) -> Embedder | None:
 def _query_table(model: Path, name: str) -> Path | None:
     """The table distilled from ``model`` (made now if it is not cached yet), or None."""
     target = table_file(name)
-    if target.is_file():
+    if target.is_file() and readable(target, MiniLMEmbedder.dimensions):
         return target
     logger.info("distilling the query encoder once for this machine: %s", target)
     try:
