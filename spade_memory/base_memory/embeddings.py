@@ -10,6 +10,7 @@ BM25 alone.
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import importlib.util
 import logging
@@ -85,7 +86,6 @@ class MiniLMEmbedder:
         with self._loading:
             if self._loaded is None:
                 import onnxruntime
-                from tokenizers import Tokenizer
 
                 options = onnxruntime.SessionOptions()
                 options.intra_op_num_threads = self.threads  # agents share the machine
@@ -94,13 +94,7 @@ class MiniLMEmbedder:
                 session = onnxruntime.InferenceSession(
                     str(self.model or shipped_model()), options, providers=["CPUExecutionProvider"]
                 )
-                tokenizer_file = (
-                    importlib.resources.files("spade_memory") / "data" / "minilm-tokenizer.json"
-                )
-                tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
-                tokenizer.enable_truncation(self.max_tokens)
-                tokenizer.no_padding()  # padded below, batch by batch
-                self._loaded = (session, tokenizer)
+                self._loaded = (session, _tokenizer(self.max_tokens))
             return self._loaded
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -123,7 +117,8 @@ class MiniLMEmbedder:
         if self.query_table is None:
             return None
         if self._queries is None:
-            self._queries = StaticQueries.open(self.query_table, self._model()[1])
+            # the tokenizer alone: a service that only searches never loads the model
+            self._queries = StaticQueries.open(self.query_table, _tokenizer(self.max_tokens))
         vectors = np.zeros((len(queries), self.dimensions), dtype=np.float32)
         tokenless = []
         for row, query in enumerate(queries):
@@ -156,6 +151,18 @@ class MiniLMEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: Vectors = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         return unit
+
+
+@functools.cache
+def _tokenizer(max_tokens: int) -> Any:
+    """The model's own tokenizer (bundled), truncating at ``max_tokens``, unpadded."""
+    from tokenizers import Tokenizer
+
+    tokenizer_file = importlib.resources.files("spade_memory") / "data" / "minilm-tokenizer.json"
+    tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
+    tokenizer.enable_truncation(max_tokens)
+    tokenizer.no_padding()  # padded by the embedder, batch by batch
+    return tokenizer
 
 
 def load_embedder(model_queries: bool = False) -> Embedder | None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..storage.connection import Database
 from ..storage.fts import fts5_expression, query_terms, tsquery_text
 from ..storage.postgres import dialect
+from . import query_encoder
 from .filters import Selection
 from .meanwhile import BackgroundFill
 from .pg_schema import TEXT_SEARCH
@@ -75,9 +76,7 @@ class QueryVector:
     @property
     def min_similarity(self) -> float:
         """The cosine a memory needs to be returned on meaning alone."""
-        from .query_encoder import MIN_SIMILARITY as ROUGH
-
-        return MIN_SIMILARITY if self.exact else ROUGH
+        return MIN_SIMILARITY if self.exact else query_encoder.MIN_SIMILARITY
 
 
 @dataclass
@@ -194,6 +193,15 @@ class Ranking:
             return [QueryVector(vector, exact=False) for vector in rough]
         return [QueryVector(vector, exact=True) for vector in await self.embed(queries)]
 
+    async def _model_vector(self, db: Database, query: str) -> Any:
+        """The model's vector of ``query``, asked for inside a transaction: on SQLite the
+        batch runs in the connection's thread, which has no event loop to hand the model
+        to; PostgreSQL's runs on the event loop, which must not wait for it."""
+        assert self.embedder is not None
+        if dialect(db) == "sqlite":
+            return self.embedder.embed([query])[0]
+        return (await self.embed([query]))[0]
+
     @staticmethod
     def blob(vector: Any) -> bytes:
         """The stored form of a vector."""
@@ -219,8 +227,7 @@ class Ranking:
         if self.embedder is None or query_vector is None:
             return Ranked(_best(bm25, limit), bm25, words=len(bm25))
         if not bm25 and not query_vector.exact:  # meaning alone decides: the model's vector
-            # (ranking runs in the database's thread, with no event loop to hand work to)
-            query_vector = QueryVector(self.embedder.embed([query])[0], exact=True)
+            query_vector = QueryVector(await self._model_vector(db, query), exact=True)
         from .dense import fuse
 
         vector = query_vector.vector
