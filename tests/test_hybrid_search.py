@@ -73,6 +73,16 @@ async def vectors(where: str | Path) -> int:
     return int(str(count))
 
 
+def test_a_text_has_one_vector_whatever_is_embedded_with_it(embedder: Embedder) -> None:
+    """The model quantises its activations per call: a text's vector must not depend on
+    the texts beside it (two stores of the same memories rank them alike)."""
+    import numpy as np
+
+    alone = embedder.embed([PETS[0]])
+    beside_others = embedder.embed([PETS[1], PETS[0], " ".join(PETS) * 3])
+    assert np.array_equal(alone[0], beside_others[1])
+
+
 async def test_a_paraphrase_bm25_misses_is_found_by_the_hybrid(
     hybrid: LongTermStore, vector_location: Location
 ) -> None:

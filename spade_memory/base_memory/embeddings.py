@@ -63,7 +63,6 @@ class MiniLMEmbedder:
         model: Path | None = None,
         name: str = SHIPPED_NAME,
         max_tokens: int = 256,
-        batch_size: int = 32,
         threads: int = 1,
         query_table: Path | None = None,
     ) -> None:
@@ -71,7 +70,7 @@ class MiniLMEmbedder:
             if importlib.util.find_spec(package) is None:
                 raise ImportError(f"No module named {package!r}")
         self.model, self.name = model, name
-        self.max_tokens, self.batch_size, self.threads = max_tokens, batch_size, threads
+        self.max_tokens, self.threads = max_tokens, threads
         self.query_table = query_table
         self._loaded: tuple[Any, Any] | None = None
         self._queries: StaticQueries | None = None
@@ -98,15 +97,20 @@ class MiniLMEmbedder:
             return self._loaded
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """One unit vector per text, in the order given. Texts of like length are
-        batched together, so a batch pads little."""
+        """One unit vector per text, in the order given.
+
+        Each text runs through the model on its own: the prepared model quantises its
+        activations with one scale per call, so texts run together would give a text a
+        vector that depends on its neighbours (cosines 0.97 to 1.0 apart from batch to
+        batch), and two stores of the same text would rank it differently. Run alone,
+        short texts cost no more here than in batches of 8 to 32 (4.8 ms against 4.4 to
+        6.2 ms each), since a batch pads every text to its longest.
+        """
         import numpy as np
 
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vectors = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            vectors[rows] = self._embed_batch([texts[i] for i in rows])
+        for row, text in enumerate(texts):
+            vectors[row] = self._embed_one(text)
         return vectors
 
     def embed_queries(self, queries: Sequence[str]) -> Vectors | None:
@@ -131,25 +135,16 @@ class MiniLMEmbedder:
             vectors[tokenless] = self.embed([queries[row] for row in tokenless])
         return vectors
 
-    def _embed_batch(self, texts: Sequence[str]) -> Vectors:
+    def _embed_one(self, text: str) -> Vectors:
         import numpy as np
 
         session, tokenizer = self._model()
-        # one text at a time: encode_batch would start the tokenizer's own thread pool,
-        # whose threads inherit the priority of whichever thread called it first
-        encoded = [tokenizer.encode(text).ids for text in texts]
-        longest = max(len(ids) for ids in encoded)
-        ids = np.zeros((len(encoded), longest), dtype=np.int64)
-        mask = np.zeros_like(ids)
-        for row, tokens in enumerate(encoded):
-            ids[row, : len(tokens)] = tokens
-            mask[row, : len(tokens)] = 1
+        ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)
+        mask = np.ones_like(ids)
         inputs = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden: Vectors = session.run(None, inputs)[0]
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        unit: Vectors = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        pooled = hidden[0].mean(axis=0)
+        unit: Vectors = (pooled / max(float(np.linalg.norm(pooled)), 1e-12)).astype(np.float32)
         return unit
 
 
