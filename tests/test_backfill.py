@@ -51,7 +51,7 @@ class HeldInBackground:
             assert self._gate.wait(timeout=60), "the test never released the gate"
         return self.model.embed(texts)
 
-    def embed_queries(self, queries: Sequence[str]) -> Vector | None:
+    def embed_queries(self, queries: Sequence[str]) -> list[Vector | None] | None:
         return self.model.embed_queries(queries)
 
     def load(self) -> None:

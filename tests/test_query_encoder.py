@@ -15,6 +15,7 @@ import pytest
 from spade_memory.base_memory import query_encoder
 from spade_memory.base_memory.embeddings import Embedder, MiniLMEmbedder, load_embedder
 from spade_memory.base_memory.ops import MemoryList, SearchMemories, Stored, StoreMemory
+from spade_memory.base_memory.ranking import Ranking
 from spade_memory.base_memory.store import LongTermStore
 
 ALICE = "alice@localhost"
@@ -50,9 +51,10 @@ def test_the_table_is_made_once_and_its_queries_find_what_the_models_find(
     assert query_encoder.readable(made.query_table, made.dimensions)
 
     stored = made.embed(MEMORIES)
-    rough = made.embed_queries(list(QUESTIONS))
-    exact = made.embed(list(QUESTIONS))
-    assert rough is not None and rough.shape == exact.shape
+    found = made.embed_queries(list(QUESTIONS))
+    assert found is not None and all(vector is not None for vector in found)
+    rough, exact = np.stack(found), made.embed(list(QUESTIONS))  # type: ignore[arg-type]
+    assert rough.shape == exact.shape
     assert np.allclose(np.linalg.norm(rough, axis=1), 1.0, atol=1e-4)
     for row, answer in enumerate(QUESTIONS.values()):  # each finds its memory first
         assert int(np.argmax(stored @ rough[row])) == answer
@@ -60,17 +62,26 @@ def test_the_table_is_made_once_and_its_queries_find_what_the_models_find(
     assert float((rough * exact).sum(axis=1).mean()) > 0.5  # the model's space, roughly
 
 
-def test_without_a_table_queries_run_the_model(embedder: Embedder) -> None:
+async def test_without_a_table_or_a_token_queries_run_the_model(embedder: Embedder) -> None:
     model_queries = load_embedder(model_queries=True)
     assert model_queries is not None and model_queries.embed_queries(["tea"]) is None
     rough = embedder.embed_queries(["tea", ""])
-    assert rough is not None
-    assert np.allclose(rough[1], embedder.embed([""])[0])  # no token: the model's vector
+    assert rough is not None and rough[0] is not None and rough[1] is None  # "": no token
+    ranking = Ranking(embedder)
+    for _ in range(2):  # the encoder opened in a thread, then used on the event loop
+        tea, empty = await ranking.embed_queries(["tea", ""])
+        assert tea is not None and not tea.exact and np.allclose(tea.vector, rough[0])
+        assert empty is not None and empty.exact  # the model's vector, and its floor
+        assert np.allclose(empty.vector, embedder.embed([""])[0])
+    (by_model,) = await Ranking(model_queries).embed_queries(["tea"])
+    assert by_model is not None and by_model.exact
+    assert np.allclose(by_model.vector, embedder.embed(["tea"])[0])
 
 
 def test_stop_words_and_punctuation_do_not_move_a_query(embedder: Embedder) -> None:
     rough = embedder.embed_queries(["dog beach", "the dog, on the beach?!"])
-    assert rough is not None and float(rough[0] @ rough[1]) > 0.999
+    assert rough is not None and rough[0] is not None and rough[1] is not None
+    assert float(rough[0] @ rough[1]) > 0.999
 
 
 @pytest.fixture
@@ -89,7 +100,8 @@ async def test_a_query_no_memory_shares_a_word_with_gets_the_models_vector(
     question = "when do suppliers get their money"  # no word of it in any memory
     rough = embedder.embed_queries([question])
     stored = embedder.embed([MEMORIES[4]])
-    assert rough is not None and float(rough[0] @ stored[0]) < query_encoder.MIN_SIMILARITY
+    assert rough is not None and rough[0] is not None
+    assert float(rough[0] @ stored[0]) < query_encoder.MIN_SIMILARITY
     found = await store.apply(ALICE, SearchMemories(query=question, limit=1))
     assert isinstance(found, MemoryList)
     assert [m.content for m in found.memories] == [MEMORIES[4]]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     Vectors = npt.NDArray[np.float32]
+    Vector = npt.NDArray[np.float32]
 
 logger = logging.getLogger("spade_memory.embeddings")
 
@@ -42,9 +43,10 @@ class Embedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> Vectors: ...
 
-    def embed_queries(self, queries: Sequence[str]) -> Vectors | None:
+    def embed_queries(self, queries: Sequence[str]) -> list[Vector | None] | None:
         """Search queries' vectors, in the space of ``embed``'s but cheaper and rougher
-        (see ``query_encoder``); None when there is no such encoder (``embed`` then)."""
+        (see ``query_encoder``), without running the model: None for a query without any
+        token, and None for all when there is no such encoder (``embed`` then)."""
 
 
 class MiniLMEmbedder:
@@ -113,27 +115,15 @@ class MiniLMEmbedder:
             vectors[row] = self._embed_one(text)
         return vectors
 
-    def embed_queries(self, queries: Sequence[str]) -> Vectors | None:
-        """One unit vector per query from the distilled table (a query without any token
-        runs the model); None without a table."""
-        import numpy as np
-
+    def embed_queries(self, queries: Sequence[str]) -> list[Vector | None] | None:
+        """One unit vector per query from the distilled table (None for a query without
+        any token); None without a table."""
         if self.query_table is None:
             return None
         if self._queries is None:
             # the tokenizer alone: a service that only searches never loads the model
             self._queries = StaticQueries.open(self.query_table, _tokenizer(self.max_tokens))
-        vectors = np.zeros((len(queries), self.dimensions), dtype=np.float32)
-        tokenless = []
-        for row, query in enumerate(queries):
-            vector = self._queries.embed(query)
-            if vector is None:
-                tokenless.append(row)
-            else:
-                vectors[row] = vector
-        if tokenless:
-            vectors[tokenless] = self.embed([queries[row] for row in tokenless])
-        return vectors
+        return [self._queries.embed(query) for query in queries]
 
     def _embed_one(self, text: str) -> Vectors:
         import numpy as np

@@ -109,6 +109,8 @@ class Ranking:
         """Set on a database other agents write (None: only this agent writes)."""
         self.in_database: DatabaseVectors | None = None
         """Set when PostgreSQL searches the vectors itself (pgvector): no index is cached."""
+        self._encoder_warm = False
+        """Whether the embedder's query encoder has been opened (its first call is not)."""
 
     @property
     def kind(self) -> str:
@@ -185,13 +187,24 @@ class Ranking:
 
     async def embed_queries(self, queries: Sequence[str]) -> list[QueryVector | None]:
         """One vector per search query (None without a model): the embedder's cheap
-        encoder's if it has one, else the model's, in one call off the event loop."""
+        encoder's if it has one, computed on the event loop (a table lookup: 0.05 ms, less
+        than a hand-off to a thread), else the model's, off the event loop. A query
+        the encoder finds no token in gets the model's too."""
         if self.embedder is None or not queries:
             return [None] * len(queries)
-        rough = await asyncio.to_thread(self.embedder.embed_queries, list(queries))
-        if rough is not None:
-            return [QueryVector(vector, exact=False) for vector in rough]
-        return [QueryVector(vector, exact=True) for vector in await self.embed(queries)]
+        if self._encoder_warm:
+            rough = self.embedder.embed_queries(queries)
+        else:  # the first call opens the encoder's table: not on the event loop
+            rough = await asyncio.to_thread(self.embedder.embed_queries, list(queries))
+            self._encoder_warm = True
+        if rough is None:
+            return [QueryVector(vector, exact=True) for vector in await self.embed(queries)]
+        vectors = [None if v is None else QueryVector(v, exact=False) for v in rough]
+        tokenless = [row for row, vector in enumerate(vectors) if vector is None]
+        exact = await self.embed([queries[row] for row in tokenless])
+        for row, vector in zip(tokenless, exact, strict=True):
+            vectors[row] = QueryVector(vector, exact=True)
+        return vectors
 
     async def _model_vector(self, db: Database, query: str) -> Any:
         """The model's vector of ``query``, asked for inside a transaction: on SQLite the
