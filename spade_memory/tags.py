@@ -34,7 +34,7 @@ Tag = Annotated[
 
 
 def _distinct(tags: list[str]) -> list[str]:
-    return list(dict.fromkeys(tags))
+    return list(dict.fromkeys(tags)) if len(tags) > 1 else tags
 
 
 Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS), AfterValidator(_distinct)]
@@ -42,6 +42,8 @@ Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS), AfterValidator(_distinct
 
 
 def _bounded(metadata: dict[str, Any]) -> dict[str, Any]:
+    if not metadata:  # what most stores carry: nothing to measure
+        return metadata
     if OUR_METADATA in metadata:
         raise ValueError(f"metadata may not use the reserved key {OUR_METADATA!r}")
     try:
