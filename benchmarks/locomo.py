@@ -1,4 +1,4 @@
-"""LoCoMo retrieval: recall of the evidence turns for every question, three rankers.
+"""LoCoMo retrieval: recall of the evidence turns for every question, four rankers.
 
 Every dialog turn of a conversation becomes one memory of one owner (content:
 the speaker and the text, with a shared photo's caption; context: the
@@ -7,6 +7,8 @@ path; every question is asked through ``search_memories``. Rankers, in the
 same run on the same data: spade_llm's ``LIKE '%query%'`` search, our FTS5
 BM25 alone, and our hybrid (BM25 fused with MiniLM similarity), its queries
 embedded by the model itself and, as shipped, by the distilled query encoder.
+Recall is printed for the whole file and for its two halves: conversations 1-3,
+where settings may be tuned, and the rest, held out (the retrieval issue's rule).
 
     python -m benchmarks.locomo [--data FILE] [--json] [--limit-conversations N]
 """
@@ -35,6 +37,8 @@ from spade_memory.base_memory.store import LongTermStore
 
 DEFAULT_DATA = Path("../shared/bench/locomo-dev.json")
 KS = (1, 5, 10, 25)
+TUNED = 3
+"""Conversations (the first ones) that settings may be chosen on; the rest are held out."""
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
 
@@ -57,6 +61,8 @@ class Conversation:
     owner: str
     turns: list[Turn]
     questions: list[Question]
+    half: str = ""
+    """``conversations 1-3`` (tuned on) or ``conversations 4-…`` (held out)."""
 
 
 def load(path: Path) -> list[Conversation]:
@@ -98,18 +104,30 @@ class Score:
     hits: dict[str, dict[int, list[float]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
+    halves: dict[str, Score] = field(default_factory=dict)
+    """The same figures for each half of the conversations."""
     latencies: list[float] = field(default_factory=list)
 
-    def add(self, question: Question, found: list[str], seconds: float) -> None:
+    def add(self, question: Question, found: list[str], seconds: float, half: str = "") -> None:
         self.latencies.append(seconds)
         for k in KS:
             recall = len(question.evidence & set(found[:k])) / len(question.evidence)
             self.hits[question.category][k].append(recall)
             self.hits["overall"][k].append(recall)
+        if half:
+            self.halves.setdefault(half, Score()).add(question, found, seconds)
 
     def recall(self, category: str, k: int) -> float:
         values = self.hits[category][k]
         return 100 * sum(values) / len(values) if values else 0.0
+
+    def recalls(self, categories: list[str]) -> dict[str, dict[str, float]]:
+        """Recall at every k, by category (those with questions)."""
+        return {
+            c: {f"@{k}": round(self.recall(c, k), 1) for k in KS}
+            for c in categories
+            if self.hits[c][KS[0]]
+        }
 
     def latency_ms(self, quantile: float) -> float:
         ordered = sorted(self.latencies)
@@ -165,6 +183,8 @@ async def _spade_llm(path: Path, conversations: list[Conversation]) -> tuple[Sea
 
 async def run(data: Path, limit_conversations: int | None = None) -> dict[str, Score]:
     conversations = load(data)[:limit_conversations]
+    for number, conversation in enumerate(conversations, 1):
+        conversation.half = half_of(number, len(conversations))
     scores: dict[str, Score] = {}
     with tempfile.TemporaryDirectory() as tmp, Progress(transient=True) as progress:
         builders = {
@@ -178,17 +198,23 @@ async def run(data: Path, limit_conversations: int | None = None) -> dict[str, S
         for name, build in builders.items():
             task = progress.add_task(f"{name}: storing turns", total=None)
             search, store = await build()
-            questions = [(c.owner, q) for c in conversations for q in c.questions]
+            questions = [(c, q) for c in conversations for q in c.questions]
             progress.update(task, description=f"{name}: asking", total=len(questions))
             score = scores[name] = Score()
-            for owner, question in questions:
+            for conversation, question in questions:
                 start = time.perf_counter()
-                found = await search(owner, question.text)
-                score.add(question, found, time.perf_counter() - start)
+                found = await search(conversation.owner, question.text)
+                score.add(question, found, time.perf_counter() - start, conversation.half)
                 progress.advance(task)
             if store is not None:
                 await store.close()
     return scores
+
+
+def half_of(number: int, count: int) -> str:
+    """The half conversation ``number`` (from 1) of ``count`` belongs to."""
+    first, last = (1, min(TUNED, count)) if number <= TUNED else (TUNED + 1, count)
+    return f"conversations {first}-{last}" if first < last else f"conversation {first}"
 
 
 def report(scores: dict[str, Score]) -> dict[str, Any]:
@@ -196,7 +222,8 @@ def report(scores: dict[str, Score]) -> dict[str, Any]:
     return {
         name: {
             "questions": len(score.latencies),
-            "recall": {c: {f"@{k}": round(score.recall(c, k), 1) for k in KS} for c in categories},
+            "recall": score.recalls(categories),
+            "halves": {half: part.recalls(categories) for half, part in score.halves.items()},
             "latency_ms": {
                 "p50": round(score.latency_ms(0.5), 3),
                 "p99": round(score.latency_ms(0.99), 3),
@@ -219,6 +246,18 @@ def print_tables(result: dict[str, Any], console: Console) -> None:
             )  # fmt: skip
         table.add_section()
     console.print(table)
+    halves = Table(
+        "ranker", "conv.", *(f"R@{k}" for k in KS), "multi-hop R@10", "open-domain R@10",
+        title="By half: settings may be chosen on conversations 1-3; the rest is held out",
+    )  # fmt: skip
+    for name, figures in result.items():
+        for half, recall in figures["halves"].items():
+            hard = [recall.get(c, {}).get("@10") for c in ("multi-hop", "open-domain")]
+            halves.add_row(
+                name, half.split()[-1], *(f"{recall['overall'][f'@{k}']:.1f}" for k in KS),
+                *("" if r is None else f"{r:.1f}" for r in hard),
+            )  # fmt: skip
+    console.print(halves)
     baseline = result["spade_llm LIKE"]["latency_ms"]["p50"] or 1e-9
     ratios = ", ".join(f"{n} {f['latency_ms']['p50'] / baseline:.1f}x" for n, f in result.items())
     console.print(f"search p50 against spade_llm's LIKE in this run: {ratios}")

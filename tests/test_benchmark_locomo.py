@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.locomo import load
+from benchmarks.locomo import half_of, load
 
 MINI = Path(__file__).parent / "fixtures" / "locomo-mini.json"
 
@@ -20,6 +20,15 @@ def test_the_loader_keeps_what_can_be_scored() -> None:
         "1:56 pm on 8 May, 2023. Before: Ana: I adopted"
     )
     assert [q.evidence for q in conversation.questions] == [{"D1:1"}, {"D1:1", "D1:3"}, {"D2:1"}]
+
+
+def test_the_first_three_conversations_are_the_half_settings_are_chosen_on() -> None:
+    assert [half_of(n, 5) for n in range(1, 6)] == [
+        *["conversations 1-3"] * 3,
+        *["conversations 4-5"] * 2,
+    ]
+    assert [half_of(n, 4) for n in (1, 4)] == ["conversations 1-3", "conversation 4"]
+    assert half_of(1, 1) == "conversation 1"
 
 
 def test_one_command_prints_every_ranker_as_json() -> None:
@@ -37,3 +46,5 @@ def test_one_command_prints_every_ranker_as_json() -> None:
     assert figures["spade_llm LIKE"]["recall"]["overall"]["@25"] == 0.0
     assert figures["hybrid"]["recall"]["overall"]["@25"] == 100.0  # five turns: all of them
     assert figures["hybrid"]["recall"]["single-hop"]["@1"] == 100.0
+    # one conversation: all of it in the first half, the one settings may be tuned on
+    assert figures["hybrid"]["halves"] == {"conversation 1": figures["hybrid"]["recall"]}
