@@ -61,8 +61,6 @@ class Conversation:
     owner: str
     turns: list[Turn]
     questions: list[Question]
-    half: str = ""
-    """``conversations 1-3`` (tuned on) or ``conversations 4-…`` (held out)."""
 
 
 def load(path: Path) -> list[Conversation]:
@@ -183,8 +181,7 @@ async def _spade_llm(path: Path, conversations: list[Conversation]) -> tuple[Sea
 
 async def run(data: Path, limit_conversations: int | None = None) -> dict[str, Score]:
     conversations = load(data)[:limit_conversations]
-    for number, conversation in enumerate(conversations, 1):
-        conversation.half = half_of(number, len(conversations))
+    halves = {c.owner: half_of(n, len(conversations)) for n, c in enumerate(conversations, 1)}
     scores: dict[str, Score] = {}
     with tempfile.TemporaryDirectory() as tmp, Progress(transient=True) as progress:
         builders = {
@@ -204,7 +201,7 @@ async def run(data: Path, limit_conversations: int | None = None) -> dict[str, S
             for conversation, question in questions:
                 start = time.perf_counter()
                 found = await search(conversation.owner, question.text)
-                score.add(question, found, time.perf_counter() - start, conversation.half)
+                score.add(question, found, time.perf_counter() - start, halves[conversation.owner])
                 progress.advance(task)
             if store is not None:
                 await store.close()

@@ -187,9 +187,9 @@ class Ranking:
 
     async def embed_queries(self, queries: Sequence[str]) -> list[QueryVector | None]:
         """One vector per search query (None without a model): the embedder's cheap
-        encoder's if it has one, computed on the event loop (a table lookup: 0.05 ms, less
-        than a hand-off to a thread), else the model's, off the event loop. A query
-        the encoder finds no token in gets the model's too."""
+        encoder's if it has one, computed on the event loop (a table lookup of 0.05 ms:
+        no thread needed), else the model's, off the event loop. A query the encoder
+        finds no token in gets the model's too."""
         if self.embedder is None or not queries:
             return [None] * len(queries)
         if self._encoder_warm:
