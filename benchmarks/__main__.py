@@ -11,6 +11,7 @@ from rich.table import Table
 
 from spade_memory.server.runtime import use_uvloop
 
+from .concurrent_writes import WRITERS, bench_concurrent_writes
 from .notes_append import bench_append
 from .store_search import bench_search
 from .wire import bench_wire
@@ -61,6 +62,17 @@ async def main(args: argparse.Namespace) -> None:
     for row in await bench_append(args.note_sizes):
         notes.add_row(f"{row.notes:,}", f"{row.ours_p50:.3f}", f"{row.theirs_p50:.3f}")
     console.print(notes)
+    writes = Table(
+        "writers at once", "stores per second", "vs one writer", "CPU per store µs",
+        title="Single stores from many writers, in-store (group commit)",
+    )  # fmt: skip
+    alone, *together = await bench_concurrent_writes(args.writes)
+    for result in (alone, *together):
+        writes.add_row(
+            str(result.writers), f"{result.per_second:,.0f}",
+            f"{result.per_second / alone.per_second:.2f}x", f"{result.cpu_us:.0f}",
+        )  # fmt: skip
+    console.print(writes)
 
 
 if __name__ == "__main__":
@@ -73,6 +85,9 @@ if __name__ == "__main__":
         "--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10_000, 100_000]
     )
     parser.add_argument("--skip-wire", action="store_true")
+    parser.add_argument(
+        "--writes", type=int, default=6000, help=f"single stores, alone and {WRITERS} at once"
+    )
     parser.add_argument(
         "--note-sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 10_000, 30_000]
     )

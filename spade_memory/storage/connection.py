@@ -44,6 +44,8 @@ QUICK_CHECK_SECONDS = 5.0
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
 Synchronous = Literal["NORMAL", "FULL"]
 T = TypeVar("T")
+GROUPED = "grouped"
+"""The savepoint of each transaction in a group (``Transactions.inline``)."""
 
 
 class Database(Protocol):
@@ -88,8 +90,11 @@ class InlineConnection:
     connection's own thread (``Transactions.inline``): every call is done when it returns,
     so the coroutines using it finish without ever suspending."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, savepoint: str | None = None) -> None:
         self._conn = conn
+        self._savepoint = savepoint
+        """Within a group of transactions (``Transactions.inline``): the savepoint that
+        is this one's whole transaction, which ``rollback`` rolls back to."""
 
     @property
     def in_transaction(self) -> bool:
@@ -105,10 +110,19 @@ class InlineConnection:
         return self._conn.executemany(sql, parameters)
 
     async def commit(self) -> None:
+        if self._savepoint is not None:
+            raise RuntimeError("a transaction of a group cannot commit the others")
         self._conn.commit()
 
     async def rollback(self) -> None:
-        self._conn.rollback()
+        if self._savepoint is None:
+            self._conn.rollback()
+        else:
+            self._conn.execute(f"ROLLBACK TO {self._savepoint}")
+
+
+Body = Callable[[InlineConnection], Coroutine[Any, Any, T]]
+"""A transaction run in the connection's thread (``Transactions.inline``)."""
 
 
 def run_to_completion(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -265,12 +279,18 @@ class Transactions:
         self.out_of_service: MemoryServiceError | None = None
         """Set when the file was found damaged while serving: every later op fails with it."""
         self._lock = asyncio.Lock()
+        self._grouping = False
+        """A transaction of ``inline`` runs: the next ones join ``_pending``."""
+        self._pending: list[tuple[Body[Any], asyncio.Future[Any]]] = []
+        self._grouper: asyncio.Task[None] | None = None
         self._checkpoints = None if str(self.path) == ":memory:" else Checkpoints(self.path)
 
     async def close(self) -> None:
         """Record what the store holds in the manifest, then close the connection; the
         connection is closed whatever failed before."""
         try:
+            if self._grouper is not None:
+                await self._grouper  # what was accepted is written before the close
             if self._checkpoints is not None:
                 await self._checkpoints.finish()
             if self.manifest is not None and self.out_of_service is None:
@@ -289,34 +309,113 @@ class Transactions:
         the file (see ``faults``)."""
         return serving_fault(self.path, error)
 
-    async def inline(self, body: Callable[[InlineConnection], Coroutine[Any, Any, T]]) -> T:
+    async def inline(self, body: Body[T]) -> T:
         """Run ``body`` as one write transaction in the connection's own thread, in one
         trip: committed when it returns, rolled back when it raises.
 
-        ``body`` may await only the connection it is given. aiosqlite has no public way
-        to run a function in its thread; its own ``_execute`` is what every one of its
-        calls uses. Returns what ``body`` returns; raises what it raises.
+        While a transaction runs, the bodies that arrive join the next group: one
+        transaction and one commit for all of them, each body in a savepoint of its own
+        (group commit). A body that raises is rolled back alone, unless the error is a
+        named fault of the file, which rolls back and fails the whole group (none of it
+        was committed). ``body`` may await only the connection it is given. aiosqlite
+        has no public way to run a function in its thread; its own ``_execute`` is what
+        every one of its calls uses. Returns what ``body`` returns; raises what it
+        raises, or the group's fault.
         """
-        async with self._lock:
-            result: T = await self.db._execute(self._run_inline, body)  # type: ignore[no-untyped-call]
-        if self._checkpoints is not None:
-            self._checkpoints.after_commit()
+        if self._grouping:
+            joined: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+            self._pending.append((body, joined))
+            return await joined
+        self._grouping = True
+        try:
+            async with self._lock:
+                result: T = await self.db._execute(self._run_inline, body)  # type: ignore[no-untyped-call]
+            self._committed()
+        finally:
+            self._next_group()
         return result
 
-    def _run_inline(self, body: Callable[[InlineConnection], Coroutine[Any, Any, T]]) -> T:
+    def _committed(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.after_commit()
+
+    def _next_group(self) -> None:
+        """Hand the bodies that arrived meanwhile to a task that runs them as groups; it
+        starts once the caller has gone on to its next await."""
+        if self._pending:
+            self._grouper = asyncio.create_task(self._groups(), name="spade-memory-group")
+        else:
+            self._grouping = False
+
+    async def _groups(self) -> None:
+        """Run what waits, a group at a time, until nothing does."""
+        try:
+            while self._pending:
+                group, self._pending = self._pending, []
+                try:
+                    async with self._lock:
+                        outcomes: list[Any] = await self.db._execute(  # type: ignore[no-untyped-call]
+                            self._run_group, [body for body, _ in group]
+                        )
+                    self._committed()
+                except BaseException as error:  # none of the group was committed
+                    outcomes = [error] * len(group)
+                for (_, joined), outcome in zip(group, outcomes, strict=True):
+                    if joined.done():  # its caller was cancelled
+                        continue
+                    if isinstance(outcome, BaseException):
+                        joined.set_exception(outcome)
+                    else:
+                        joined.set_result(outcome)
+                # their callers go on to their notes after the commit before the next group
+                await asyncio.sleep(0)
+        finally:
+            for _, joined in self._pending:  # left only if this task was cancelled
+                if not joined.done():
+                    joined.set_exception(RuntimeError(f"{self.path} was closed"))
+            self._pending = []
+            self._grouping = False
+
+    def _run_inline(self, body: Body[T]) -> T:
         conn = self.db._conn
         try:
             result = run_to_completion(body(InlineConnection(conn)))
         except BaseException:
-            if conn.in_transaction:
-                try:
-                    conn.rollback()
-                except Exception as failed:  # the error that brought us here matters more
-                    logger.warning("%s: rollback failed (%s)", self.path, failed)
+            self._roll_back(conn)
             raise
         if conn.in_transaction:
             conn.commit()
         return result
+
+    def _run_group(self, bodies: list[Body[Any]]) -> list[Any]:
+        """Each body in a savepoint of one transaction: what each returned or raised.
+        Raises, the whole group rolled back, on a fault of the file or a failed commit."""
+        conn = self.db._conn
+        outcomes: list[Any] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for body in bodies:
+                conn.execute(f"SAVEPOINT {GROUPED}")
+                try:
+                    outcomes.append(run_to_completion(body(InlineConnection(conn, GROUPED))))
+                except Exception as error:
+                    if self.fault(error) is not None or not conn.in_transaction:
+                        raise  # the file's fault (or SQLite rolled everything back)
+                    conn.execute(f"ROLLBACK TO {GROUPED}")
+                    outcomes.append(error)
+                conn.execute(f"RELEASE {GROUPED}")
+            conn.commit()
+        except BaseException:
+            self._roll_back(conn)
+            raise
+        return outcomes
+
+    def _roll_back(self, conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            try:
+                conn.rollback()
+            except Exception as failed:  # the error that brought us here matters more
+                logger.warning("%s: rollback failed (%s)", self.path, failed)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[aiosqlite.Connection]:
