@@ -36,7 +36,7 @@ from spade_memory.errors import MemoryServiceError
 from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.reconnect import reconnector_of
 from spade_memory.server.runtime import PASSWORD_ENV
-from spade_memory.testing import MemoryServiceProcess, free_port
+from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
 
 from .wire import Requester as Client
 from .wire import peer_process
@@ -112,6 +112,9 @@ class LoadResult:
     locked: int
     seconds: float
     bare_per_s: float
+    cpu_us: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """CPU time per request of each process, (bare round trips, stores), in µs: where
+    the machine's two cores go (empty where ``/proc`` cannot tell)."""
 
     @property
     def stores_per_s(self) -> float:
@@ -121,6 +124,35 @@ class LoadResult:
     def ok(self) -> bool:
         expected = self.clients * self.stores_each
         return self.stored == expected and self.errors == 0 and self.locked == 0
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time of process ``pid`` so far (None without Linux's ``/proc``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU time per request of each process of a load run, phase by phase."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self._start: dict[str, float | None] = {}
+
+    def start(self) -> None:
+        self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def per_request_us(self, requests: int) -> dict[str, float]:
+        """µs of CPU per request of each process since ``start``."""
+        spent = {}
+        for name, pid in self.pids.items():
+            before, now = self._start.get(name), cpu_seconds(pid)
+            if before is not None and now is not None:
+                spent[name] = (now - before) / requests * 1e6
+        return spent
 
 
 async def _bare_round_trips(clients: list[Client], each: int) -> float:
@@ -136,9 +168,13 @@ async def _bare_round_trips(clients: list[Client], each: int) -> float:
     return len(clients) * each / (time.perf_counter() - started)
 
 
-async def run_load(clients: int = 16, stores: int = 1000, bare: int = 250) -> LoadResult:
-    """``clients`` agents each storing ``stores`` memories, one after another, at once."""
-    with cluster("--services", "base-memory", echo=True) as running:
+async def run_load(
+    clients: int = 16, stores: int = 1000, bare: int = 250, dense: bool = True
+) -> LoadResult:
+    """``clients`` agents each storing ``stores`` memories, one after another, at once
+    (into an agent with meaning search on, unless not ``dense``)."""
+    options = () if dense else ("--no-dense-search",)
+    with cluster("--services", "base-memory", *options, echo=True) as running:
         agents = await start_clients(clients, running.port, "load", memory_timeout=10.0)
         errors = Counter[str]()
 
@@ -149,11 +185,20 @@ async def run_load(clients: int = 16, stores: int = 1000, bare: int = 250) -> Lo
                 except MemoryServiceError as error:
                     errors[error.condition.value] += 1
 
+        assert running.echo is not None
+        meter = CpuMeter({
+            "XMPP server": _pid(running.server), "echo agent": _pid(running.echo),
+            "memory agent": _pid(running.memory), "the clients": os.getpid(),
+        })  # fmt: skip
         try:
+            meter.start()
             before = await _bare_round_trips(agents, bare)
+            bare_cpu = meter.per_request_us(clients * bare)
+            meter.start()
             started = time.perf_counter()
             await asyncio.gather(*(store_all(n, a) for n, a in enumerate(agents)))
             seconds = time.perf_counter() - started
+            store_cpu = meter.per_request_us(clients * stores)
             after = await _bare_round_trips(agents, bare)
         finally:
             for agent in agents:
@@ -162,7 +207,13 @@ async def run_load(clients: int = 16, stores: int = 1000, bare: int = 250) -> Lo
         return LoadResult(
             clients, stores, len(memory_rows(running.data_dir)), sum(errors.values()), locked,
             seconds, (before + after) / 2,
+            {name: (bare_cpu.get(name, 0.0), store_cpu.get(name, 0.0)) for name in meter.pids},
         )  # fmt: skip
+
+
+def _pid(child: ChildProcess) -> int:
+    assert child.process is not None
+    return child.process.pid
 
 
 # -- restart ----------------------------------------------------------------------------
@@ -439,6 +490,10 @@ def print_load(console: Console, r: LoadResult) -> None:
         ("bare round trips per second (same clients, echo agent)", f"{r.bare_per_s:,.0f}"),
         ("stores vs bare round trips", f"{r.stores_per_s / r.bare_per_s:.2f}x"),
         ("seconds storing", f"{r.seconds:.1f}"),
+        *(
+            (f"CPU per request, {name}: bare | store", f"{bare:,.0f} | {store:,.0f} µs")
+            for name, (bare, store) in r.cpu_us.items()
+        ),
     ])  # fmt: skip
 
 
@@ -472,7 +527,7 @@ def print_crash(console: Console, r: CrashResult) -> None:
 async def main(args: argparse.Namespace) -> bool:
     console, ok = Console(), True
     if args.run in ("load", "all"):
-        load = await run_load(args.clients, args.stores)
+        load = await run_load(args.clients, args.stores, dense=not args.no_dense_search)
         print_load(console, load)
         ok &= load.ok
     if args.run in ("restart", "all"):
@@ -495,6 +550,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--stores", type=int, default=1000)
+    parser.add_argument(
+        "--no-dense-search", action="store_true", help="load: the memory agent with BM25 alone"
+    )
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--writes", type=int, default=10_000)
