@@ -15,13 +15,15 @@ import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import ClassVar
 
 from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from spade_memory import MemoryMixin, StoreMemory, wire
-from spade_memory.base_memory.ops import Memory, MemoryList
+from spade_memory.base_memory.ops import Memory, MemoryList, Stored
+from spade_memory.batch import BatchItem, BatchResults
 from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.server.runtime import use_uvloop
 from spade_memory.server.xmpp_server import EmbeddedXMPPServer
@@ -51,18 +53,27 @@ def ten_memories() -> str:
     return MemoryList(memories=memories).model_dump_json()
 
 
-class Echo(CyclicBehaviour):  # type: ignore[misc]
-    """Replies to each request with no memory work: ``{}``, or ten memories when asked."""
+def hundred_stored() -> str:
+    """A reply shaped and sized like a batch of a hundred ``store_memory`` ops."""
+    stored = Stored(id=str(uuid.uuid4()), category="fact").model_dump(mode="json")
+    return BatchResults(results=[BatchItem(ok=True, result=stored)] * 100).model_dump_json()
 
-    TEN_MEMORIES = ten_memories()
+
+class Echo(CyclicBehaviour):  # type: ignore[misc]
+    """Replies to each request with no memory work: ``{}``, or when asked ten memories
+    or a hundred stores' results."""
+
+    REPLIES: ClassVar[dict[str, str]] = {
+        "ten-memories": ten_memories(),
+        "hundred-stored": hundred_stored(),
+    }
 
     async def run(self) -> None:
         request = await self.receive(timeout=1.0)
         if request is not None:
-            large = request.get_metadata("reply") == "ten-memories"
             reply = Message(
                 to=str(request.sender),
-                body=self.TEN_MEMORIES if large else "{}",
+                body=self.REPLIES.get(request.get_metadata("reply"), "{}"),
                 thread=request.thread,
                 metadata={"performative": "inform", "ontology": wire.ONTOLOGY,
                           "language": wire.LANGUAGE},

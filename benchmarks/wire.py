@@ -34,6 +34,7 @@ from spade_memory.base_memory.ops import (
 )
 from spade_memory.base_memory.schema import content_key
 from spade_memory.base_memory.store import LongTermStore
+from spade_memory.batch import Batch, BatchResults
 from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
 
@@ -119,7 +120,7 @@ async def _measure_with(
     memory: MemoryClient, round_trips: int, blocks: int, batches: int
 ) -> tuple[list[WireResult], list[RateResult]]:
     corpus = Corpus(seed=5)
-    texts = iter(corpus.memories(2 * round_trips + 2400 + 2 * batches * BATCH))  # warm-up, floor
+    texts = iter(corpus.memories(2 * round_trips + 2400 + 3 * batches * BATCH))  # warm-up, floor
     queries = iter(corpus.queries(2 * round_trips + 400 + batches * BATCH, 2))
 
     async def bare(reply: str | None = None) -> None:
@@ -194,6 +195,18 @@ async def _rates(
         request = wire.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
         assert await memory.round_trip(request) is not None
 
+    async def bare_batch() -> None:
+        """A batch of stores to the echo agent, answered with a hundred stores' results,
+        read as ``MemoryClient.batch`` reads them: the transport's part of a batch."""
+        ops = [StoreMemory(category="fact", content=next(texts)) for _ in range(BATCH)]
+        body = Batch(ops=[op.model_dump(mode="json", exclude_none=True) for op in ops])
+        request = wire.request_message(ECHO_JID, body, uuid.uuid4().hex)
+        request.set_metadata("reply", "hundred-stored")
+        reply = await memory.round_trip(request)
+        assert reply is not None, "echo agent did not answer"
+        results = BatchResults.model_validate_json(reply.body).results
+        assert all(Stored.model_validate(item.result) for item in results)
+
     async def rate(send: Callable[[], Awaitable[None]], count: int) -> float:
         """Messages per second: ``count`` sends, ``IN_FLIGHT`` at a time."""
         pending = iter(range(count))
@@ -208,11 +221,17 @@ async def _rates(
 
     stored = await rate(stores, batches)
     searched = await rate(searches, max(1, batches // 4))
+    transport = await rate(bare_batch, batches)
     messages = await rate(bare, batches * 10)
     floor = await sqlite_floor([next(texts) for _ in range(batches * BATCH)])
     return [
         RateResult(f"store_memory, batches of {BATCH}", stored * BATCH, stored),
         RateResult(f"search_memories, batches of {BATCH}", searched * BATCH, searched),
+        RateResult(
+            f"control: bare request/reply the size of a batch of {BATCH} stores, each way",
+            transport * BATCH,
+            transport,
+        ),
         RateResult("bare SPADE request/reply (one op each)", messages, messages),
         RateResult(f"SQLite alone: the rows, FTS5 and indexes, {BATCH} a commit", floor, 0),
     ]
