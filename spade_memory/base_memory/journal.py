@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -196,9 +196,11 @@ async def check_quota(
     place: Place,
     memories: int,
     size: int,
+    held: Callable[[Database, str], Awaitable[tuple[int, int]]] = usage_of,
 ) -> None:
     """Raise ``ResourceConstraint`` with the figures when adding ``memories`` and ``size``
-    bytes would take the author or the space over its quota."""
+    bytes would take the author or the space over its quota (as ``held`` reads a
+    subject's usage: a batch's ``ledger`` adds what it has not written yet)."""
     bounds: list[tuple[str, str, int, int]] = [
         (f"owner:{author}", author, limits.max_memories_per_owner, limits.max_bytes_per_owner)
     ]
@@ -209,9 +211,9 @@ async def check_quota(
             place.max_bytes or limits.max_bytes_per_space,
         ))  # fmt: skip
     for subject, who, most, most_bytes in bounds:
-        held, held_bytes = await usage_of(db, subject)
-        if memories > 0 and held + memories > most:
-            raise ResourceConstraint(f"quota: {who} holds {held:,} of {most:,} memories")
+        held_memories, held_bytes = await held(db, subject)
+        if memories > 0 and held_memories + memories > most:
+            raise ResourceConstraint(f"quota: {who} holds {held_memories:,} of {most:,} memories")
         if size > 0 and held_bytes + size > most_bytes:
             raise ResourceConstraint(
                 f"quota: {who} holds {held_bytes:,} of {most_bytes:,} bytes;"

@@ -60,6 +60,7 @@ from .backfill import VectorBackfill
 from .classify import classify
 from .imports import ImportMemory
 from .journal import SpaceEvent
+from .ledger import Ledger
 from .ops import (
     Change,
     ChangeKind,
@@ -152,16 +153,30 @@ class _Work:
     """New memories of the op being applied (kept only if it succeeds)."""
     links: dict[int, list[WorkLink]] = field(default_factory=dict)
     """Work-item links each request made, by ``id(request)``."""
+    ledger: Ledger | None = None
+    """The stores' bookkeeping rows, written once per batch (a batch of several ops on
+    SQLite; None: each op writes its own)."""
+    store_ids: list[str] = field(default_factory=list)
+    """The request ids of the batch's stores (read at once by the ledger)."""
 
 
 Handler = Callable[[Database, Request, _Work], Awaitable[Record]]
 
 
-async def _index_words(db: Database, work: _Work, following: Request | None) -> None:
-    """The batch's new memories into the word index, before the commit (``following``
-    None) and before an op other than a store, which may read or change the index."""
-    if following is None or not isinstance(following.op, StoreMemory):
-        await words.index(db, work.unindexed)
+async def _settle(db: Database, work: _Work, following: Request | None) -> None:
+    """The batch's new memories into the word index, and its stores' bookkeeping rows,
+    before the commit (``following`` None) and before an op other than a store into
+    the sender's personal space: it may read or change them, or (a store into a shared
+    space) record a change that must come after theirs in the feed."""
+    if (
+        following is not None
+        and isinstance(following.op, StoreMemory)
+        and all(place.personal for place in following.places_of(work.owner))
+    ):
+        return
+    await words.index(db, work.unindexed)
+    if work.ledger is not None:
+        await work.ledger.write(db)
 
 
 class LongTermStore(AppliesOps):
@@ -303,6 +318,11 @@ class LongTermStore(AppliesOps):
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Apply the ops of ``requests`` for ``owner`` (the sender), in one transaction."""
         work = _Work(owner, queries=await self._embed_queries(owner, requests))
+        if self.dialect == "sqlite" and len(requests) > 1:
+            work.ledger = Ledger(self._requests)
+            work.store_ids = [
+                r.id for r in requests if isinstance(r.op, StoreMemory) and r.id is not None
+            ]
         if self._accesses and any(
             isinstance(r.op, ListMemories | RecentMemories) for r in requests
         ):
@@ -312,7 +332,7 @@ class LongTermStore(AppliesOps):
             requests,
             lambda db, r: self._apply_one(db, r, work),
             inline=True,
-            settle=lambda db, following: _index_words(db, work, following),
+            settle=lambda db, following: _settle(db, work, following),
         )
         # no await from here to the notes below: the next batch cannot start before them
         self._schedule_flush()
@@ -428,9 +448,13 @@ class LongTermStore(AppliesOps):
 
     async def _apply_one(self, db: Database, request: Request, work: _Work) -> Record:
         work.current, work.adding = _Vectors(), []
+        if work.ledger is not None:
+            work.ledger.begin()
         result = await self._handlers[type(request.op)](db, request, work)
         work.vectors.absorb(work.current)
         work.unindexed += work.adding
+        if work.ledger is not None:
+            work.ledger.succeeded()
         return result
 
     async def _embed_queries(
@@ -674,7 +698,11 @@ class LongTermStore(AppliesOps):
             work_items=[] if same else work_ids,  # a reinforced memory keeps its own links
         )  # fmt: skip
         # the result is known before any change: claim the request id with it
-        if not await self._requests.claim(db, owner, request.id, stored):
+        if (ledger := work.ledger) is not None:
+            if answered := await ledger.earlier(db, owner, request.id, work.store_ids):
+                return _results.validate_json(answered)
+            ledger.claim(owner, request.id, stored)
+        elif not await self._requests.claim(db, owner, request.id, stored):
             earlier = await self._requests.earlier(db, owner, request.id, _results.validate_json)
             assert earlier is not None  # the claim just collided with it
             return earlier
@@ -689,7 +717,8 @@ class LongTermStore(AppliesOps):
             await self._changed(db, request, work, "updated", memory_id, author, place)
             return stored
         size = journal.size_of(op.content, op.context)
-        await journal.check_quota(db, self.limits, owner, place, 1, size)
+        held = journal.usage_of if work.ledger is None else work.ledger.held
+        await journal.check_quota(db, self.limits, owner, place, 1, size, held)
         await self._insert(db, request, work, place, memory_id, category, (now, now, 0))
         return stored
 
@@ -731,7 +760,11 @@ class LongTermStore(AppliesOps):
             (memory_id, owner, category, op.content, op.context, op.confidence, created,
              accessed, count, content_key(op.content), place.key, *described),
         )  # fmt: skip
-        await journal.use(db, owner, place, 1, journal.size_of(op.content, op.context))
+        size = journal.size_of(op.content, op.context)
+        if work.ledger is not None:
+            work.ledger.use(owner, place, 1, size)
+        else:
+            await journal.use(db, owner, place, 1, size)
         work.current.need[seq] = place.key  # embedded once committed
         work.current.texts[seq] = embedding_text(op.content, op.context)
         work.adding.append((seq, op.content, op.context))
@@ -927,6 +960,9 @@ class LongTermStore(AppliesOps):
     ) -> None:
         """Record a committed write; in a shared space, keep its event (with the memory as
         it is now) for the subscribers, should the request succeed."""
+        if work.ledger is not None and place.personal and reason is None:
+            work.ledger.change(kind, memory_id, work.owner, author)
+            return
         event = await journal.record(
             db, kind, memory_id, actor=work.owner, author=author, place=place, reason=reason
         )

@@ -72,10 +72,15 @@ class RequestLog:
             f"INSERT INTO {self.table} VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (owner, request_id, result.model_dump_json(), time.time()),
         )
-        self._claims += 1
-        if self._claims % self.FORGET_EVERY == 0:
-            await forget_old(db, self.table)
+        await self.counted(db, 1)
         return bool(cursor.rowcount)
+
+    async def counted(self, db: Database, claims: int) -> None:
+        """``claims`` more ids were recorded (in ``db``'s transaction): forget the old ones
+        if a multiple of ``FORGET_EVERY`` was passed."""
+        before, self._claims = self._claims, self._claims + claims
+        if before // self.FORGET_EVERY != self._claims // self.FORGET_EVERY:
+            await forget_old(db, self.table)
 
     async def earlier(
         self, db: Database, owner: str, request_id: str | None, parse: Callable[[str], R]
