@@ -24,7 +24,7 @@ from spade_memory import (
     ResourceConstraint,
     StoreMemory,
 )
-from spade_memory.base_memory.ops import DeleteMemory, MemoryStatsOp, Stored
+from spade_memory.base_memory.ops import DeleteMemory, Memory, MemoryStatsOp, Stored, UpdateMemory
 from spade_memory.ops import Place
 
 from .conftest import Location
@@ -151,3 +151,21 @@ async def test_on_sqlite_a_batch_reads_and_writes_its_usage_once(tmp_path: Path)
         assert (await memories.apply(ALICE, MemoryStatsOp())).used_memories == 100
     finally:
         await memories.close()
+
+
+async def test_a_store_after_another_op_sees_the_ids_that_op_claimed(
+    memories: LongTermStore,
+) -> None:
+    """An id an update of the batch claimed is applied, for a store after it, as alone."""
+    (first,) = await memories.batch(ALICE, [store("to change", "c-1")])
+    outcomes = await memories.batch(
+        ALICE,
+        [
+            store("before", "c-2"),
+            Request(UpdateMemory(id=first.id, content="changed"), "c-3"),  # type: ignore[union-attr]
+            store("a store sent with the update's id", "c-3"),
+        ],
+    )
+    assert isinstance(outcomes[1], Memory)
+    assert outcomes[2] == outcomes[1]
+    assert await total(memories) == 2
