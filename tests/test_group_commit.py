@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from spade_memory import (
     StoreMemory,
 )
 from spade_memory.base_memory.ops import MemoryStatsOp, Stored
+from spade_memory.storage.connection import Transactions, connect
 
 from .test_store_batches import Statements
 
@@ -142,6 +144,38 @@ async def test_closing_writes_what_was_accepted_first(tmp_path: Path) -> None:
     await memories.close()
     assert all(isinstance(write.result(), Stored) for write in writes)
     assert await stored_contents(path) == {f"m {n}" for n in range(10)}
+
+
+async def test_closing_while_the_first_write_is_still_running_loses_no_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connection is closed while the first transaction is still in its thread:
+    the ones waiting behind it are written before the file is closed."""
+    path = tmp_path / "rows.db"
+    tx = Transactions(await connect(path), path)
+    async with tx.write() as db:
+        await db.execute("CREATE TABLE rows (n INTEGER)")
+    run_alone = tx._run_inline
+
+    def slowly(body: Any) -> Any:
+        time.sleep(0.2)  # in the database's thread: the close comes meanwhile
+        return run_alone(body)
+
+    monkeypatch.setattr(tx, "_run_inline", slowly)
+
+    def row(n: int) -> Any:
+        async def insert(db: Any) -> int:
+            await db.execute("INSERT INTO rows VALUES (?)", (n,))
+            return n
+
+        return insert
+
+    writes = [asyncio.create_task(tx.inline(row(n))) for n in range(10)]
+    await asyncio.sleep(0)  # all ten accepted: one running, nine waiting
+    await tx.close()
+    assert [write.result() for write in writes] == list(range(10))
+    with sqlite3.connect(path) as db:
+        assert sorted(n for (n,) in db.execute("SELECT n FROM rows")) == list(range(10))
 
 
 async def test_a_cancelled_caller_leaves_its_group_intact(memories: LongTermStore) -> None:

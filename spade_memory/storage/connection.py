@@ -282,15 +282,18 @@ class Transactions:
         self._grouping = False
         """A transaction of ``inline`` runs: the next ones join ``_pending``."""
         self._pending: list[tuple[Body[Any], asyncio.Future[Any]]] = []
+        self._idle = asyncio.Event()
+        """Set when no transaction of ``inline`` runs or waits (``close`` waits for it)."""
+        self._idle.set()
         self._grouper: asyncio.Task[None] | None = None
+        """The task running the groups (held: asyncio keeps only a weak reference)."""
         self._checkpoints = None if str(self.path) == ":memory:" else Checkpoints(self.path)
 
     async def close(self) -> None:
         """Record what the store holds in the manifest, then close the connection; the
         connection is closed whatever failed before."""
         try:
-            if self._grouper is not None:
-                await self._grouper  # what was accepted is written before the close
+            await self._idle.wait()  # what was accepted is written before the close
             if self._checkpoints is not None:
                 await self._checkpoints.finish()
             if self.manifest is not None and self.out_of_service is None:
@@ -327,6 +330,7 @@ class Transactions:
             self._pending.append((body, joined))
             return await joined
         self._grouping = True
+        self._idle.clear()
         try:
             async with self._lock:
                 result: T = await self.db._execute(self._run_inline, body)  # type: ignore[no-untyped-call]
@@ -346,6 +350,7 @@ class Transactions:
             self._grouper = asyncio.create_task(self._groups(), name="spade-memory-group")
         else:
             self._grouping = False
+            self._idle.set()
 
     async def _groups(self) -> None:
         """Run what waits, a group at a time, until nothing does."""
@@ -375,6 +380,7 @@ class Transactions:
                     joined.set_exception(RuntimeError(f"{self.path} was closed"))
             self._pending = []
             self._grouping = False
+            self._idle.set()
 
     def _run_inline(self, body: Body[T]) -> T:
         conn = self.db._conn
