@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from spade_memory import (
+    InteractionStore,
     ItemNotFound,
     LongTermStore,
     Request,
@@ -26,6 +27,7 @@ from spade_memory import (
     StoreMemory,
 )
 from spade_memory.base_memory.ops import MemoryStatsOp, Stored
+from spade_memory.interaction.notes import AddInformation, GetInformation
 from spade_memory.storage.connection import Transactions, connect
 
 from .test_store_batches import Statements
@@ -187,3 +189,22 @@ async def test_a_cancelled_caller_leaves_its_group_intact(memories: LongTermStor
     assert all(isinstance(done[n], Stored) for n in (0, 1, 2, 4, 5))
     stats = await memories.apply(ALICE, MemoryStatsOp())
     assert stats.total_memories in (5, 6)
+
+
+async def test_notes_arriving_together_share_one_commit(tmp_path: Path) -> None:
+    """The interaction store's writes run the same way."""
+    notes = await InteractionStore.open(tmp_path / "notes.db")
+    try:
+        statements = Statements()
+        await statements.watch(notes)
+        owners = [f"agent-{n}@localhost" for n in range(12)]
+        confirmations = await asyncio.gather(
+            *(notes.apply(o, AddInformation(conversation_id="c", information=o)) for o in owners)
+        )
+        assert len(confirmations) == 12
+        assert statements.commits == 2
+        for owner in owners:
+            got = await notes.apply(owner, GetInformation(conversation_id="c"))
+            assert got.notes == [owner]
+    finally:
+        await notes.close()

@@ -199,7 +199,10 @@ class InteractionStore(AppliesOps):
         """Apply the ops of ``requests`` to ``owner``'s notes and working memories,
         in one transaction."""
         return await apply_all(
-            self._tx, requests, lambda db, r: self._handlers[type(r.op)](db, owner, r)
+            self._tx,
+            requests,
+            lambda db, r: self._handlers[type(r.op)](db, owner, r),
+            inline=True,  # one trip to the database's thread, grouped with others' writes
         )
 
     async def _add(self, db: Database, owner: str, request: Request) -> Record:
