@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,10 +68,11 @@ async def _write(store: LongTermStore, ops: list[StoreMemory], writers: int) -> 
     """Seconds and CPU seconds for ``writers`` writers, each storing the next op of
     ``ops`` once its previous one is acknowledged, until none is left."""
     pending = iter(enumerate(ops))
+    block = uuid.uuid4().hex  # request ids never repeat between blocks (a repeat is not stored)
 
     async def writer(n: int) -> None:
         for index, op in pending:
-            await store.apply(f"writer-{n}@localhost", op, f"w{writers}-{index}-{id(ops)}")
+            await store.apply(f"writer-{n}@localhost", op, f"{block}-{index}")
 
     cpu, started = time.process_time(), time.perf_counter()
     await asyncio.gather(*(writer(n) for n in range(writers)))
