@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -173,12 +173,33 @@ async def newest_event(db: Database, space: str) -> int:
 async def use(db: Database, author: str, place: Place, memories: int, size: int) -> None:
     """Add ``memories`` and ``size`` bytes (negative to take away) to the author's usage
     and, in a shared space, to the space's."""
-    subjects = [f"owner:{author}"] + ([] if place.personal else [f"space:{place.key}"])
+    await add_usage(db, {subject: (memories, size) for subject in usage_subjects(author, place)})
+
+
+def usage_subjects(author: str, place: Place) -> list[str]:
+    """The usage subjects a write of ``author`` in ``place`` counts against."""
+    return [f"owner:{author}"] + ([] if place.personal else [f"space:{place.key}"])
+
+
+async def add_usage(db: Database, added: Mapping[str, tuple[int, int]]) -> None:
+    """Add (memories, bytes) to each subject's usage."""
+    if not added:
+        return
     await db.executemany(
         "INSERT INTO usage VALUES (?, ?, ?) ON CONFLICT (subject) DO UPDATE SET"
         " memories = usage.memories + excluded.memories, bytes = usage.bytes + excluded.bytes",
-        [(subject, memories, size) for subject in subjects],
+        [(subject, memories, size) for subject, (memories, size) in added.items()],
     )
+
+
+async def record_personal(db: Database, changes: Sequence[tuple[str, str, str, str]]) -> None:
+    """Record committed writes in personal spaces (kind, memory id, actor, author) in the
+    change feed, in one statement: what ``record`` does for each, on SQLite (a batch's
+    ``ledger``; PostgreSQL's feed needs ``record``'s lock)."""
+    if changes:
+        await db.executemany(
+            "INSERT INTO changes (kind, memory_id, owner, author) VALUES (?, ?, ?, ?)", changes
+        )
 
 
 async def usage_of(db: Database, subject: str) -> tuple[int, int]:

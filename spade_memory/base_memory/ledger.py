@@ -97,8 +97,7 @@ class Ledger:
         self.current.changes.append((kind, memory_id, actor, author))
 
     def use(self, author: str, place: Place, memories: int, size: int) -> None:
-        subjects = [f"owner:{author}"] + ([] if place.personal else [f"space:{place.key}"])
-        for subject in subjects:
+        for subject in journal.usage_subjects(author, place):
             held, held_bytes = self.current.usage.get(subject, (0, 0))
             self.current.usage[subject] = (held + memories, held_bytes + size)
 
@@ -118,24 +117,9 @@ class Ledger:
         notes, self.kept = self.kept, Notes()
         self._written.clear()  # the ops until the next store may change usage ...
         self._applied = None  # ... or claim request ids
-        if notes.claims:
-            await db.executemany(
-                f"INSERT INTO {self._log.table} VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                notes.claims,
-            )
-            await self._log.counted(db, len(notes.claims))
-        if notes.changes:
-            await db.executemany(
-                "INSERT INTO changes (kind, memory_id, owner, author) VALUES (?, ?, ?, ?)",
-                notes.changes,
-            )
-        if notes.usage:
-            await db.executemany(
-                "INSERT INTO usage VALUES (?, ?, ?) ON CONFLICT (subject) DO UPDATE SET"
-                " memories = usage.memories + excluded.memories,"
-                " bytes = usage.bytes + excluded.bytes",
-                [(subject, m, b) for subject, (m, b) in notes.usage.items()],
-            )
+        await self._log.claim_all(db, notes.claims)
+        await journal.record_personal(db, notes.changes)
+        await journal.add_usage(db, notes.usage)
 
 
 async def _applied(db: Database, table: str, owner: str, ids: Sequence[str]) -> dict[str, str]:

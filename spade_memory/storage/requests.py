@@ -18,7 +18,7 @@ PostgreSQL database must not read each other's answers.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ..ops import Record
@@ -69,13 +69,23 @@ class RequestLog:
         if request_id is None:
             return True
         cursor = await db.execute(
-            f"INSERT INTO {self.table} VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (owner, request_id, result.model_dump_json(), time.time()),
+            self._insert, (owner, request_id, result.model_dump_json(), time.time())
         )
-        await self.counted(db, 1)
+        await self._counted(db, 1)
         return bool(cursor.rowcount)
 
-    async def counted(self, db: Database, claims: int) -> None:
+    async def claim_all(self, db: Database, claims: Sequence[tuple[str, str, str, float]]) -> None:
+        """Record claims already checked to be new (owner, request id, result JSON, when),
+        in one statement (a batch's ``ledger``)."""
+        if claims:
+            await db.executemany(self._insert, claims)
+            await self._counted(db, len(claims))
+
+    @property
+    def _insert(self) -> str:
+        return f"INSERT INTO {self.table} VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+
+    async def _counted(self, db: Database, claims: int) -> None:
         """``claims`` more ids were recorded (in ``db``'s transaction): forget the old ones
         if a multiple of ``FORGET_EVERY`` was passed."""
         before, self._claims = self._claims, self._claims + claims
