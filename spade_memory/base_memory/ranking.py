@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..storage.connection import Database
 from ..storage.fts import fts5_expression, query_terms, tsquery_text
 from ..storage.postgres import dialect
-from . import query_encoder
+from . import locality, query_encoder
 from .filters import Selection
 from .meanwhile import BackgroundFill
 from .pg_schema import TEXT_SEARCH
@@ -238,7 +238,8 @@ class Ranking:
         """
         bm25 = await _bm25(db, spaces, query_terms(query), selection, max(limit, BM25_CANDIDATES))
         if self.embedder is None or query_vector is None:
-            return Ranked(_best(bm25, limit), bm25, words=len(bm25))
+            scores = locality.lifted(bm25)
+            return Ranked(_best(scores, limit), scores, words=len(bm25))
         if not bm25 and not query_vector.exact:  # meaning alone decides: the model's vector
             query_vector = QueryVector(await self._model_vector(db, query), exact=True)
         from .dense import fuse
@@ -259,11 +260,11 @@ class Ranking:
             dense = len(indexes) == len(spaces)
         fused = fuse(bm25, similar, cosines)
         # a memory no word of the query matched must at least be similar in meaning
-        relevant = {
+        relevant = locality.lifted({
             seq: score
             for seq, score in fused.items()
             if seq in bm25 or similar.best.get(seq, 0.0) >= query_vector.min_similarity
-        }
+        })  # fmt: skip
         return Ranked(
             _best(relevant, limit), relevant, words=len(bm25), meanings=len(similar.best),
             dense=dense,
