@@ -94,10 +94,10 @@ async def ratio(store: LongTermStore, query: str, first: str, second: str) -> fl
 
 
 async def test_the_memory_stored_after_a_match_comes_up_with_it(store: LongTermStore) -> None:
-    """ "We went camping" and, stored right after it, "they roasted marshmallows": asked
-    about both, the second gains on a marshmallow memory stored far away (words alone
-    score a memory that matches one word the same in both questions) and ranks above it
-    (on SQLite words alone rank it below)."""
+    """Stored right after "we went camping", "they roasted marshmallows" gains, when both
+    are asked about, on a marshmallow memory stored far away (words alone score a memory
+    that matches one word the same in both questions), and ranks above it (on SQLite,
+    words alone rank it below)."""
     camping = await put(store, "We went camping by the lake last weekend with the kids")
     roasted = await put(store, "They roasted marshmallows over the fire all evening long")
     for n in range(2 * locality.WINDOW):
@@ -105,9 +105,9 @@ async def test_the_memory_stored_after_a_match_comes_up_with_it(store: LongTermS
     errand = await put(store, "Remember to buy marshmallows at the shop")
     alone = await ratio(store, "marshmallows", roasted, errand)
     assert await ratio(store, "camping marshmallows", roasted, errand) > 1.05 * alone
-    both = [seq for seq, _ in await ranked(store, "camping marshmallows")]
-    assert set(both) == {camping, roasted, errand}
-    assert both.index(roasted) < both.index(errand)
+    found = [memory_id for memory_id, _ in await ranked(store, "camping marshmallows")]
+    assert set(found) == {camping, roasted, errand}
+    assert found.index(roasted) < found.index(errand)
     if store.dialect == "sqlite":
         assert alone < 1
 
