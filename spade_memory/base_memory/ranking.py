@@ -8,22 +8,27 @@ search over several spaces fuses over all of them. Vectors
 are stored with the memories (table ``embeddings``, deleted with them) and
 computed off the event loop, after the write that needed them (see
 ``backfill``). Ranking runs inside the store's transaction, on its
-connection, so no write can slip in while a space's index is built.
+connection, so no write can slip in while a space's index is built; in a large space
+the dense half is searched in a thread of its own while the word search runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import itertools
 import logging
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ..storage.connection import Database
+from ..storage.connection import Database, InlineConnection
 from ..storage.fts import fts5_expression, query_terms, tsquery_text
 from ..storage.postgres import dialect
 from . import locality, query_encoder
@@ -37,6 +42,8 @@ if TYPE_CHECKING:
     from .dense import ExactIndex, Similar, VectorIndex
     from .embeddings import Embedder
     from .pgvector import DatabaseVectors
+
+T = TypeVar("T")
 
 BM25_CANDIDATES = 200
 """How many BM25 matches enter the fusion (dense similarity covers every memory)."""
@@ -236,14 +243,30 @@ class Ranking:
 
         ``removed`` are memories whose vectors this transaction dropped (not committed yet).
         """
-        bm25 = await _bm25(db, spaces, query_terms(query), selection, max(limit, BM25_CANDIDATES))
+        terms, candidates = query_terms(query), max(limit, BM25_CANDIDATES)
         if self.embedder is None or query_vector is None:
+            bm25 = await _bm25(db, spaces, terms, selection, candidates)
             scores = locality.lifted(bm25)
             return Ranked(_best(scores, limit), scores, words=len(bm25))
-        if not bm25 and not query_vector.exact:  # meaning alone decides: the model's vector
-            query_vector = QueryVector(await self._model_vector(db, query), exact=True)
         from .dense import fuse
 
+        indexes: list[VectorIndex] = []
+        ahead: Future[Similar] | None = None
+        if self.in_database is None:
+            loaded = [await self._index(db, space) for space in spaces]
+            indexes = [index for index in loaded if index is not None]  # others: still loading
+            ahead = _ahead(indexes, query_vector.vector, limit, removed, selection)
+        try:
+            bm25 = await _bm25(db, spaces, terms, selection, candidates)
+            if not bm25 and not query_vector.exact:  # meaning alone decides: model's vector
+                if ahead is not None:  # it searched with the encoder's: done before going on
+                    await _outcome(db, ahead)
+                    ahead = None
+                query_vector = QueryVector(await self._model_vector(db, query), exact=True)
+        except BaseException:
+            if ahead is not None:  # it reads the indexes, which change between transactions
+                futures.wait([ahead])
+            raise
         vector = query_vector.vector
         if self.in_database is not None:  # sees this transaction's own removals
             similar, cosines = await self.in_database.similar(
@@ -251,9 +274,9 @@ class Ranking:
             )
             dense = True
         else:
-            loaded = [await self._index(db, space) for space in spaces]
-            indexes = [index for index in loaded if index is not None]  # others: still loading
-            similar = await self._similar(db, indexes, spaces, vector, limit, removed, selection)
+            similar = await self._similar(
+                db, indexes, spaces, vector, limit, removed, selection, first=ahead
+            )
             cosines = {}
             for index in indexes:
                 cosines.update(index.cosines(vector, bm25.keys() - set(removed)))
@@ -279,17 +302,21 @@ class Ranking:
         limit: int,
         removed: Collection[int],
         selection: Selection,
+        first: Future[Similar] | None = None,
     ) -> Similar:
         """The ``limit`` most similar memories that ``selection`` lets through, over every
-        index."""
+        index; ``first``, the first round's answer if it was searched ahead (``_ahead``)."""
         from .dense import Similar, merge
 
-        wanted = 4 * limit if selection.narrows else limit
+        wanted = _first_wanted(limit, selection)
         total = sum(len(index) for index in indexes)
         while True:
-            similar = merge(
-                (index.similar(query_vector, wanted, removed) for index in indexes), wanted
-            )
+            if first is not None:
+                similar, first = await _outcome(db, first), None
+            else:
+                similar = merge(
+                    (index.similar(query_vector, wanted, removed) for index in indexes), wanted
+                )
             if not selection.narrows:
                 return similar
             allowed = await _seqs_in(db, spaces, selection, list(similar.best))
@@ -398,6 +425,55 @@ class IndexLoad(BackgroundFill):
             logger.warning("%s: vectors of a space not all read (%s)", path, error)
 
 
+AHEAD_FROM = 10_000
+"""Vectors over the spaces searched from which their dense search runs in a thread of
+its own while the word search runs in the database's: exact search over 10,000 takes
+some 0.3 ms here, ten times the thread's hand-over; below, there is little to gain."""
+
+
+@functools.cache
+def _dense_thread() -> ThreadPoolExecutor:
+    """The thread dense searches run in beside the word search: one for the process, as
+    a search waits for it only while its own word search runs."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="spade-memory-dense")
+
+
+def _ahead(
+    indexes: Sequence[VectorIndex],
+    vector: Any,
+    limit: int,
+    removed: Collection[int],
+    selection: Selection,
+) -> Future[Similar] | None:
+    """The first round of ``Ranking._similar``, searched in ``_dense_thread`` while the
+    word search runs (the two halves of a hybrid search need nothing of each other until
+    they are fused). Returns None for spaces too small to be worth a thread. The caller
+    must wait for the answer before its transaction ends: the cached indexes change only
+    between transactions."""
+    from .dense import merge
+
+    if sum(len(index) for index in indexes) < AHEAD_FROM:
+        return None
+    wanted, left_out = _first_wanted(limit, selection), frozenset(removed)
+    return _dense_thread().submit(
+        lambda: merge((index.similar(vector, wanted, left_out) for index in indexes), wanted)
+    )
+
+
+def _first_wanted(limit: int, selection: Selection) -> int:
+    """How many similar memories the first round asks for: more than ``limit`` when the
+    selection may leave some out (they are checked in the database)."""
+    return 4 * limit if selection.narrows else limit
+
+
+async def _outcome(db: Database, future: Future[T]) -> T:
+    """What ``future`` returns: waited for in the database's thread when the ranking
+    runs there (``InlineConnection``: no event loop to hand the wait to), else awaited."""
+    if isinstance(db, InlineConnection):
+        return future.result()
+    return await asyncio.wrap_future(future)
+
+
 async def _larger_than(db: Database, space: str, count: int) -> bool:
     rows = await db.execute_fetchall(
         "SELECT COUNT(*) FROM (SELECT 1 FROM memories WHERE space = ? LIMIT ?) AS some",
@@ -438,16 +514,44 @@ async def _bm25(
     if dialect(db) == "postgresql":
         return await _pg_words(db, spaces, terms, selection, limit)
     expression = fts5_expression(terms)
+    # ORDER BY rank keeps FTS5's fast path (rank is bm25 with column weights; lower is better)
+    if not selection.narrows and await _holds_only(db, spaces):
+        rows = await db.execute_fetchall(
+            "SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?",
+            (expression, limit),
+        )
+        return {int(seq): -float(rank) for seq, rank in rows}
     where = f"memories_fts MATCH ? AND m.space IN ({', '.join('?' * len(spaces))})"
     if selection.narrows:
         where += f" AND {selection.sql}"
-    # ORDER BY rank keeps FTS5's fast path (rank is bm25 with column weights; lower is better)
     rows = await db.execute_fetchall(
         "SELECT m.seq, rank FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid"
         f" WHERE {where} ORDER BY rank LIMIT ?",
         (expression, *spaces, *selection.params, limit),
     )
     return {int(seq): -float(rank) for seq, rank in rows}
+
+
+async def _holds_only(db: Database, spaces: Sequence[str]) -> bool:
+    """Whether every memory of the SQLite file is in ``spaces``: then a word search can
+    leave out its join with ``memories`` (at a million memories of one owner that join
+    is about a sixth of the search). Checked in the search's own transaction by seeks
+    on the space index, one for each gap between the spaces, so it costs microseconds
+    however large the file."""
+    if not spaces:
+        return False
+    ordered = sorted(set(spaces))
+    gaps: list[tuple[str, tuple[str, ...]]] = [
+        ("space IS NULL", ()),
+        ("space < ?", (ordered[0],)),
+        *(("space > ? AND space < ?", pair) for pair in itertools.pairwise(ordered)),
+        ("space > ?", (ordered[-1],)),
+    ]
+    rows = await db.execute_fetchall(
+        "SELECT " + " OR ".join(f"EXISTS (SELECT 1 FROM memories WHERE {gap})" for gap, _ in gaps),
+        [bound for _, bounds in gaps for bound in bounds],
+    )
+    return not next(iter(rows))[0]
 
 
 PG_WEIGHTS = "{0, 0, 0.5, 1.0}"
