@@ -60,9 +60,19 @@ async def test_the_word_search_without_its_join_ranks_as_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = await LongTermStore.open(tmp_path / "words.db")
+    checked: list[bool] = []
+    real = ranking._holds_only
+
+    async def holds_only(db: Any, spaces: Sequence[str]) -> bool:
+        checked.append(await real(db, spaces))
+        return checked[-1]
+
     try:
         await store_all(store, ALICE, NOTES)
-        alone = await answers(store)
+        with monkeypatch.context() as spied:
+            spied.setattr(ranking, "_holds_only", holds_only)
+            alone = await answers(store)
+        assert checked and all(checked), "the join was not left out: nothing is compared"
         assert any(alone), "the queries find nothing: the comparison below would be empty"
         with monkeypatch.context() as patched:
             patched.setattr(ranking, "_holds_only", _never)

@@ -22,8 +22,7 @@ import logging
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
-from concurrent import futures
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -265,7 +264,7 @@ class Ranking:
                 query_vector = QueryVector(await self._model_vector(db, query), exact=True)
         except BaseException:
             if ahead is not None:  # it reads the indexes, which change between transactions
-                futures.wait([ahead])
+                wait([ahead])
             raise
         vector = query_vector.vector
         if self.in_database is not None:  # sees this transaction's own removals
@@ -306,7 +305,7 @@ class Ranking:
     ) -> Similar:
         """The ``limit`` most similar memories that ``selection`` lets through, over every
         index; ``first``, the first round's answer if it was searched ahead (``_ahead``)."""
-        from .dense import Similar, merge
+        from .dense import Similar
 
         wanted = _first_wanted(limit, selection)
         total = sum(len(index) for index in indexes)
@@ -314,9 +313,7 @@ class Ranking:
             if first is not None:
                 similar, first = await _outcome(db, first), None
             else:
-                similar = merge(
-                    (index.similar(query_vector, wanted, removed) for index in indexes), wanted
-                )
+                similar = _most_similar(indexes, query_vector, wanted, removed)
             if not selection.narrows:
                 return similar
             allowed = await _seqs_in(db, spaces, selection, list(similar.best))
@@ -450,14 +447,19 @@ def _ahead(
     they are fused). Returns None for spaces too small to be worth a thread. The caller
     must wait for the answer before its transaction ends: the cached indexes change only
     between transactions."""
-    from .dense import merge
-
     if sum(len(index) for index in indexes) < AHEAD_FROM:
         return None
-    wanted, left_out = _first_wanted(limit, selection), frozenset(removed)
-    return _dense_thread().submit(
-        lambda: merge((index.similar(vector, wanted, left_out) for index in indexes), wanted)
-    )
+    wanted = _first_wanted(limit, selection)
+    return _dense_thread().submit(_most_similar, indexes, vector, wanted, frozenset(removed))
+
+
+def _most_similar(
+    indexes: Sequence[VectorIndex], vector: Any, wanted: int, removed: Collection[int]
+) -> Similar:
+    """The ``wanted`` most similar memories over every index, none of ``removed``."""
+    from .dense import merge
+
+    return merge((index.similar(vector, wanted, removed) for index in indexes), wanted)
 
 
 def _first_wanted(limit: int, selection: Selection) -> int:
