@@ -21,7 +21,7 @@ from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
-from spade_memory import MemoryMixin, StoreMemory, wire
+from spade_memory import MemoryMixin, StoreMemory, wire, xml_escape
 from spade_memory.base_memory.ops import Memory, MemoryList, Stored
 from spade_memory.batch import BatchItem, BatchResults
 from spade_memory.lifecycle import start_agent, stop_agent
@@ -82,7 +82,11 @@ class Echo(CyclicBehaviour):  # type: ignore[misc]
 
 
 class EchoAgent(Agent):  # type: ignore[misc]
+    """Serialises its replies as a memory agent does (``xml_escape``): slixmpp's own
+    escape would make the control pay ~5 ms per 13 kB reply that no memory agent pays."""
+
     async def setup(self) -> None:
+        xml_escape.install()
         self.presence.set_available()
         self.add_behaviour(Echo(), wire.request_template())
 

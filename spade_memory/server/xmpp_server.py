@@ -14,9 +14,11 @@ client stanza's ``from`` with the stream's authenticated JID**, as RFC 6120
 §8.1.2.1 requires (pyjabber only fills in a missing ``from``, so any client
 could send as anyone). It also **delivers an iq addressed to a connected
 client's full JID to that client** (pyjabber answers every iq itself, so a
-peer's disco#info or version query never reached the agent it named). Both
-live in this server's own client listener and stanza handler; pyjabber's
-modules are left as they are for any other user of the process.
+peer's disco#info or version query never reached the agent it named). And it
+**joins each text once** where pyjabber copied it at every entity, so a body costs
+it in proportion to its length, not to its square. All three live in this
+server's own client listener, parser and stanza handler; pyjabber's modules are
+left as they are for any other user of the process.
 
 pyjabber keeps global state: one embedded server per process.
 """
@@ -37,6 +39,7 @@ import attrs
 import pyjabber
 from loguru import logger as pyjabber_logger
 from pyjabber import AppConfig
+from pyjabber.network.parsers.XMLParser import XMLParser
 from pyjabber.network.protocols.XMLProtocol import XMLProtocol
 from pyjabber.queues.QueueManager import QueueName, get_queue
 from pyjabber.queues.workers.MessageQueueWorker import queue_worker
@@ -74,13 +77,48 @@ class _StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
         await super().handle_iq(element)
 
 
+class _TextJoiningParser(XMLParser):  # type: ignore[misc]
+    """pyjabber's stream parser, with each run of text joined once.
+
+    expat hands a text over in pieces, one more at every entity (a JSON body's
+    ``&quot;``: thousands in a batch of a hundred ops), and pyjabber added each
+    piece to the text so far, copying it: a body cost the server the square of its
+    length. The pieces are kept here and given to pyjabber as one, before the next
+    tag, so its elements are the same.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pieces: list[str] = []
+
+    def characters(self, content: str) -> None:
+        self._pieces.append(content)
+
+    def startElementNS(self, name: Any, qname: Any, attrs: Any) -> None:
+        self._join()
+        super().startElementNS(name, qname, attrs)
+
+    def endElementNS(self, name: Any, qname: Any) -> None:
+        self._join()
+        super().endElementNS(name, qname)
+
+    def _join(self) -> None:
+        if self._pieces:
+            text = "".join(self._pieces)
+            self._pieces.clear()
+            super().characters(text)
+
+
 class _StampingXMLProtocol(XMLProtocol):  # type: ignore[misc]
-    """A client connection whose stanzas go through ``_StampingStanzaHandler``."""
+    """A client connection whose stanzas go through ``_StampingStanzaHandler``, parsed
+    by ``_TextJoiningParser``."""
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
-        bridge = self._xml_parser.getContentHandler()._stream_negotiator
-        bridge._stanza_handler_class = _StampingStanzaHandler
+        self._xml_parser.getContentHandler().cancel_queue_bridge()  # not started yet
+        parser = _TextJoiningParser(self._transport, self)
+        parser._stream_negotiator._stanza_handler_class = _StampingStanzaHandler
+        self._xml_parser.setContentHandler(parser)
 
 
 class EmbeddedXMPPServer:
