@@ -33,6 +33,7 @@ from ..storage.connection import Synchronous
 from ..storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
 from ..storage.manifest import Manifest
 from ..storage.postgres import is_url
+from . import collector
 from .backup import lock
 from .xmpp_server import EmbeddedXMPPServer
 
@@ -301,6 +302,7 @@ async def serve(config: RunConfig, on_ready: Callable[[RunConfig], None] | None 
         loop.add_signal_handler(signum, on_signal)
     runtime = MemoryRuntime(config)
     await runtime.start()
+    collector.settle()  # what start-up made lives as long as the process
     try:
         if on_ready is not None:
             on_ready(config)
