@@ -15,6 +15,7 @@ The history of this engine starts here: its migrations go on from this one.
 from __future__ import annotations
 
 from ..storage.postgres import PgMigration, statements
+from .schema import hash_content_keys
 
 TEXT_SEARCH = "english"
 """The text-search configuration of ``words`` and of every query built against it."""
@@ -148,6 +149,8 @@ _V2_VECTOR_NOTICES = (
     " EXECUTE FUNCTION spade_memory_vectors_changed('-')",
 )
 
-MIGRATIONS: list[PgMigration] = [statements(*_V1), statements(*_V2_VECTOR_NOTICES)]
+MIGRATIONS: list[PgMigration] = [
+    statements(*_V1), statements(*_V2_VECTOR_NOTICES), hash_content_keys,
+]  # fmt: skip
 STORE = "base_memory"
 """The schema's name in ``spade_memory_schema`` (one database can hold several stores)."""

@@ -89,7 +89,7 @@ from .ops import (
 )
 from .ranking import QueryVector, Ranking, embedding_text
 from .rows import COLUMNS, PG_SIZE, SIZE, Row, as_datetime, newest, select
-from .schema import MIGRATIONS, content_key
+from .schema import MIGRATIONS, content_key, folded
 from .vector_notices import VectorNotices
 from .work_items import WorkItems, WorkLink
 
@@ -683,13 +683,17 @@ class LongTermStore(AppliesOps):
         else:
             chosen = classify(op.content, op.context)
             category = chosen.category
-        key, now = content_key(op.content), time.time()
-        same = await db.execute_fetchall(
-            "SELECT id, owner FROM memories WHERE space = ? AND category = ? AND content_key = ?"
-            " LIMIT 1",
-            (place.key, category, key),
-        )
-        memory_id = str(next(iter(same))[0]) if same else str(uuid.uuid4())
+        now, text = time.time(), folded(op.content)
+        same = [
+            (str(memory_id), str(author))
+            for memory_id, author, content in await db.execute_fetchall(
+                "SELECT id, owner, content FROM memories"
+                " WHERE space = ? AND category = ? AND content_key = ?",
+                (place.key, category, content_key(op.content)),
+            )
+            if folded(content) == text
+        ][:1]
+        memory_id = same[0][0] if same else str(uuid.uuid4())
         work_ids = self.work_items.ids_in(op.source)
         stored = Stored(
             id=memory_id, deduplicated=bool(same), category=category,
@@ -713,7 +717,7 @@ class LongTermStore(AppliesOps):
                 " WHERE id = ?",
                 (op.confidence, op.confidence, now, memory_id),
             )
-            author = str(next(iter(same))[1])
+            author = same[0][1]
             await self._changed(db, request, work, "updated", memory_id, author, place)
             return stored
         size = journal.size_of(op.content, op.context)
