@@ -23,6 +23,7 @@ from spade_memory import (
     Request,
     StoreMemory,
 )
+from spade_memory.base_memory import store_runs
 from spade_memory.base_memory.ops import (
     Deleted,
     DeleteMemory,
@@ -155,8 +156,8 @@ async def test_a_batch_indexes_its_words_once_and_its_own_ops_see_them(
 ) -> None:
     """New memories reach the word index in one statement per batch, yet a search, an
     update or a deletion later in the same batch acts on them, and a store rolled back
-    alone leaves nothing in the index."""
-    stored = memories._handlers[StoreMemory]
+    alone (its run of stores rolled back whole first) leaves nothing in the index."""
+    stored, run = memories._handlers[StoreMemory], store_runs.store_run
 
     async def store_then_fail(db: Any, request: Request, work: Any) -> Any:
         result = await stored(db, request, work)
@@ -164,7 +165,14 @@ async def test_a_batch_indexes_its_words_once_and_its_own_ops_see_them(
             raise RuntimeError("after the insert")
         return result
 
+    async def run_then_fail(db: Any, requests: Any, work: Any, limits: Any) -> Any:
+        results = await run(db, requests, work, limits)
+        if any("boom" in request.op.content for request in requests):
+            raise RuntimeError("after the inserts")
+        return results
+
     monkeypatch.setitem(memories._handlers, StoreMemory, store_then_fail)
+    monkeypatch.setattr(store_runs, "store_run", run_then_fail)
     statements = Statements()
     await statements.watch(memories)
     first = await memories.batch(ALICE, stores(3, "walrus"))

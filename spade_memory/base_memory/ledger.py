@@ -79,13 +79,18 @@ class Ledger:
         self, db: Database, owner: str, request_id: str | None, batch: Sequence[str]
     ) -> str | None:
         """The result (JSON) recorded for ``request_id``, in the file or earlier in the
-        batch; None if it was not applied. The first call after each ``write`` reads
-        the ids of ``batch`` (the request ids of the batch's stores) in one statement."""
+        batch (or in the run of stores being applied); None if it was not applied. The
+        first call after each ``write`` reads the ids of ``batch`` (the request ids of the
+        batch's stores) in one statement."""
         if request_id is None:
             return None
         if self._applied is None:
             self._applied = await _applied(db, self._log.table, owner, batch)
-        return self._applied.get(request_id) or self.kept.results.get(request_id)
+        return (
+            self._applied.get(request_id)
+            or self.kept.results.get(request_id)
+            or self.current.results.get(request_id)
+        )
 
     def claim(self, owner: str, request_id: str | None, result: Record) -> None:
         if request_id is not None:

@@ -520,3 +520,8 @@ WRITE_OPS: tuple[type[Op[Any]], ...] = (StoreMemory, UpdateMemory, DeleteMemory,
 """Ops whose effect must happen once per request id, however often it is sent."""
 
 base_memory_ops: TypeAdapter[BaseMemoryOp] = TypeAdapter(BaseMemoryOp)
+RECORDED: TypeAdapter[Stored | Deleted | Memory | Forgotten] = TypeAdapter(
+    Stored | Deleted | Memory | Forgotten
+)
+"""A write's result as its request id recorded it (JSON), read back as the answer to a
+retry of the same request."""

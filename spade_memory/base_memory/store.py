@@ -28,20 +28,16 @@ import contextlib
 import dataclasses
 import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from pydantic import TypeAdapter
 
 from ..errors import ItemNotFound, MemoryServiceError, NotAuthorized
 from ..expiry import PURGE_EVERY_SECONDS, expiry_of
 from ..limits import Limits
 from ..ops import PERSONAL, AppliesOps, Op, Outcome, Place, Record, Request
 from ..storage import requests
-from ..storage.batches import apply_all
+from ..storage.batches import Together, apply_all
 from ..storage.connection import (
     Database,
     Synchronous,
@@ -54,14 +50,16 @@ from ..storage.manifest import Manifest
 from ..storage.postgres import Dialect, PgTransactions, dialect
 from ..storage.purging import purge_now_and_then
 from ..tags import dumps
-from . import filters, history, journal, pg_schema, pgvector, words
+from . import filters, history, journal, pg_schema, pgvector, store_runs, words
 from .access import AccessLog
 from .backfill import VectorBackfill
+from .batch_work import BatchWork
 from .classify import classify
 from .imports import ImportMemory
 from .journal import SpaceEvent
 from .ledger import Ledger
 from .ops import (
+    RECORDED,
     Change,
     ChangeKind,
     ChangeList,
@@ -102,68 +100,15 @@ EXPIRY = "expiry"
 _SKIP_LOCKED = {"sqlite": "", "postgresql": " FOR UPDATE SKIP LOCKED"}
 """What a purge's selection adds: on PostgreSQL, rows another agent is purging stay
 its own (two purges would otherwise both record the same deletion)."""
-_results: TypeAdapter[Stored | Deleted | Memory | Forgotten] = TypeAdapter(
-    Stored | Deleted | Memory | Forgotten
-)
 SEARCH_MODES = ("semantic", "session_recovery", "knowledge_lookup")
 KNOWLEDGE = ("fact", "pattern", "capability")
 """The categories ``knowledge_lookup`` searches (preferences are not knowledge)."""
 
 
-@dataclass
-class _Vectors:
-    """What ops did to vectors: memories that need one (new or changed text), and memories
-    deleted; each seq → its space's key."""
-
-    need: dict[int, str] = field(default_factory=dict)
-    texts: dict[int, str] = field(default_factory=dict)
-    """The text to embed of each memory of ``need``."""
-    gone: dict[int, str] = field(default_factory=dict)
-
-    def absorb(self, other: _Vectors) -> None:
-        self.need.update(other.need)
-        self.texts.update(other.texts)
-        self.gone.update(other.gone)
-        for seq in other.gone:
-            self.need.pop(seq, None)
-            self.texts.pop(seq, None)
-
-    def stale(self) -> set[int]:
-        """Memories whose committed vector no longer holds."""
-        return self.need.keys() | self.gone.keys()
+Handler = Callable[[Database, Request, BatchWork], Awaitable[Record]]
 
 
-@dataclass
-class _Work:
-    """What one batch carries through its handlers."""
-
-    owner: str
-    """The sender: the author of what it stores, the actor of what it changes."""
-    queries: dict[int, QueryVector | None] = field(default_factory=dict)
-    """Search queries' embeddings, computed before the transaction, by ``id(request)``."""
-    vectors: _Vectors = field(default_factory=_Vectors)
-    """What the ops that succeeded so far did to vectors (committed with the batch)."""
-    current: _Vectors = field(default_factory=_Vectors)
-    """What the op being applied does to vectors (kept only if it succeeds)."""
-    events: dict[int, list[SpaceEvent]] = field(default_factory=dict)
-    """Shared spaces' events of each request, by ``id(request)``."""
-    unindexed: words.Unindexed = field(default_factory=list)
-    """New memories of the ops that succeeded, not yet in the word index (``words``)."""
-    adding: words.Unindexed = field(default_factory=list)
-    """New memories of the op being applied (kept only if it succeeds)."""
-    links: dict[int, list[WorkLink]] = field(default_factory=dict)
-    """Work-item links each request made, by ``id(request)``."""
-    ledger: Ledger | None = None
-    """The stores' bookkeeping rows, written once per batch (a batch of several ops on
-    SQLite; None: each op writes its own)."""
-    store_ids: list[str] = field(default_factory=list)
-    """The request ids of the batch's stores (read at once by the ledger)."""
-
-
-Handler = Callable[[Database, Request, _Work], Awaitable[Record]]
-
-
-async def _settle(db: Database, work: _Work, following: Request | None) -> None:
+async def _settle(db: Database, work: BatchWork, following: Request | None) -> None:
     """The batch's new memories into the word index, and its stores' bookkeeping rows,
     before the commit (``following`` None) and before an op other than a store into
     the sender's personal space: it may read or change them, or (a store into a shared
@@ -317,7 +262,7 @@ class LongTermStore(AppliesOps):
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Apply the ops of ``requests`` for ``owner`` (the sender), in one transaction."""
-        work = _Work(owner, queries=await self._embed_queries(owner, requests))
+        work = BatchWork(owner, queries=await self._embed_queries(owner, requests))
         if self.dialect == "sqlite" and len(requests) > 1:
             work.ledger = Ledger(self._requests)
             work.store_ids = [
@@ -333,6 +278,7 @@ class LongTermStore(AppliesOps):
             lambda db, r: self._apply_one(db, r, work),
             inline=True,
             settle=lambda db, following: _settle(db, work, following),
+            together=None if work.ledger is None else self._stores_together(work),
         )
         # no await from here to the notes below: the next batch cannot start before them
         self._schedule_flush()
@@ -368,7 +314,7 @@ class LongTermStore(AppliesOps):
         issue) and leaves its audit entry. Returns how many went."""
         if not self.expiring or self._tx.out_of_service is not None:
             return 0
-        work = _Work(EXPIRY)
+        work = BatchWork(EXPIRY)
         async with self._tx.write() as db:
             rows = await select(
                 db, "WHERE m.expires_at IS NOT NULL AND m.expires_at <= ? LIMIT 1000"
@@ -446,15 +392,25 @@ class LongTermStore(AppliesOps):
         except store_errors() as error:
             logger.warning("%s: access counts not written yet (%s)", self._tx.path, error)
 
-    async def _apply_one(self, db: Database, request: Request, work: _Work) -> Record:
-        work.current, work.adding = _Vectors(), []
-        if work.ledger is not None:
-            work.ledger.begin()
+    def _stores_together(self, work: BatchWork) -> Together:
+        """Runs of plain stores in one pass (``store_runs``)."""
+
+        async def apply(db: Database, run: Sequence[Request]) -> list[Record]:
+            work.begin()
+            answers = await store_runs.store_run(db, run, work, self.limits)
+            work.succeeded()
+            self.expiring = self.expiring or any(
+                r.op.ttl_seconds is not None or r.op.expires_at is not None  # type: ignore[attr-defined]
+                for r in run
+            )
+            return answers
+
+        return Together(lambda r: store_runs.plain(r, work.owner, self.work_items), apply)
+
+    async def _apply_one(self, db: Database, request: Request, work: BatchWork) -> Record:
+        work.begin()
         result = await self._handlers[type(request.op)](db, request, work)
-        work.vectors.absorb(work.current)
-        work.unindexed += work.adding
-        if work.ledger is not None:
-            work.ledger.succeeded()
+        work.succeeded()
         return result
 
     async def _embed_queries(
@@ -483,7 +439,7 @@ class LongTermStore(AppliesOps):
         narrowing = op if isinstance(op, Filtered) else None
         return filters.select(narrowing, categories, expiring=self.expiring, dialect=self.dialect)
 
-    async def _get(self, db: Database, request: Request, work: _Work) -> Memory:
+    async def _get(self, db: Database, request: Request, work: BatchWork) -> Memory:
         assert isinstance(request.op, GetMemory)
         (place,) = request.places_of(work.owner)
         live = self._selection(None)
@@ -495,7 +451,7 @@ class LongTermStore(AppliesOps):
             raise ItemNotFound(f"no memory {request.op.id!r}")
         return self._count_access(found, _names(request, work))[0]
 
-    async def _list(self, db: Database, request: Request, work: _Work) -> MemoryList:
+    async def _list(self, db: Database, request: Request, work: BatchWork) -> MemoryList:
         op = request.op
         assert isinstance(op, ListMemories | RecentMemories)
         keys = [place.key for place in request.places_of(work.owner)]
@@ -509,7 +465,7 @@ class LongTermStore(AppliesOps):
             next_offset=op.offset + op.limit if more else None,
         )
 
-    async def _search(self, db: Database, request: Request, work: _Work) -> MemoryList:
+    async def _search(self, db: Database, request: Request, work: BatchWork) -> MemoryList:
         op = request.op
         assert isinstance(op, SearchMemories)
         keys = [place.key for place in request.places_of(work.owner)]
@@ -544,7 +500,7 @@ class LongTermStore(AppliesOps):
         )  # fmt: skip
         return MemoryList(memories=memories, mode=mode, note=note, reasoning=reasoning)
 
-    async def _stats(self, db: Database, request: Request, work: _Work) -> MemoryStats:
+    async def _stats(self, db: Database, request: Request, work: BatchWork) -> MemoryStats:
         (place,) = request.places_of(work.owner)
         live = self._selection(None)
         (row,) = await db.execute_fetchall(
@@ -584,7 +540,7 @@ class LongTermStore(AppliesOps):
             vector_index=self.ranking.kind_of(place.key),
         )
 
-    async def _changes_since(self, db: Database, request: Request, work: _Work) -> ChangeList:
+    async def _changes_since(self, db: Database, request: Request, work: BatchWork) -> ChangeList:
         op = request.op
         assert isinstance(op, ChangesSince)
         if op.space is not None:
@@ -672,17 +628,13 @@ class LongTermStore(AppliesOps):
 
     # -- writes -----------------------------------------------------------------------
 
-    async def _store(self, db: Database, request: Request, work: _Work) -> Record:
+    async def _store(self, db: Database, request: Request, work: BatchWork) -> Record:
         """A new memory, or the space's same memory (same category and content) reinforced;
         without a category, the memory is classified first."""
         op, owner = request.op, work.owner
         assert isinstance(op, StoreMemory)
         (place,) = request.places_of(owner)
-        if op.category is not None:
-            category, chosen = op.category, None
-        else:
-            chosen = classify(op.content, op.context)
-            category = chosen.category
+        category, chosen = store_runs.category_of(op)
         now, text = time.time(), folded(op.content)
         same = [
             (str(memory_id), str(author))
@@ -693,30 +645,20 @@ class LongTermStore(AppliesOps):
             )
             if folded(content) == text
         ][:1]
-        memory_id = same[0][0] if same else str(uuid.uuid4())
+        memory_id = same[0][0] if same else store_runs.new_id()
         work_ids = self.work_items.ids_in(op.source)
-        stored = Stored(
-            id=memory_id, deduplicated=bool(same), category=category,
-            classified=chosen is not None,
-            category_confidence=None if chosen is None else round(chosen.confidence, 3),
-            work_items=[] if same else work_ids,  # a reinforced memory keeps its own links
-        )  # fmt: skip
+        stored = store_runs.answer(memory_id, bool(same), category, chosen, work_ids)
         # the result is known before any change: claim the request id with it
         if (ledger := work.ledger) is not None:
             if answered := await ledger.earlier(db, owner, request.id, work.store_ids):
-                return _results.validate_json(answered)
+                return RECORDED.validate_json(answered)
             ledger.claim(owner, request.id, stored)
         elif not await self._requests.claim(db, owner, request.id, stored):
-            earlier = await self._requests.earlier(db, owner, request.id, _results.validate_json)
+            earlier = await self._requests.earlier(db, owner, request.id, RECORDED.validate_json)
             assert earlier is not None  # the claim just collided with it
             return earlier
         if same:
-            await db.execute(
-                "UPDATE memories SET confidence = CASE WHEN confidence < ? THEN ?"
-                " ELSE confidence END, access_count = access_count + 1, last_accessed = ?"
-                " WHERE id = ?",
-                (op.confidence, op.confidence, now, memory_id),
-            )
+            await db.execute(store_runs.REINFORCE, (op.confidence, op.confidence, now, memory_id))
             author = same[0][1]
             await self._changed(db, request, work, "updated", memory_id, author, place)
             return stored
@@ -730,7 +672,7 @@ class LongTermStore(AppliesOps):
         self,
         db: Database,
         request: Request,
-        work: _Work,
+        work: BatchWork,
         place: Place,
         memory_id: str,
         category: str,
@@ -748,19 +690,10 @@ class LongTermStore(AppliesOps):
         if isinstance(op, StoreMemory):
             work_ids = self.work_items.ids_in(op.source)
             expires_at = expiry_of(op.ttl_seconds, op.expires_at)
-            described = (
-                dumps(op.tags) if op.tags else None,
-                dumps(op.metadata) if op.metadata else None,
-                op.source,
-                dumps(work_ids) if work_ids else None,
-                expires_at,
-            )
+            described = store_runs.described(op, work_ids, expires_at)
             self.expiring = self.expiring or expires_at is not None
         ((seq,),) = await db.execute_fetchall(
-            "INSERT INTO memories (id, owner, category, content, context, confidence,"
-            " created_at, last_accessed, access_count, content_key, space,"
-            " tags, metadata, source, work_items, expires_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+            store_runs.INSERT + store_runs.ROW + " RETURNING seq",
             (memory_id, owner, category, op.content, op.context, op.confidence, created,
              accessed, count, content_key(op.content), place.key, *described),
         )  # fmt: skip
@@ -780,7 +713,7 @@ class LongTermStore(AppliesOps):
         self,
         db: Database,
         request: Request,
-        work: _Work,
+        work: BatchWork,
         memory_id: str,
         work_ids: Sequence[str],
         place: Place,
@@ -797,7 +730,7 @@ class LongTermStore(AppliesOps):
             WorkLink(work_id, memory_id, work.owner, place.key) for work_id in work_ids
         )
 
-    async def _import(self, db: Database, request: Request, work: _Work) -> Record:
+    async def _import(self, db: Database, request: Request, work: BatchWork) -> Record:
         """A memory from a spade_llm file, with its id and times; an id already here is
         left alone (``deduplicated``)."""
         op, owner = request.op, work.owner
@@ -810,10 +743,10 @@ class LongTermStore(AppliesOps):
         await self._insert(db, request, work, place, op.id, op.category, times)
         return Stored(id=op.id, category=op.category)
 
-    async def _update(self, db: Database, request: Request, work: _Work) -> Record:
+    async def _update(self, db: Database, request: Request, work: BatchWork) -> Record:
         op, owner = request.op, work.owner
         assert isinstance(op, UpdateMemory)
-        if earlier := await self._requests.earlier(db, owner, request.id, _results.validate_json):
+        if earlier := await self._requests.earlier(db, owner, request.id, RECORDED.validate_json):
             return earlier
         (place,) = request.places_of(owner)
         row = await self._changeable(db, op.id, place, owner)
@@ -852,10 +785,10 @@ class LongTermStore(AppliesOps):
         await self._requests.claim(db, owner, request.id, memory)
         return memory
 
-    async def _delete(self, db: Database, request: Request, work: _Work) -> Record:
+    async def _delete(self, db: Database, request: Request, work: BatchWork) -> Record:
         op, owner = request.op, work.owner
         assert isinstance(op, DeleteMemory)
-        if earlier := await self._requests.earlier(db, owner, request.id, _results.validate_json):
+        if earlier := await self._requests.earlier(db, owner, request.id, RECORDED.validate_json):
             return earlier
         (place,) = request.places_of(owner)
         row = await self._changeable(db, op.id, place, owner)
@@ -868,7 +801,7 @@ class LongTermStore(AppliesOps):
         self,
         db: Database,
         request: Request,
-        work: _Work,
+        work: BatchWork,
         row: Row,
         place: Place,
         reason: str | None = None,
@@ -883,12 +816,12 @@ class LongTermStore(AppliesOps):
         await journal.use(db, gone.owner, place, -1, -journal.size_of(gone.content, gone.context))
         await self._changed(db, request, work, "deleted", gone.id, gone.owner, place, reason)
 
-    async def _forget(self, db: Database, request: Request, work: _Work) -> Record:
+    async def _forget(self, db: Database, request: Request, work: BatchWork) -> Record:
         """Count, or delete, the memories of one space that the filters match and that the
         sender may delete."""
         op, owner = request.op, work.owner
         assert isinstance(op, ForgetMemories)
-        if earlier := await self._requests.earlier(db, owner, request.id, _results.validate_json):
+        if earlier := await self._requests.earlier(db, owner, request.id, RECORDED.validate_json):
             return earlier
         (place,) = request.places_of(owner)
         chosen = self._selection(op, None if op.category is None else [op.category])
@@ -907,7 +840,7 @@ class LongTermStore(AppliesOps):
             await self._requests.claim(db, owner, request.id, forgotten)
         return forgotten
 
-    async def _history(self, db: Database, request: Request, work: _Work) -> MemoryHistory:
+    async def _history(self, db: Database, request: Request, work: BatchWork) -> MemoryHistory:
         op = request.op
         assert isinstance(op, MemoryHistoryOp)
         (place,) = request.places_of(work.owner)
@@ -916,7 +849,7 @@ class LongTermStore(AppliesOps):
             raise ItemNotFound(f"no memory {op.id!r}")
         return found
 
-    async def _refs(self, db: Database, request: Request, work: _Work) -> MemoryList:
+    async def _refs(self, db: Database, request: Request, work: BatchWork) -> MemoryList:
         op = request.op
         assert isinstance(op, MemoryRefs)
         keys = [place.key for place in request.places_of(work.owner)]
@@ -955,7 +888,7 @@ class LongTermStore(AppliesOps):
         self,
         db: Database,
         request: Request,
-        work: _Work,
+        work: BatchWork,
         kind: ChangeKind,
         memory_id: str,
         author: str,
@@ -993,6 +926,6 @@ async def _by_seq(db: Database, seqs: Sequence[int]) -> list[Row]:
     return await select(db, f"WHERE m.seq IN ({', '.join('?' * len(seqs))})", seqs)
 
 
-def _names(request: Request, work: _Work) -> dict[str, str]:
+def _names(request: Request, work: BatchWork) -> dict[str, str]:
     """Space key → the name replies give, for the places of ``request``."""
     return {place.key: place.name for place in request.places_of(work.owner)}
