@@ -41,6 +41,11 @@ async def _one_migration_back(where: str | Path) -> None:
         )
 
 
+async def _key_memory(where: str | Path, memory_id: str, key: str) -> None:
+    """Write ``key`` as the memory's content key, beside the store."""
+    await query(where, "UPDATE memories SET content_key = ? WHERE id = ?", key, memory_id)
+
+
 def test_the_key_folds_case_and_spaces_and_is_short() -> None:
     assert content_key("The  Walrus\tsings") == content_key("the walrus SINGS")
     assert content_key("the walrus sings") != content_key("the walrus sang")
@@ -50,10 +55,7 @@ def test_the_key_folds_case_and_spaces_and_is_short() -> None:
 async def test_folded_keys_of_an_older_store_are_hashed_at_open(location: Location) -> None:
     where = location("old.db")
     first = await _store(where, "The walrus sings at dawn")
-    await query(
-        where, "UPDATE memories SET content_key = ? WHERE id = ?",
-        folded("The walrus sings at dawn"), first.id,
-    )  # fmt: skip
+    await _key_memory(where, first.id, folded("The walrus sings at dawn"))
     await _one_migration_back(where)
 
     again = await _store(where, "the  WALRUS sings at dawn")
@@ -68,10 +70,7 @@ async def test_texts_sharing_a_key_stay_two_memories(location: Location) -> None
     where = location("shared.db")
     first = await _store(where, "the walrus sings")
     # what a hash collision would leave: another text's key on this memory
-    await query(
-        where, "UPDATE memories SET content_key = ? WHERE id = ?",
-        content_key("the seal sleeps"), first.id,
-    )  # fmt: skip
+    await _key_memory(where, first.id, content_key("the seal sleeps"))
 
     other = await _store(where, "the seal sleeps")
     again = await _store(where, "the seal sleeps")

@@ -87,7 +87,7 @@ from .ops import (
 )
 from .ranking import QueryVector, Ranking, embedding_text
 from .rows import COLUMNS, PG_SIZE, SIZE, Row, as_datetime, newest, select
-from .schema import MIGRATIONS, content_key, folded
+from .schema import MIGRATIONS, content_key, folded, text_key
 from .vector_notices import VectorNotices
 from .work_items import WorkItems, WorkLink
 
@@ -641,7 +641,7 @@ class LongTermStore(AppliesOps):
             for memory_id, author, content in await db.execute_fetchall(
                 "SELECT id, owner, content FROM memories"
                 " WHERE space = ? AND category = ? AND content_key = ?",
-                (place.key, category, content_key(op.content)),
+                (place.key, category, text_key(text)),
             )
             if folded(content) == text
         ][:1]

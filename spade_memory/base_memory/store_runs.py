@@ -117,12 +117,15 @@ class _Planned:
     chosen: Classification | None
     text: str
     """Its content ``folded``."""
+    key: str
+    """Its ``content_key``."""
 
     @classmethod
     def of(cls, request: Request) -> _Planned:
         op = request.op
         assert isinstance(op, StoreMemory)
-        return cls(request, op, *category_of(op), folded(op.content))
+        text = folded(op.content)
+        return cls(request, op, *category_of(op), text, text_key(text))
 
 
 async def store_run(
@@ -179,7 +182,7 @@ async def _same_memories(
     stores would reinforce: one read per category, each match confirmed on the text."""
     keys: dict[str, set[str]] = {}
     for store in planned:
-        keys.setdefault(store.category, set()).add(text_key(store.text))
+        keys.setdefault(store.category, set()).add(store.key)
     same: dict[tuple[str, str], tuple[str, str]] = {}
     for category, of_category in keys.items():
         rows = await db.execute_fetchall(
@@ -204,7 +207,7 @@ async def _insert(
             op = store.op
             values += (
                 memory_id, work.owner, store.category, op.content, op.context, op.confidence,
-                now, now, 0, text_key(store.text), place.key,
+                now, now, 0, store.key, place.key,
                 *described(op, [], expiry_of(op.ttl_seconds, op.expires_at)),
             )  # fmt: skip
         rows = await db.execute_fetchall(
