@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import os
 import sqlite3
@@ -87,15 +88,18 @@ def add_vectors(path: Path) -> np.ndarray:
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
     embedder = load_embedder()
     assert embedder is not None, "pip install 'spade-memory[embeddings]'"
-    with sqlite3.connect(path) as db:
-        seqs = [row[0] for row in db.execute("SELECT seq FROM memories ORDER BY seq")]
-        for start in range(0, len(seqs), 50_000):
-            chunk = seqs[start : start + 50_000]
-            vectors = clustered(rng, len(chunk), centres)
-            db.executemany(
-                "INSERT INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
-                [(s, embedder.name, v.tobytes()) for s, v in zip(chunk, vectors, strict=True)],
-            )
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        with db:  # one transaction
+            seqs = [row[0] for row in db.execute("SELECT seq FROM memories ORDER BY seq")]
+            for start in range(0, len(seqs), 50_000):
+                chunk = seqs[start : start + 50_000]
+                vectors = clustered(rng, len(chunk), centres)
+                db.executemany(
+                    "INSERT INTO embeddings (seq, model, vector) VALUES (?, ?, ?)",
+                    [(s, embedder.name, v.tobytes()) for s, v in zip(chunk, vectors, strict=True)],
+                )
+        # the vectors went through the write-ahead log: the disk figure is the store's
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return centres
 
 

@@ -1,5 +1,6 @@
 """Two shortcuts of a search answer what the plain way answers: the word search without
-its join when the file holds only the spaces searched, and the dense half searched in a
+its join when the file holds only the spaces searched (which orders by the word score
+named in full, where the join orders by ``rank``), and the dense half searched in a
 thread of its own beside the word search (on SQLite, where a search runs in the
 database's thread, and on PostgreSQL, where it runs on the event loop)."""
 

@@ -34,6 +34,7 @@ from . import locality, query_encoder
 from .filters import Selection
 from .meanwhile import BackgroundFill
 from .pg_schema import TEXT_SEARCH
+from .schema import WORD_SCORE
 from .threads import one_thread_per_library
 
 if TYPE_CHECKING:
@@ -516,16 +517,17 @@ async def _bm25(
     if dialect(db) == "postgresql":
         return await _pg_words(db, spaces, terms, selection, limit)
     expression = fts5_expression(terms)
-    # ORDER BY rank keeps FTS5's fast path (rank is bm25 with column weights; lower is better)
     if not selection.narrows and await _holds_only(db, spaces):
         rows = await db.execute_fetchall(
-            "SELECT rowid, rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?",
+            f"SELECT rowid, {WORD_SCORE} AS score FROM memories_fts"
+            " WHERE memories_fts MATCH ? ORDER BY score LIMIT ?",
             (expression, limit),
         )
         return {int(seq): -float(rank) for seq, rank in rows}
     where = f"memories_fts MATCH ? AND m.space IN ({', '.join('?' * len(spaces))})"
     if selection.narrows:
         where += f" AND {selection.sql}"
+    # joined, ORDER BY rank is the faster (see WORD_SCORE); rank is the same score
     rows = await db.execute_fetchall(
         "SELECT m.seq, rank FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid"
         f" WHERE {where} ORDER BY rank LIMIT ?",

@@ -19,6 +19,13 @@ from ..storage import requests
 from ..storage.connection import Database, Migration
 from . import history, journal, words
 
+WORD_SCORE = "bm25(memories_fts, 1.0, 0.5)"
+"""A memory's word score (lower is better), content weighing twice its context: the
+``rank`` the file is configured with, named in full. Ordering by it rather than by
+``rank`` returns the same memories in the same order and, on its own, 20 to 40% sooner
+at 10,000 to a million memories (FTS5 sorts ``rank`` through a second statement); joined
+with ``memories``, ``rank`` is the faster one (measured by hand, 300 queries of two words)."""
+
 _V1 = (
     """CREATE TABLE memories (
         seq INTEGER PRIMARY KEY,
@@ -39,7 +46,7 @@ _V1 = (
         content='memories', content_rowid='seq',
         tokenize='porter unicode61 remove_diacritics 2'
     )""",
-    # rank = bm25 with content weighing twice context; lets ORDER BY rank use FTS5's fast path
+    # rank = bm25 with content weighing twice context (see WORD_SCORE)
     "INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)')",
     """CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
         INSERT INTO memories_fts(rowid, content, context)

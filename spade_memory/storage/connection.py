@@ -38,6 +38,11 @@ from .faults import DamagedStore, StoreFault, opening_fault, serving_fault
 from .manifest import Manifest
 
 logger = logging.getLogger("spade_memory.storage")
+CACHE_KIB = 32 * 1024
+"""Page cache of a connection, grown as pages are read (SQLite's default is 2 MB). A
+word search at a million memories reads a page of FTS5's document sizes for each match:
+with 2 MB most were read again from the file, and a search of two words took 7.4 ms
+p50 instead of 5.4 (measured by hand, 300 queries; 64 and 256 MB gained nothing more)."""
 QUICK_CHECK_SECONDS = 5.0
 """How long the check at open may take; a larger file is checked fully by ``spade-memory check``."""
 
@@ -163,6 +168,7 @@ async def connect(
         await db.execute("PRAGMA journal_mode=WAL")
         await db.execute(f"PRAGMA synchronous={synchronous}")
         await db.execute("PRAGMA busy_timeout=5000")
+        await db.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         await db.execute(f"PRAGMA wal_autocheckpoint={SAFETY_NET_PAGES}")  # see checkpoints
         await db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_BYTES}")
         await db.execute("PRAGMA foreign_keys=ON")
