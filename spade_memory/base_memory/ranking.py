@@ -523,7 +523,7 @@ async def _bm25(
             " WHERE memories_fts MATCH ? ORDER BY score LIMIT ?",
             (expression, limit),
         )
-        return {int(seq): -float(rank) for seq, rank in rows}
+        return {int(seq): -float(score) for seq, score in rows}
     where = f"memories_fts MATCH ? AND m.space IN ({', '.join('?' * len(spaces))})"
     if selection.narrows:
         where += f" AND {selection.sql}"
