@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from ..storage.connection import Database, InlineConnection
 from ..storage.fts import fts5_expression, query_terms, tsquery_text
 from ..storage.postgres import dialect
-from . import locality, query_encoder
+from . import dates, locality, query_encoder
 from .filters import Selection
 from .meanwhile import BackgroundFill
 from .pg_schema import TEXT_SEARCH
@@ -246,7 +246,7 @@ class Ranking:
         terms, candidates = query_terms(query), max(limit, BM25_CANDIDATES)
         if self.embedder is None or query_vector is None:
             bm25 = await _bm25(db, spaces, terms, selection, candidates)
-            scores = locality.lifted(bm25)
+            scores = await dates.favour_named_time(db, query, locality.lifted(bm25), limit)
             return Ranked(_best(scores, limit), scores, words=len(bm25))
         from .dense import fuse
 
@@ -288,6 +288,7 @@ class Ranking:
             for seq, score in fused.items()
             if seq in bm25 or similar.best.get(seq, 0.0) >= query_vector.min_similarity
         })  # fmt: skip
+        relevant = await dates.favour_named_time(db, query, relevant, limit)
         return Ranked(
             _best(relevant, limit), relevant, words=len(bm25), meanings=len(similar.best),
             dense=dense,
