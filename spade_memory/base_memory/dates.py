@@ -6,12 +6,14 @@ agent storing a conversation turn gives the turn's date as its context) and thos
 stored in it. A search whose query names a day, a month of a year, a month of any year
 ("in June"), a season of a year or a year multiplies the score of each of its
 candidates that has a day in that time by ``1 + WEIGHT``; the other candidates keep
-theirs. Nothing else is read than the candidates the search found, and only when the
-query names a time. Times relative to now ("last week", "yesterday") are not read: the
-question's now is not the memory's. Measured on LoCoMo (see the README's *Benchmarks*).
+theirs. Only when the query names a time are the texts of the search's own candidates
+read again, and only of those that could still reach the top. Times relative to now
+("last week", "yesterday") are not read: the question's now is not the memory's.
+Measured on LoCoMo (see the README's *Benchmarks*).
 
-Regular expressions, not a date library: a search reads a few hundred texts, and
-``dateparser``'s search takes milliseconds for one; these patterns take microseconds.
+Regular expressions, not a date library: what is read is English, full dates and a few
+ways of naming a month, a season or a year, and a search may read a few hundred texts,
+each around the years it names, in microseconds.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ _MONTH_BEFORE_YEAR = re.compile(rf"\b{_MONTH}\.?\s+{_DAY},?\s+$", re.IGNORECASE)
 _A_YEAR = re.compile(r"(?:19|20)\d\d")
 """A year, once ``_alone`` (as ``\\b`` would check, which makes the scan twice as slow)."""
 _LONGEST_BEFORE_YEAR = len("30th of September, ") + 4
+"""How far before a year its day and month can start (with a few spaces to spare)."""
 _MONTH_OF_YEAR = re.compile(rf"\b{_MONTH}\.?,?\s+(?:of\s+)?{_YEAR}\b", re.IGNORECASE)
 _SEASON_OF_YEAR = re.compile(
     rf"\b(spring|summer|autumn|fall|winter)\s+(?:of\s+)?{_YEAR}\b", re.IGNORECASE
