@@ -21,12 +21,13 @@ Nothing here knows which services exist: that is the registry's business.
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from typing import Any
 
 from pydantic import BaseModel
 from slixmpp import JID, ClientXMPP
 from slixmpp.stanza import Message as Stanza
-from spade.message import Message
+from spade.message import SPADE_X_METADATA, Message
 from spade.template import Template
 
 from .errors import Busy, Condition, MemoryServiceError
@@ -34,6 +35,7 @@ from .ops import Record
 
 ONTOLOGY = "spade-memory"
 LANGUAGE = "json"
+_DATA = "{jabber:x:data}"
 
 
 class Failure(Record):
@@ -56,16 +58,33 @@ class Envelope(Message):  # type: ignore[misc]
         self.stanza_type = stanza_type
 
     def prepare(self, client: ClientXMPP) -> Stanza:
-        """The stanza to send (SPADE's, with the additions above)."""
-        stanza: Stanza = super().prepare(client)
-        if self.stanza_type != "chat":
-            stanza["type"] = self.stanza_type
+        """The stanza to send: SPADE's, with the additions above.
+
+        Built as SPADE builds it, to the byte (tested), but its metadata form as plain
+        XML: slixmpp's form objects cost about 70 µs of the 90 a reply took to build
+        (timed by hand), on every message a memory agent or its client sends."""
+        stanza: Stanza = client.Message()
+        stanza["to"] = self.to
+        stanza["from"] = self.sender
+        stanza["body"] = self.body
+        stanza["type"] = self.stanza_type
+        if self._metadata:
+            stanza.xml.append(metadata_form(self._metadata, self.thread))
         if self.thread:
             stanza["thread"] = self.thread
-        form = stanza.xml.find("{jabber:x:data}x")
-        if form is not None:
-            form.set("type", "result")
         return stanza
+
+
+def metadata_form(metadata: dict[str, str], thread: str | None) -> ET.Element:
+    """SPADE's metadata form (``spade:x:metadata``) as XML, typed ``result``: a
+    ``text-single`` field per entry, then the request id as ``_thread_node``."""
+    form = ET.Element(f"{_DATA}x", {"type": "result"})
+    entries = [*metadata.items(), ("_thread_node", thread)] if thread else metadata.items()
+    for name, value in entries:
+        field = ET.SubElement(form, f"{_DATA}field", {"var": name, "type": "text-single"})
+        ET.SubElement(field, f"{_DATA}value").text = value
+    ET.SubElement(form, f"{_DATA}title").text = SPADE_X_METADATA
+    return form
 
 
 def bare(jid: JID | str) -> str:
