@@ -76,9 +76,9 @@ def test_a_query_that_names_no_time_names_none(query: str) -> None:
 def test_every_full_date_of_a_text_is_read_in_order() -> None:
     text = "1:56 pm on 8 May, 2023. Before: see you on June 9th, 2023 or 31 April 2023"
     assert days_named(text) == [date(2023, 5, 8), date(2023, 6, 9)]
-    stored = datetime(2026, 11, 25, 23, 30, tzinfo=timezone.utc).timestamp()
     assert days_named("on 8 May, 20234 or 8 May, 2023x or 18 May, 2023") == [date(2023, 5, 18)]
     assert days_named("id x8 May, 2023 and 8 May,\n2023") == [date(2023, 5, 8)]
+    stored = datetime(2026, 11, 25, 23, 30, tzinfo=timezone.utc).timestamp()
     assert days_of("back on 2 Jan 2024", "8 May, 2023", stored) == [
         date(2023, 5, 8), date(2024, 1, 2), date(2026, 11, 25),
     ]  # fmt: skip

@@ -54,18 +54,22 @@ async def test_a_bystander_is_served_before_a_flooders_backlog(
     bystander = await start_client(unique_jid("bystander"), one_at_a_time.port)
     base = flooder.memory.base_memory_jid
     finished: list[str] = []
+    one_served = asyncio.Event()
 
     async def request(who: str, client_body: tuple[object, str]) -> None:
         client, body = client_body
         await send_raw(client.memory, base, body)  # type: ignore[attr-defined]
         finished.append(who)
+        one_served.set()
 
     try:
         flood = [
             asyncio.create_task(request(f"flood {n}", (flooder, slow_batch(f"flood {n}"))))
             for n in range(8)
         ]
-        await asyncio.sleep(0.05)  # the flood is on its way first
+        # The rest of the flood is waiting once one batch is answered, whatever the
+        # machine's speed (a fixed pause let a fast agent serve most of it first).
+        await one_served.wait()
         search = json.dumps({"op": "search_memories", "query": "anything"})
         await request("bystander", (bystander, search))
         await asyncio.gather(*flood)

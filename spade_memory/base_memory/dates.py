@@ -80,8 +80,8 @@ class Span:
 def named_span(query: str) -> Span | None:
     """The time ``query`` names: its first full date, else the first month of a year,
     season of a year, month alone or year alone it names; None when it names none."""
-    for day in days_named(query):
-        return Span(day, day)
+    if days := days_named(query):
+        return Span(days[0], days[0])
     if found := _MONTH_OF_YEAR.search(query):
         year, month = int(found.group(2)), _month(found.group(1))
         return Span(date(year, month, 1), _last_day(year, month))
