@@ -99,7 +99,7 @@ class ServeRequests(WakesWhenKilled):
             await self._admit(arrived)
         self._start_waiting()
         if self._refusals:  # one at a time: what arrives meanwhile is admitted first
-            await self.send(self._refusals.popleft())
+            await self.reply(self._refusals.popleft())
 
     async def _admit(self, request: Message) -> None:
         """Answer a known request id at once; queue the request within the limits, or
@@ -112,7 +112,7 @@ class ServeRequests(WakesWhenKilled):
                 return
             answered = self.answered.get(sender, request.thread)
             if answered is not None:
-                await self.send(wire.inform(request, answered))
+                await self.reply(wire.inform(request, answered))
                 return
         limits = self.service.limits
         if self.in_flight[sender] >= limits.max_in_flight:
@@ -145,13 +145,26 @@ class ServeRequests(WakesWhenKilled):
             if request.thread is not None and not isinstance(outcome, MemoryServiceError):
                 self.answered.keep(sender, request.thread, outcome)
             for copy in self._serving.pop(key, [request]):
-                await self.send(wire.reply_to(copy, outcome))
+                await self.reply(wire.reply_to(copy, outcome))
         finally:
             self.working -= 1
             self.in_flight[sender] -= 1
             if self.in_flight[sender] <= 0:
                 del self.in_flight[sender]
             self._start_waiting()
+
+    async def reply(self, message: wire.Envelope) -> None:
+        """Send a reply as its text (``Envelope.text``) on the agent's XMPP stream, in
+        turn with what else it sends; to an agent of this process, through SPADE, which
+        delivers it without XMPP. SPADE's own ``send`` builds slixmpp's stanza objects
+        and keeps a trace of every message, which a memory agent has no use for."""
+        agent = self.agent
+        if agent.container.has_agent(str(message.to)):
+            await self.send(message)
+            return
+        if message.empty_sender():
+            message.sender = str(agent.jid)
+        agent.client.send(message.text(agent.client))
 
     async def drain(self, timeout: float = 10.0) -> None:
         """Let the requests being served, and those waiting their turn, finish (before
@@ -301,6 +314,22 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         self.add_behaviour(self.serving, wire.request_template())
         for behaviour, template in self.service.behaviours(self):
             self.add_behaviour(behaviour, template)
+
+    def dispatch(self, msg: Message) -> list[asyncio.Task[None]]:
+        """Put ``msg`` in the mailbox of each behaviour whose template it matches, at once.
+
+        SPADE's own dispatch makes two tasks per behaviour, keeps a trace of every
+        message, and also delivers to behaviours added without a template: here the
+        notifiers, which only send, and whose mailboxes would keep every request the
+        agent ever served. Returns no tasks (nothing is left to run)."""
+        delivered = False
+        for behaviour in self.behaviours:
+            if behaviour.template is not None and behaviour.template.match(msg):
+                behaviour.queue.put_nowait(msg)
+                delivered = True
+        if not delivered:
+            logger.debug("no behaviour takes a message from %s", msg.sender)
+        return []
 
     def _message_received(self, stanza: Stanza) -> list[asyncio.Task[None]]:
         """SPADE's dispatch, plus what peers without SPADE's form send (``plain_peers``):

