@@ -32,12 +32,20 @@ async def main(args: argparse.Namespace) -> None:
                 f"{row.p50 / against.p50:.2f}x | {row.p99 / against.p99:.2f}x",
             )  # fmt: skip
         console.print(table)
-        batched = Table("sent four at a time", "per second", "messages per second")
+        batched = Table(
+            "sent four at a time", "per second", "messages per second",
+            "CPU µs per item: agent | server | requester",
+        )  # fmt: skip
         for rate in rates:
+            cpu = " | ".join(
+                f"{rate.cpu_us[part]:,.0f}" if part in rate.cpu_us else "-"
+                for part in ("agent", "server", "requester")
+            )
             batched.add_row(
                 rate.name,
                 f"{rate.per_second:,.0f}",
                 f"{rate.messages_per_second:,.0f}" if rate.messages_per_second else "",
+                cpu,
             )
         console.print(batched)
     table = Table(

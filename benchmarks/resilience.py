@@ -38,6 +38,7 @@ from spade_memory.reconnect import reconnector_of
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
 
+from .stats import CpuMeter
 from .wire import Requester as Client
 from .wire import peer_process
 
@@ -124,35 +125,6 @@ class LoadResult:
     def ok(self) -> bool:
         expected = self.clients * self.stores_each
         return self.stored == expected and self.errors == 0 and self.locked == 0
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User and system CPU time of process ``pid`` so far (None without Linux's ``/proc``)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class CpuMeter:
-    """CPU time per request of each process of a load run, phase by phase."""
-
-    def __init__(self, pids: dict[str, int]) -> None:
-        self.pids = pids
-        self._start: dict[str, float | None] = {}
-
-    def start(self) -> None:
-        self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
-
-    def per_request_us(self, requests: int) -> dict[str, float]:
-        """µs of CPU per request of each process since ``start``."""
-        spent = {}
-        for name, pid in self.pids.items():
-            before, now = self._start.get(name), cpu_seconds(pid)
-            if before is not None and now is not None:
-                spent[name] = (now - before) / requests * 1e6
-        return spent
 
 
 async def _bare_round_trips(clients: list[Client], each: int) -> float:

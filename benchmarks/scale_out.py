@@ -46,7 +46,7 @@ from spade_memory.testing import (
 
 from .corpus import Corpus
 from .resilience import start_clients
-from .stats import summary_ms
+from .stats import cpu_seconds, summary_ms
 from .store_search import OWNER, _ours, _rows
 from .wire import Requester as Client
 from .wire import peer_process
@@ -114,14 +114,7 @@ class ThroughputResult:
 
 def _cpu_of(pids: list[int]) -> float:
     """CPU seconds (user and system) the living processes ``pids`` have spent."""
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / os.sysconf("SC_CLK_TCK")
+    return sum(spent for pid in pids if (spent := cpu_seconds(pid)) is not None)
 
 
 def _children_of(parent: int) -> list[int]:

@@ -1,8 +1,10 @@
-"""Small helpers for latency figures."""
+"""Small helpers for latency and CPU figures."""
 
 from __future__ import annotations
 
+import os
 import statistics
+from pathlib import Path
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -17,3 +19,32 @@ def summary_ms(samples: list[float]) -> tuple[float, float]:
 
 def median(samples: list[float]) -> float:
     return statistics.median(samples)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU time of process ``pid`` so far (None without Linux's ``/proc``)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU time per request of each process of a run, phase by phase."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self._start: dict[str, float | None] = {}
+
+    def start(self) -> None:
+        self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def per_request_us(self, requests: int) -> dict[str, float]:
+        """µs of CPU per request of each process since ``start``."""
+        spent = {}
+        for name, pid in self.pids.items():
+            before, now = self._start.get(name), cpu_seconds(pid)
+            if before is not None and now is not None:
+                spent[name] = (now - before) / requests * 1e6
+        return spent

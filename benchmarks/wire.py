@@ -13,13 +13,14 @@ a hundred searches, and bare messages, are sent four at a time, for rates.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from spade.agent import Agent
@@ -40,7 +41,7 @@ from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
 
 from .corpus import Corpus
 from .peers import READY
-from .stats import summary_ms
+from .stats import CpuMeter, summary_ms
 
 ECHO_JID = "bench-echo@localhost"
 
@@ -88,7 +89,13 @@ async def bench_wire(
             for child in (server, echo, memory, bm25):
                 child.start()
                 started.append(child)
-            return await _measure(port, round_trips, blocks, batches)
+            pids = {
+                name: child.process.pid
+                for name, child in (("server", server), ("echo", echo), ("memory", memory),
+                                    ("bm25", bm25))
+                if child.process is not None
+            }  # fmt: skip
+            return await _measure(port, round_trips, blocks, batches, pids)
         finally:
             for child in reversed(started):
                 child.stop()
@@ -100,10 +107,13 @@ class RateResult:
     per_second: float
     """Items (memories, searches, messages) per second."""
     messages_per_second: float
+    cpu_us: dict[str, float] = field(default_factory=dict)
+    """CPU time per item of the agent that served it, the XMPP server and the requester
+    (``agent``, ``server``, ``requester``), in µs: where the two cores went."""
 
 
 async def _measure(
-    port: int, round_trips: int, blocks: int, batches: int
+    port: int, round_trips: int, blocks: int, batches: int, pids: dict[str, int]
 ) -> tuple[list[WireResult], list[RateResult]]:
     # a batch of a hundred searches is one request: its reply may take seconds
     agent = Requester(
@@ -111,16 +121,16 @@ async def _measure(
     )
     await start_agent(agent)
     try:
-        return await _measure_with(agent.memory, round_trips, blocks, batches)
+        return await _measure_with(agent.memory, round_trips, blocks, batches, pids)
     finally:
         await stop_agent(agent)
 
 
 async def _measure_with(
-    memory: MemoryClient, round_trips: int, blocks: int, batches: int
+    memory: MemoryClient, round_trips: int, blocks: int, batches: int, pids: dict[str, int]
 ) -> tuple[list[WireResult], list[RateResult]]:
     corpus = Corpus(seed=5)
-    texts = iter(corpus.memories(2 * round_trips + 2400 + 3 * batches * BATCH))  # warm-up, floor
+    texts = iter(corpus.memories(2 * round_trips + 2400 + 4 * batches * BATCH))  # warm-up, floor
     queries = iter(corpus.queries(2 * round_trips + 400 + batches * BATCH, 2))
 
     async def bare(reply: str | None = None) -> None:
@@ -165,7 +175,7 @@ async def _measure_with(
                 start = time.perf_counter()
                 await run()
                 samples[name].append(time.perf_counter() - start)
-    rates = await _rates(memory, texts, queries, batches)
+    rates = await _rates(memory, texts, queries, batches, pids)
     return [WireResult(name, *summary_ms(s), len(s)) for name, s in samples.items()], rates
 
 
@@ -176,14 +186,24 @@ IN_FLIGHT = 4
 
 
 async def _rates(
-    memory: MemoryClient, texts: Iterator[str], queries: Iterator[str], batches: int
+    memory: MemoryClient,
+    texts: Iterator[str],
+    queries: Iterator[str],
+    batches: int,
+    pids: dict[str, int],
 ) -> list[RateResult]:
     """Stores and searches per second in batches of ``BATCH``, ``IN_FLIGHT`` at a time,
-    and bare messages per second sent the same way."""
+    and bare messages per second sent the same way, with the CPU time each process
+    spent per item."""
 
     async def stores() -> None:
         ops = [StoreMemory(category="fact", content=next(texts)) for _ in range(BATCH)]
         outcomes = await memory.batch(memory.base_memory_jid, ops)
+        assert all(isinstance(o, Stored) for o in outcomes), outcomes[:3]
+
+    async def stores_bm25() -> None:
+        ops = [StoreMemory(category="fact", content=next(texts)) for _ in range(BATCH)]
+        outcomes = await memory.batch(BM25_JID, ops)
         assert all(isinstance(o, Stored) for o in outcomes), outcomes[:3]
 
     async def searches() -> None:
@@ -207,34 +227,43 @@ async def _rates(
         results = BatchResults.model_validate_json(reply.body).results
         assert all(Stored.model_validate(item.result) for item in results)
 
-    async def rate(send: Callable[[], Awaitable[None]], count: int) -> float:
-        """Messages per second: ``count`` sends, ``IN_FLIGHT`` at a time."""
+    async def rate(
+        name: str, send: Callable[[], Awaitable[None]], count: int, per: int, agent: str
+    ) -> RateResult:
+        """``count`` sends, ``IN_FLIGHT`` at a time, of ``per`` items each, served by the
+        process ``agent``."""
         pending = iter(range(count))
 
         async def sender() -> None:
             for _ in pending:
                 await send()
 
+        processes = {"agent": pids[agent], "server": pids["server"], "requester": os.getpid()}
+        meter = CpuMeter(processes)
+        meter.start()
         started = time.perf_counter()
         await asyncio.gather(*(sender() for _ in range(IN_FLIGHT)))
-        return count / (time.perf_counter() - started)
+        messages = count / (time.perf_counter() - started)
+        return RateResult(name, messages * per, messages, meter.per_request_us(count * per))
 
-    stored = await rate(stores, batches)
-    searched = await rate(searches, max(1, batches // 4))
-    transport = await rate(bare_batch, batches)
-    messages = await rate(bare, batches * 10)
-    floor = await sqlite_floor([next(texts) for _ in range(batches * BATCH)])
-    return [
-        RateResult(f"store_memory, batches of {BATCH}", stored * BATCH, stored),
-        RateResult(f"search_memories, batches of {BATCH}", searched * BATCH, searched),
-        RateResult(
-            f"control: bare request/reply the size of a batch of {BATCH} stores, each way",
-            transport * BATCH,
-            transport,
+    results = [
+        await rate(f"store_memory, batches of {BATCH}", stores, batches, BATCH, "memory"),
+        await rate(
+            f"store_memory, BM25 alone, batches of {BATCH}", stores_bm25, batches, BATCH, "bm25"
         ),
-        RateResult("bare SPADE request/reply (one op each)", messages, messages),
-        RateResult(f"SQLite alone: the rows, FTS5 and indexes, {BATCH} a commit", floor, 0),
-    ]
+        await rate(
+            f"search_memories, batches of {BATCH}", searches, max(1, batches // 4), BATCH,
+            "memory",
+        ),
+        await rate(
+            f"control: bare request/reply the size of a batch of {BATCH} stores, each way",
+            bare_batch, batches, BATCH, "echo",
+        ),
+        await rate("bare SPADE request/reply (one op each)", bare, batches * 10, 1, "echo"),
+    ]  # fmt: skip
+    floor = await sqlite_floor([next(texts) for _ in range(batches * BATCH)])
+    floor_name = f"SQLite alone: the rows, FTS5 and indexes, {BATCH} a commit"
+    return [*results, RateResult(floor_name, floor, 0, {"agent": 1e6 / floor})]
 
 
 async def sqlite_floor(texts: list[str]) -> float:
