@@ -116,6 +116,11 @@ class LoadResult:
     cpu_us: dict[str, tuple[float, float]] = field(default_factory=dict)
     """CPU time per request of each process, (bare round trips, stores), in µs: where
     the machine's two cores go (empty where ``/proc`` cannot tell)."""
+    embedding_seconds: float | None = None
+    """With meaning search on: seconds from the last store until every memory of the
+    run had its vector (the background embeds once the stores pause)."""
+    embedding_cpu_us: float | None = None
+    """CPU time of the memory agent per memory meanwhile, in µs."""
 
     @property
     def stores_per_s(self) -> float:
@@ -171,6 +176,13 @@ async def run_load(
             await asyncio.gather(*(store_all(n, a) for n, a in enumerate(agents)))
             seconds = time.perf_counter() - started
             store_cpu = meter.per_request_us(clients * stores)
+            embedding: tuple[float | None, float | None] = (None, None)
+            if dense:  # the bare round trips after the run must not share the CPU with it
+                meter.start()
+                started = time.perf_counter()
+                await _vectors_written(agents)
+                cpu = meter.per_request_us(clients * stores).get("memory agent")
+                embedding = (time.perf_counter() - started, cpu)
             after = await _bare_round_trips(agents, bare)
         finally:
             for agent in agents:
@@ -180,7 +192,21 @@ async def run_load(
             clients, stores, len(memory_rows(running.data_dir)), sum(errors.values()), locked,
             seconds, (before + after) / 2,
             {name: (bare_cpu.get(name, 0.0), store_cpu.get(name, 0.0)) for name in meter.pids},
+            *embedding,
         )  # fmt: skip
+
+
+async def _vectors_written(clients: list[Client], timeout: float = 600.0) -> None:
+    """Return once no memory of the clients waits for its vector; raises ``TimeoutError``
+    after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        stats = await asyncio.gather(*(c.memory.get_memory_stats() for c in clients))
+        if all(s is not None and s.waiting_vectors == 0 for s in stats):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"memories still wait for their vectors after {timeout:.0f}s")
+        await asyncio.sleep(0.5)
 
 
 def _pid(child: ChildProcess) -> int:
@@ -452,6 +478,15 @@ def _figures(console: Console, title: str, rows: list[tuple[str, str]]) -> None:
     console.print(table)
 
 
+def _embedding_rows(r: LoadResult) -> list[tuple[str, str]]:
+    if r.embedding_seconds is None or r.embedding_cpu_us is None:
+        return []
+    return [
+        ("vectors of all written, seconds after the last store", f"{r.embedding_seconds:.1f}"),
+        ("CPU per memory, memory agent embedding them then", f"{r.embedding_cpu_us:,.0f} µs"),
+    ]
+
+
 def print_load(console: Console, r: LoadResult) -> None:
     _figures(console, "Load: client agents storing into one base memory agent", [
         ("clients x stores each", f"{r.clients} x {r.stores_each:,}"),
@@ -462,6 +497,7 @@ def print_load(console: Console, r: LoadResult) -> None:
         ("bare round trips per second (same clients, echo agent)", f"{r.bare_per_s:,.0f}"),
         ("stores vs bare round trips", f"{r.stores_per_s / r.bare_per_s:.2f}x"),
         ("seconds storing", f"{r.seconds:.1f}"),
+        *_embedding_rows(r),
         *(
             (f"CPU per request, {name}: bare | store", f"{bare:,.0f} | {store:,.0f} µs")
             for name, (bare, store) in r.cpu_us.items()

@@ -1,5 +1,6 @@
 """Vectors computed after the write: what a store acknowledged before its vector exists
-can be found by, a crash before the embedding, and the dense side's candidates.
+can be found by, a burst of stores served before the model, a crash before the
+embedding, and the dense side's candidates.
 
 Real SQLite files and the real MiniLM model; the only thing added is a gate
 that holds the background embedding thread, so the test knows it has not run.
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
@@ -109,6 +111,31 @@ async def test_a_store_is_found_by_words_at_once_and_by_meaning_once_embedded(
     await store.embedded()
     assert vectors_in(tmp_path / "held.db") == 2
     assert await found(store, QUESTION) == [DOG]
+
+
+def test_the_background_waits_for_a_pause_in_the_stores_but_not_for_ever() -> None:
+    quiet, most = backfill.QUIET_SECONDS, backfill.MOST_DEFERRED_SECONDS
+    assert backfill.pause_left(100.0, 100.0, 90.0) == pytest.approx(quiet)  # one just came
+    assert backfill.pause_left(100.0 + quiet, 100.0, 90.0) == 0.0  # a pause: it starts
+    # stores that never pause: it starts once the memories have waited long enough
+    assert backfill.pause_left(200.0, 200.0, 200.0 - most) == 0.0
+    assert backfill.pause_left(200.0, 200.0, 200.0 - most + 0.01) == pytest.approx(0.01)
+
+
+async def test_stores_that_never_pause_hold_the_background_off_only_so_long(
+    tmp_path: Path, model: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(backfill, "QUIET_SECONDS", 3600.0)  # as if the stores never paused
+    monkeypatch.setattr(backfill, "MOST_DEFERRED_SECONDS", 1.0)
+    store = await LongTermStore.open(tmp_path / "busy.db", embedder=model)
+    try:
+        began = time.monotonic()
+        await put(store, DOG)
+        await asyncio.wait_for(store.embedded(), timeout=60)  # not an hour
+        assert time.monotonic() - began >= 1.0  # not before its time either
+        assert vectors_in(tmp_path / "busy.db") == 1
+    finally:
+        await store.close()
 
 
 async def test_a_text_changed_while_it_was_embedded_gets_the_new_vector(

@@ -36,6 +36,7 @@ async def test_sixteen_clients_store_a_thousand_each() -> None:
     result = await run_load(clients=16, stores=1000)
     print_load(console, result)
     assert result.stored == 16_000 and result.errors == 0 and result.locked == 0
+    assert result.embedding_seconds is not None  # and every memory got its vector
 
 
 @pytest.mark.slow

@@ -5,7 +5,10 @@ model, so it costs what a SQLite transaction costs and BM25 finds the memory
 at once. Its seq joins ``waiting``; a background task embeds the waiting
 memories in batches, in a thread of the lowest CPU priority, so the model
 takes what the agents' requests leave of the CPU, and commits their vectors
-in one trip. What waits is read from the file at start (a memory without a
+in one trip. It starts a batch only once no memory has come for a moment
+(``QUIET_SECONDS``): a burst of stores is served first, and embedded after it,
+but a memory never waits more than ``MOST_DEFERRED_SECONDS`` for the
+background to start on it. What waits is read from the file at start (a memory without a
 vector row, or with another model's), so a crash between a commit and its
 embedding loses nothing. A search first embeds the waiting memories of the spaces it
 reads, at normal priority, when they are few (``ON_DEMAND``): a memory
@@ -35,8 +38,12 @@ BATCH = 64
 """Memories embedded together and committed in one transaction."""
 ON_DEMAND = 64
 """A search embeds the waiting memories of its spaces first when at most this many wait."""
-GATHER_SECONDS = 0.05
-"""How long the background waits after a first memory to embed, for more to come."""
+QUIET_SECONDS = 0.05
+"""How long no memory must have come before the background starts a batch: one batch
+for many single stores, and a burst of stores is not slowed by the model."""
+MOST_DEFERRED_SECONDS = 60.0
+"""How long the background waits for a quiet moment at most, counted from when memories
+began to wait: under stores that never pause, it embeds beside them."""
 RETRY_AFTER_SECONDS = 5.0
 """Pause after a batch failed to commit (a full disk, say) before trying again."""
 
@@ -52,6 +59,10 @@ class VectorBackfill:
         """The text to embed of waiting memories, when the write that noted them knew it."""
         self._by_space: dict[str, set[int]] = {}
         """The waiting memories of each space."""
+        self._last_noted = 0.0
+        """When a memory last came (the event loop's clock)."""
+        self._waiting_since = 0.0
+        """When memories began to wait, none waiting before."""
         self._wake = asyncio.Event()
         self._drained = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -76,6 +87,9 @@ class VectorBackfill:
         """These committed memories (seq → space key) need a vector; ``texts`` are the
         texts to embed of some of them (the others are read from the file)."""
         if seqs:
+            self._last_noted = asyncio.get_running_loop().time()
+            if not self.waiting:
+                self._waiting_since = self._last_noted
             self.waiting.update(seqs)
             for seq, space in seqs.items():
                 self._texts.pop(seq, None)
@@ -118,10 +132,9 @@ class VectorBackfill:
     async def _run(self) -> None:
         while True:
             await self._wake.wait()
-            if len(self.waiting) < BATCH:
-                await asyncio.sleep(GATHER_SECONDS)  # one batch for many single stores
             self._wake.clear()
             while self.waiting:
+                await self._until_quiet()
                 batch = list(itertools.islice(self.waiting, BATCH))
                 try:
                     await self._embed(batch, background=True)
@@ -132,6 +145,13 @@ class VectorBackfill:
                     logger.exception("embedding failed; trying again later")
                     await asyncio.sleep(RETRY_AFTER_SECONDS)
             self._drained.set()
+
+    async def _until_quiet(self) -> None:
+        """Return once no memory has come for ``QUIET_SECONDS`` (or memories have waited
+        ``MOST_DEFERRED_SECONDS``)."""
+        loop = asyncio.get_running_loop()
+        while (left := pause_left(loop.time(), self._last_noted, self._waiting_since)) > 0:
+            await asyncio.sleep(left)
 
     async def _embed(self, seqs: list[int], background: bool) -> None:
         """Embed ``seqs`` as they are now and commit their vectors, unless their text
@@ -215,6 +235,13 @@ class VectorBackfill:
             int(seq): (str(space), embedding_text(str(content), context))
             for seq, space, content, context in rows
         }
+
+
+def pause_left(now: float, last_noted: float, waiting_since: float) -> float:
+    """Seconds the background still waits before its next batch, at ``now``: until
+    ``QUIET_SECONDS`` after the last memory came, but not past ``MOST_DEFERRED_SECONDS``
+    after memories began to wait."""
+    return max(0.0, min(last_noted + QUIET_SECONDS, waiting_since + MOST_DEFERRED_SECONDS) - now)
 
 
 class _LowPriorityThread:
