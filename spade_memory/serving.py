@@ -332,9 +332,10 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         return []
 
     def _message_received(self, stanza: Stanza) -> list[asyncio.Task[None]]:
-        """SPADE's dispatch, plus what peers without SPADE's form send (``plain_peers``):
-        an op is served as a request, anything else with a body is answered with an
-        error saying what to send; error stanzas are never answered."""
+        """SPADE's reading of the stanza and the agent's ``dispatch``, plus what peers
+        without SPADE's form send (``plain_peers``): an op is served as a request,
+        anything else with a body is answered with an error saying what to send; error
+        stanzas are never answered."""
         if stanza["type"] == "error":
             return []
         message = Message.from_node(stanza)

@@ -6,11 +6,12 @@ at once. Its seq joins ``waiting``; a background task embeds the waiting
 memories in batches, in a thread of the lowest CPU priority, so the model
 takes what the agents' requests leave of the CPU, and commits their vectors
 in one trip. It starts a batch only once no memory has come for a moment
-(``QUIET_SECONDS``): a burst of stores is served first, and embedded after it,
-but a memory never waits more than ``MOST_DEFERRED_SECONDS`` for the
-background to start on it. What waits is read from the file at start (a memory without a
-vector row, or with another model's), so a crash between a commit and its
-embedding loses nothing. A search first embeds the waiting memories of the spaces it
+(``QUIET_SECONDS``): a burst of stores is served first and embedded after it
+(at the lowest priority alone, the model still slowed a burst on two cores),
+but the background never waits more than ``MOST_DEFERRED_SECONDS`` for such a
+pause. What waits is read from the file at start (a memory without a vector
+row, or with another model's), so a crash between a commit and its embedding
+loses nothing. A search first embeds the waiting memories of the spaces it
 reads, at normal priority, when they are few (``ON_DEMAND``): a memory
 stored just before a search is found by meaning too.
 """
