@@ -6,8 +6,9 @@ with hybrid search and one with BM25 alone, and the requester (this
 process). The echo agent and the memory agents are set up alike (own
 process, same server), so the ratio is the memory agent's own cost. The
 kinds of request are timed in alternating blocks, so that machine noise
-falls on all of them. Then batches of a hundred stores and of
-a hundred searches, and bare messages, are sent four at a time, for rates.
+falls on all of them. Then batches of a hundred stores (to each memory agent)
+and of a hundred searches, and bare messages, are sent four at a time, for rates,
+with the CPU time each process spent per item.
 """
 
 from __future__ import annotations
