@@ -101,8 +101,7 @@ def metadata_form(metadata: dict[str, str], thread: str | None) -> ET.Element:
     """SPADE's metadata form (``spade:x:metadata``) as XML, typed ``result``: a
     ``text-single`` field per entry, then the request id as ``_thread_node``."""
     form = ET.Element(f"{_DATA}x", {"type": "result"})
-    entries = [*metadata.items(), ("_thread_node", thread)] if thread else metadata.items()
-    for name, value in entries:
+    for name, value in _form_entries(metadata, thread):
         field = ET.SubElement(form, f"{_DATA}field", {"var": name, "type": "text-single"})
         ET.SubElement(field, f"{_DATA}value").text = value
     ET.SubElement(form, f"{_DATA}title").text = SPADE_X_METADATA
@@ -111,14 +110,19 @@ def metadata_form(metadata: dict[str, str], thread: str | None) -> ET.Element:
 
 def metadata_form_text(metadata: dict[str, str], thread: str | None) -> str:
     """``metadata_form`` as slixmpp writes it inside a stanza."""
-    entries = [*metadata.items(), ("_thread_node", thread)] if thread else metadata.items()
     parts = ['<x xmlns="jabber:x:data" type="result">']
-    for name, value in entries:
+    for name, value in _form_entries(metadata, thread):
         parts.append(f'<field var="{escape(name)}" type="text-single">')
         parts.append(f"<value>{escape(value)}</value>" if value else "<value />")
         parts.append("</field>")
     parts.append(f"<title>{SPADE_X_METADATA}</title></x>")
     return "".join(parts)
+
+
+def _form_entries(metadata: dict[str, str], thread: str | None) -> list[tuple[str, str]]:
+    """The form's fields in order: the metadata, then the request id (SPADE's
+    ``_thread_node``) when there is one."""
+    return [*metadata.items(), ("_thread_node", thread)] if thread else [*metadata.items()]
 
 
 def bare(jid: JID | str) -> str:

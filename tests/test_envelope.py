@@ -15,10 +15,14 @@ from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
 from spade_memory import wire
-from spade_memory.base_memory.ops import SearchMemories, base_memory_ops
+from spade_memory.base_memory.ops import MemoryStatsOp, SearchMemories, base_memory_ops
 from spade_memory.errors import NotAuthorized
+from spade_memory.lifecycle import stop_agent
 from spade_memory.limits import Limits
 from spade_memory.serving import MemoryAgent, OutOfService, ServeRequests
+from spade_memory.testing import MemoryServiceProcess
+
+from .harness import ClientAgent, start, unique_jid
 
 
 @pytest.fixture
@@ -125,3 +129,39 @@ async def test_a_request_reaches_serving_and_no_behaviour_without_a_template() -
     # SPADE's own dispatch would have put all six in the sender's mailbox, for ever
     assert serving.mailbox_size() == 3 and sender.mailbox_size() == 0
     assert (await serving.receive()).thread == "r-1"
+
+
+class Asks(CyclicBehaviour):  # type: ignore[misc]
+    """Sends one request as SPADE sends it (from the agent's bare JID), keeps the reply."""
+
+    def __init__(self, to: str) -> None:
+        super().__init__()
+        self.to, self.asked = to, False
+        self.reply = asyncio.get_running_loop().create_future()
+
+    async def run(self) -> None:
+        if not self.asked:
+            self.asked = True
+            await self.send(wire.request_message(self.to, MemoryStatsOp(), "r-local"))
+        if (received := await self.receive(timeout=0.2)) is not None and not self.reply.done():
+            self.reply.set_result(received)
+
+
+async def test_a_reply_to_an_agent_of_the_same_process_goes_through_spade(
+    memory_service: MemoryServiceProcess,
+) -> None:
+    service = OutOfService("base-memory", base_memory_ops, Limits(), "closed for the test")
+    memory = MemoryAgent(unique_jid("local-memory"), "secret", service, port=memory_service.port)
+    asker = ClientAgent(unique_jid("local-asker"), "secret", port=memory_service.port)
+    await start(memory)
+    await start(asker)
+    try:
+        asks = Asks(str(memory.jid))
+        asker.add_behaviour(asks, wire.reply_template())
+        reply = await asyncio.wait_for(asks.reply, timeout=30)
+        assert reply.thread == "r-local" and reply.get_metadata("performative") == "failure"
+        # SPADE handed over the reply object itself: it never went out as XMPP text
+        assert isinstance(reply, wire.Envelope)
+    finally:
+        await stop_agent(asker)
+        await stop_agent(memory)
