@@ -25,8 +25,8 @@ from spade_memory import MemoryMixin, StoreMemory, wire, xml_escape
 from spade_memory.base_memory.ops import Memory, MemoryList, Stored
 from spade_memory.batch import BatchItem, BatchResults
 from spade_memory.lifecycle import start_agent, stop_agent
+from spade_memory.server.embedded import EmbeddedXMPPServer
 from spade_memory.server.runtime import use_uvloop
-from spade_memory.server.xmpp_server import EmbeddedXMPPServer
 
 from .corpus import Corpus
 

@@ -1,3 +1,3 @@
 """Running the memory service: ``runtime`` (start and stop the agents of the registry),
-``cli`` (the ``spade-memory`` command), ``xmpp_server`` (SPADE's embedded server),
+``cli`` (the ``spade-memory`` command), ``embedded`` (SPADE's embedded XMPP server),
 ``demo``."""

@@ -28,6 +28,7 @@ from ..schema import json_schemas
 from ..storage.faults import StoreFault, free_bytes
 from ..storage.postgres import is_url, shown
 from . import backup, imports, shell
+from .embedded import OfflineLimits
 from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
 
 DATA_ENV = "SPADE_MEMORY_DATA"
@@ -67,6 +68,21 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"connect to an XMPP server already running at DOMAIN:PORT instead of"
         f" starting the embedded one (password from ${PASSWORD_ENV})",
     )
+    embedded = run.add_argument_group("the embedded XMPP server")
+    embedded.add_argument(
+        "--registrations-per-minute", type=int, default=60, metavar="N",
+        help="new accounts one source address may make in a minute; 0: no limit"
+        " (default: %(default)s)",
+    )  # fmt: skip
+    for flag, default, what in (
+        ("--offline-messages", OfflineLimits.messages_per_account,
+         "messages kept for one account with no available session"),
+        ("--offline-bytes", OfflineLimits.bytes_per_account,
+         "bytes of messages kept for one such account"),
+        ("--offline-bytes-in-all", OfflineLimits.bytes_in_all,
+         "bytes of messages kept for all such accounts together"),
+    ):  # fmt: skip
+        embedded.add_argument(flag, type=int, default=default, help=f"most {what} (%(default)s)")
     limits = run.add_argument_group("limits (exceeding one is answered resource-constraint)")
     limits.add_argument(
         "--max-content-chars", type=int, default=Limits.max_content_chars,
@@ -237,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=args.port,
         s2s_port=args.s2s_port,
         embedded_server=not args.external_server,
+        registrations_per_minute=args.registrations_per_minute,
+        offline=OfflineLimits(args.offline_messages, args.offline_bytes, args.offline_bytes_in_all),
         limits=Limits(
             max_content_chars=args.max_content_chars,
             max_results=args.max_results,

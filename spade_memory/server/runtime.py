@@ -35,7 +35,7 @@ from ..storage.manifest import Manifest
 from ..storage.postgres import is_url
 from . import collector
 from .backup import lock
-from .xmpp_server import EmbeddedXMPPServer
+from .embedded import EmbeddedXMPPServer, OfflineLimits
 
 logger = logging.getLogger("spade_memory.runtime")
 PASSWORD_ENV = "SPADE_MEMORY_PASSWORD"
@@ -54,6 +54,10 @@ class RunConfig:
     port: int = 5222
     s2s_port: int = 5269
     embedded_server: bool = True
+    registrations_per_minute: int = 60
+    """New accounts one source address may make on the embedded server in a minute."""
+    offline: OfflineLimits = field(default_factory=OfflineLimits)
+    """What the embedded server keeps for accounts with no available session."""
     password: str | None = None
     connect_timeout: float = 15.0
     services: tuple[str, ...] = NAMES
@@ -211,8 +215,9 @@ class MemoryRuntime:
             if config.embedded_server:
                 await warn_of_domain_grants(self.spaces)
                 server = EmbeddedXMPPServer(
-                    config.data_dir, config.domain, config.port, config.s2s_port
-                )
+                    config.data_dir, config.domain, config.port, config.s2s_port,
+                    config.offline, config.registrations_per_minute,
+                )  # fmt: skip
                 await server.start()
                 self._push(server.stop)
             for name in config.services:

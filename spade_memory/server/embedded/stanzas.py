@@ -1,0 +1,179 @@
+"""What the embedded server does with a client's stanzas once its stream is bound.
+
+pyjabber's handler, with these differences, each for a fault seen:
+
+- ``from`` is stamped with the stream's authenticated JID (RFC 6120 §8.1.2.1);
+  pyjabber only filled in a missing one, so anyone could send as anyone.
+- No one stanza can stop a connection. pyjabber read ``to`` with its own
+  splitter inside the one task that feeds a connection's stanzas: an address
+  with two ``@`` (or none) raised there, and that connection's outgoing path
+  died silently with TCP still up. Here an address is read by slixmpp's JID (as
+  every client reads it), a message that cannot be routed goes back to its
+  sender as an error, and anything else that fails drops that stanza alone,
+  with a log line.
+- Messages to an account with no available session are kept within bounds
+  (``offline``) and delivered, oldest first, when a session says it is
+  available; pyjabber kept them without bound and delivered newest first.
+- An iq addressed to a connected client's full JID is delivered to it (pyjabber
+  answered every iq itself, so a peer's disco#info or ping never reached the
+  agent it named).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import xml.etree.ElementTree as ET
+from typing import Any, ClassVar
+
+from pyjabber import AppConfig
+from pyjabber.stream.handlers.StanzaHandler import StanzaHandler
+from pyjabber.stream.JID import JID as RoutedJID
+from slixmpp.jid import JID, InvalidJID
+
+from .accounts import account_exists
+from .names import speaker_refusal
+from .offline import OfflineMessages
+
+logger = logging.getLogger("spade_memory.xmpp_server")
+_CLIENT_STANZAS = frozenset("{jabber:client}" + kind for kind in ("message", "presence", "iq"))
+_STANZAS = "urn:ietf:params:xml:ns:xmpp-stanzas"
+_KEPT_TYPES = frozenset(("chat", "normal"))
+"""Message types kept for an absent account (RFC 6121 §8.5.2: not errors, headlines or
+groupchat)."""
+
+
+class StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
+    """pyjabber's handler of a bound client stream, with the differences above."""
+
+    offline: ClassVar[OfflineMessages] = OfflineMessages()
+    """Messages waiting for their account (set by the server when it starts)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._stamp: str | None = None
+        """The address stamped on every stanza of this stream, once checked."""
+
+    async def feed(self, element: ET.Element) -> None:
+        speaker = self._jid or self._connections.get_jid(self._peername)
+        try:
+            if element.tag in _CLIENT_STANZAS:
+                if self._stamp is None or self._stamp != str(speaker):
+                    why = "no authenticated address" if speaker is None else _unstampable(speaker)
+                    if why is not None:
+                        logger.warning("dropped a stanza of %s: %s", self._peername, why)
+                        return
+                    self._stamp = str(speaker)
+                element.attrib["from"] = self._stamp  # a forged from is replaced, not trusted
+            await super().feed(element)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # one stanza, never the connection
+            logger.warning("dropped a %s from %s: %r", _kind(element), speaker, error)
+
+    async def handle_msg(self, element: ET.Element) -> None:
+        to = self._destination(element)
+        if to is None:
+            return
+        host = AppConfig.app_config.host
+        if to.domain != host and to.domain not in self._ip:
+            await super().handle_msg(element)  # another server's: pyjabber's s2s
+            return
+        routed = RoutedJID(user=to.user, domain=host, resource=to.resource or None)
+        stanza = ET.tostring(element)
+        sessions = self._connections.get_transport_online(routed) if to.resource else []
+        if not sessions and element.attrib.get("type", "normal") in _KEPT_TYPES:
+            sessions = self._available(routed)  # RFC 6121 §8.5.3.2.1: as to the bare JID
+            if not sessions:
+                await self._keep(element, to.bare, stanza)
+                return
+        for session in sessions:
+            session.transport.write(stanza)
+
+    async def handle_iq(self, element: ET.Element) -> None:
+        """An iq to a local client's full JID goes to that client (RFC 6120 §10.5.4); any
+        other iq is pyjabber's, as before."""
+        address = element.attrib.get("to")
+        if address and "/" in address:
+            try:
+                to = JID(address)
+            except InvalidJID:
+                self._bounce(element, "modify", "jid-malformed", "the address does not parse")
+                return
+            if to.domain == AppConfig.app_config.host and to.user:
+                routed = RoutedJID(user=to.user, domain=to.domain, resource=to.resource)
+                for session in self._connections.get_transport(routed):
+                    session.transport.write(ET.tostring(element))
+                return
+        await super().handle_iq(element)
+
+    async def handle_pre(self, element: ET.Element) -> None:
+        """pyjabber's presence handling; once a session says it is available, the messages
+        kept for its account are delivered to it, oldest first."""
+        await super().handle_pre(element)
+        if "to" not in element.attrib and element.attrib.get("type", "available") == "available":
+            for stanza in self.offline.take(self._jid.bare()):
+                self._transport.write(stanza)
+
+    def _destination(self, element: ET.Element) -> JID | None:
+        """Where a message goes, as slixmpp reads its ``to`` (also written back, prepared);
+        None when it cannot be routed, after telling the sender so."""
+        address = element.attrib.get("to")
+        why = None
+        try:
+            to = JID(address) if address else None
+        except InvalidJID as error:
+            to, why = None, f"the address {address!a} does not parse ({error})"
+        if to is not None and not to.user:
+            to, why = None, "the server itself takes no messages"
+        elif to is None and why is None:
+            why = "a message needs an address"
+        if to is None:
+            self._bounce(element, "modify", "jid-malformed", why or "")
+            return None
+        element.attrib["to"] = str(to)
+        return to
+
+    def _available(self, account: RoutedJID) -> list[Any]:
+        """The sessions of ``account`` that take messages to its bare JID (its available
+        resources of the highest priority)."""
+        sessions: list[Any] = []
+        for resource, *_ in self._presenceManager.most_priority(account):
+            sessions += self._connections.get_transport_online(
+                RoutedJID(user=account.user, domain=account.domain, resource=resource)
+            )
+        return sessions
+
+    async def _keep(self, element: ET.Element, account: str, stanza: bytes) -> None:
+        """Keep a message for an absent account, or tell the sender why not."""
+        if not await account_exists(JID(account).user):
+            self._bounce(element, "cancel", "service-unavailable", f"no account {account}", account)
+            return
+        refused = self.offline.keep(account, stanza)
+        if refused is not None:
+            self._bounce(element, "wait", "resource-constraint", refused, account)
+
+    def _bounce(
+        self, element: ET.Element, kind: str, condition: str, text: str, origin: str = ""
+    ) -> None:
+        """Send ``element`` back to its sender as an error from ``origin`` (the intended
+        recipient; the server when it has none), never an error for an error."""
+        if element.attrib.get("type") == "error":
+            return
+        bounced = ET.Element(element.tag, {
+            "type": "error", "to": element.attrib.get("from", ""),
+            "from": origin or AppConfig.app_config.host, "id": element.attrib.get("id", ""),
+        })  # fmt: skip
+        error = ET.SubElement(bounced, "error", {"type": kind})
+        ET.SubElement(error, condition, {"xmlns": _STANZAS})
+        ET.SubElement(error, "text", {"xmlns": _STANZAS}).text = text
+        self._transport.write(ET.tostring(bounced))
+        logger.debug("bounced a %s of %s: %s", _kind(element), element.attrib.get("from"), text)
+
+
+def _unstampable(speaker: RoutedJID) -> str | None:
+    return speaker_refusal(speaker.user, speaker.domain, speaker.resource or "")
+
+
+def _kind(element: ET.Element) -> str:
+    return element.tag.rpartition("}")[2]
