@@ -8,6 +8,10 @@ behaviour it serves is still running (SPADE kills an agent's behaviours
 before it disconnects on purpose), connects again with capped exponential
 backoff, logging each step. Callbacks then run on the new session: the
 memory agents announce presence again, clients resend requests in flight.
+
+The same object keeps one bad stanza from dropping the connection
+(``stanza_guard``) and, for a memory agent, notices a connection that went
+silent without dropping (``liveness``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from typing import Any
 
 from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
+
+from . import stanza_guard
+from .liveness import Liveness
 
 logger = logging.getLogger("spade_memory.reconnect")
 
@@ -47,14 +54,25 @@ class Reconnector:
         self.behaviours: list[CyclicBehaviour] = []
         self.callbacks: list[OnReconnected] = []
         self.reconnections = 0
+        self.liveness: Liveness | None = None
+        """Set by ``probe``: pings of the agent's own JID."""
         self._task: asyncio.Task[None] | None = None
         self.client.add_event_handler("disconnected", self._on_disconnected)
+        stanza_guard.install(self.client)
+
+    def probe(self) -> None:
+        """Ping the agent's own JID on a timer, and reconnect when a ping does not come
+        back (see ``liveness``)."""
+        if self.liveness is None:
+            self.liveness = Liveness(self.client, self.wanted)
 
     def wanted(self) -> bool:
         """Reconnect only while some behaviour it serves is still running."""
         return any(not behaviour.is_killed() for behaviour in self.behaviours)
 
     def _on_disconnected(self, reason: object) -> None:
+        if not self.wanted() and self.liveness is not None:
+            self.liveness.stop()  # the agent is stopping
         if self._task is not None or not self.wanted():
             return
         logger.warning("%s lost its XMPP connection (%s); reconnecting", self.agent.jid, reason)
@@ -126,9 +144,15 @@ class Reconnector:
 
 
 def keep_connected(
-    agent: Agent, behaviour: CyclicBehaviour, on_reconnected: OnReconnected | None = None
+    agent: Agent,
+    behaviour: CyclicBehaviour,
+    on_reconnected: OnReconnected | None = None,
+    probe: bool = False,
 ) -> Reconnector:
-    """Reconnect ``agent`` while ``behaviour`` runs; one reconnector per connection."""
+    """Reconnect ``agent`` while ``behaviour`` runs; one reconnector per connection.
+    ``probe``: also ping the agent's own JID on a timer (see ``liveness``).
+
+    Returns the connection's ``Reconnector``."""
     reconnector = _reconnectors.get(agent.client)
     if reconnector is None:
         reconnector = _reconnectors[agent.client] = Reconnector(agent)
@@ -136,6 +160,8 @@ def keep_connected(
         reconnector.behaviours.append(behaviour)
     if on_reconnected is not None:
         reconnector.callbacks.append(on_reconnected)
+    if probe:
+        reconnector.probe()
     return reconnector
 
 

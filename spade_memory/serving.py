@@ -87,7 +87,7 @@ class ServeRequests(WakesWhenKilled):
     async def on_start(self) -> None:
         # pyjabber (SPADE's embedded server) stops routing bare-JID messages to a
         # new session until it announces presence again.
-        keep_connected(self.agent, self, self.agent.presence.set_available)
+        keep_connected(self.agent, self, self.agent.presence.set_available, probe=True)
 
     async def run(self) -> None:
         if not self._refusals:  # nothing left to do but wait for a request
