@@ -40,6 +40,7 @@ from spade.message import Message
 from . import adhoc, discovery, plain_peers, wire, xml_escape
 from .batch import BatchItem, BatchResults, item_request_id, parse_batch
 from .errors import (
+    BadRequest,
     Busy,
     InternalServerError,
     MemoryServiceError,
@@ -54,6 +55,7 @@ from .ops import AppliesOps, Op, Outcome, Record, Request, in_place, parse_op
 from .plugin import Behaviours, MemoryService
 from .reconnect import keep_connected
 from .storage.answers import RecentAnswers
+from .xml_chars import uncarriable_in
 
 logger = logging.getLogger("spade_memory.agent")
 RETRY_AFTER = 0.25
@@ -226,6 +228,9 @@ class ServeRequests(WakesWhenKilled):
 
     def _checked(self, owner: str, body: str) -> Op[Any]:
         """The op a body carries, once parsed, authorised and within the limits."""
+        uncarriable = uncarriable_in(body)
+        if uncarriable is not None:  # stored, it would drop every stream it is sent on
+            raise BadRequest(uncarriable)
         op: Op[Any] = parse_op(self.service.ops, body)
         authorize(owner, op)
         check_limits(op, self.service.limits)

@@ -6,7 +6,9 @@ carrying ten memories costs its sender (see the README's benchmark). The
 standard library's ``xml.sax.saxutils.escape`` gives the same output with
 C-speed ``str.replace`` calls. ``install()`` swaps it in for the non-CDATA
 case only; the output is byte-for-byte the same (tested against slixmpp's own
-function), so nothing else in the process can tell the difference.
+function), so nothing else in the process can tell the difference, except for
+a character XML cannot carry: slixmpp wrote it raw, which made the server drop
+the stream; here it is written as its JSON escape (``xml_chars.carriable``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from xml.sax.saxutils import escape as _sax_escape
+
+from .xml_chars import carriable
 
 # the module, not the function of the same name that slixmpp.xmlstream exports
 _tostring = importlib.import_module("slixmpp.xmlstream.tostring")
@@ -23,11 +27,12 @@ _original: Callable[[str, bool], str] = _tostring.escape
 
 
 def escape(text: str, use_cdata: bool = False) -> str:
-    """Same contract and output as ``slixmpp.xmlstream.tostring.escape``."""
+    """Same contract and output as ``slixmpp.xmlstream.tostring.escape``, but for the
+    characters XML cannot carry (see the module)."""
     if use_cdata:
-        return _original(text, use_cdata)
+        return _original(carriable(text), use_cdata)
     escaped: str = _sax_escape(text, _QUOTES)
-    return escaped
+    return carriable(escaped)
 
 
 def install() -> None:

@@ -24,6 +24,9 @@ from spade_memory.testing import (
 
 from . import prosody
 from .harness import ClientAgent, start_client, unique_jid
+from .servers import xmpp_server
+
+__all__ = ["xmpp_server"]  # fixtures of other modules, for every test
 
 # spade_llm imports litellm, which otherwise fetches a price list from the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

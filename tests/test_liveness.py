@@ -8,49 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from benchmarks.wire import peer_process
 from spade_memory.lifecycle import stop_agent
 from spade_memory.liveness import INTERVAL, TIMEOUT
 from spade_memory.server.runtime import PASSWORD_ENV
-from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.testing import MemoryServiceProcess
 
-from . import prosody
 from .harness import start_client, unique_jid
+from .servers import AGENTS_PASSWORD, Server
 from .stall_proxy import StallProxy
 
 pytestmark = pytest.mark.slow
-PASSWORD = "liveness-secret"
-
-
-@dataclass
-class Server:
-    port: int
-    process: ChildProcess
-
-
-@pytest.fixture(params=["embedded", "prosody"])
-def xmpp_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
-    if request.param == "embedded":
-        port = free_port()
-        process: ChildProcess = peer_process(
-            "server", str(tmp_path / "xmpp"), str(port), str(free_port())
-        )
-    else:
-        if not prosody.installed():
-            pytest.skip(prosody.MISSING)
-        process = prosody.ProsodyProcess(
-            tmp_path / "prosody", prosody.memory_agent_accounts(PASSWORD)
-        )
-        port = process.port
-    process.start()
-    yield Server(port, process)
-    process.stop()
 
 
 @pytest.fixture
@@ -74,7 +46,7 @@ async def test_a_stalled_connection_is_found_and_left_within_30_s(
 ) -> None:
     service = MemoryServiceProcess(
         tmp_path / "memory", "--external-server", "--services", "base-memory",
-        port=proxy.port, env={PASSWORD_ENV: PASSWORD},
+        port=proxy.port, env={PASSWORD_ENV: AGENTS_PASSWORD},
     )  # fmt: skip
     await asyncio.to_thread(service.start, 90)  # the proxy runs on this event loop
     client = await start_client(unique_jid("patient"), xmpp_server.port, memory_timeout=5.0)

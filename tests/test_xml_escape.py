@@ -1,10 +1,14 @@
-"""The faster escape must be indistinguishable from slixmpp's own."""
+"""The faster escape must be indistinguishable from slixmpp's own, but where slixmpp wrote
+what XML cannot carry."""
 
 from __future__ import annotations
 
 import random
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
+
+import pytest
 
 from spade_memory import xml_escape
 
@@ -14,15 +18,25 @@ TRICKY = [
     "<a href='x'>&amp;</a>",
     '"quoted" & <tagged>',
     "]]>",
-    "\x00\ttab\n",
+    "\ttab\n\r",
     "é漢字🙂",
 ]
+UNCARRIABLE = ["\x00\ttab\n", "noncharacter \uffff and \ufffe", "bell\x07", "lone \ud800"]
 
 
 def random_texts(count: int) -> list[str]:
     rng = random.Random(3)
     alphabet = "<>&'\"]] abcXYZ\n\té漢🙂;#"
     return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("text", UNCARRIABLE)
+def test_what_xml_cannot_carry_is_written_as_its_json_escape(text: str) -> None:
+    """slixmpp wrote it raw, and every XML parser on the way refused the stream."""
+    escaped = xml_escape.escape(text)
+    assert ET.fromstring(f"<body>{escaped}</body>").text == escaped
+    with pytest.raises((ET.ParseError, UnicodeEncodeError)):
+        ET.fromstring(f"<body>{xml_escape.slixmpp_escape(text)}</body>".encode())
 
 
 def test_same_output_as_slixmpp_for_text_and_cdata() -> None:

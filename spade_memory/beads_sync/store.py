@@ -32,6 +32,7 @@ from ..errors import (
 from ..ops import PERSONAL, AppliesOps, Op, Outcome, Record, Request
 from ..spaces.access import Gate
 from ..spaces.directory import SpaceDirectory
+from ..xml_chars import uncarriable_value
 from .access import Reader, reader_of
 from .ops import (
     BeadsMemories,
@@ -254,6 +255,14 @@ class BeadsMemoryStore(AppliesOps):
                         await self.engine.close(issue.id, reason)
                         applied += 1
                 elif change.memory is not None:
+                    uncarriable = uncarriable_value(change.memory.model_dump(mode="json"))
+                    if uncarriable is not None:  # stored by an older version
+                        logger.warning(
+                            "memory %s is not mirrored into beads: %s",
+                            change.memory_id,
+                            uncarriable,
+                        )
+                        continue
                     written = await self._mirror_memory(change.memory, issue)
                     by_ref[m.EXTERNAL_REF_PREFIX + change.memory_id] = written
                     by_id[written.id] = written
