@@ -31,6 +31,9 @@ class Limits:
     """Most memories one shared space may hold (a space's own quota may say otherwise)."""
     max_bytes_per_space: int = 1 << 30
     """Most bytes of content and context one shared space may hold."""
+    retry_answers_bytes: int = 16 << 20
+    """Bytes of answers to recent writes an agent keeps, so that a retry of one (same
+    request id) is answered, not applied again; the oldest are forgotten first."""
     max_versions: int = 20
     """Most versions of one long-term memory kept for ``memory_history`` (the current one
     counted; older ones are dropped first)."""

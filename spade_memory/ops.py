@@ -59,6 +59,9 @@ class Op(BaseModel, Generic[R]):
     """The reply payload this op answers with (taken from ``Op[...]``)."""
     need: ClassVar[Literal["read", "write"] | None] = None
     """What the op asks of the space its ``space`` field names (None: it names none)."""
+    reads_only: ClassVar[bool] = False
+    """True when the op changes nothing: a retry of it is simply served again, so its
+    answer is not kept for one (see ``storage.answers``)."""
 
     owner: str | None = Field(
         default=None,

@@ -82,9 +82,10 @@ class ServeRequests(WakesWhenKilled):
         self._serving: dict[tuple[str, str], list[Message]] = {}
         """Requests waiting or being served by (sender, request id), with their repeats."""
         self._tasks: set[asyncio.Task[None]] = set()
-        self.answered = RecentAnswers()
-        """Results of recent requests by (sender, request id): a retry gets the first
-        answer at once, whatever the limits. Failures are not kept: they are served again."""
+        self.answered = RecentAnswers(max_bytes=service.limits.retry_answers_bytes)
+        """Results of recent writes by (sender, request id): a retry gets the first answer
+        at once, whatever the limits. Reads and failures are not kept: they are served
+        again."""
 
     async def on_start(self) -> None:
         # pyjabber (SPADE's embedded server) stops routing bare-JID messages to a
@@ -143,11 +144,12 @@ class ServeRequests(WakesWhenKilled):
     async def _serve_and_reply(self, request: Message, sender: str, key: tuple[str, str]) -> None:
         reply_address.set(str(request.sender))
         try:
-            outcome = await self.outcome(request)
-            if request.thread is not None and not isinstance(outcome, MemoryServiceError):
-                self.answered.keep(sender, request.thread, outcome)
-            for copy in self._serving.pop(key, [request]):
-                await self.reply(wire.reply_to(copy, outcome))
+            outcome, changed = await self._answer(request)
+            replies = [wire.reply_to(copy, outcome) for copy in self._serving.pop(key, [request])]
+            if changed and request.thread is not None and isinstance(outcome, Record):
+                self.answered.keep(sender, request.thread, outcome, len(replies[0].body))
+            for reply in replies:
+                await self.reply(reply)
         finally:
             self.working -= 1
             self.in_flight[sender] -= 1
@@ -177,15 +179,19 @@ class ServeRequests(WakesWhenKilled):
 
     async def outcome(self, request: Message) -> Outcome:
         """The request's result, or the typed error to answer it with."""
+        return (await self._answer(request))[0]
+
+    async def _answer(self, request: Message) -> tuple[Outcome, bool]:
+        """``outcome``, and whether it changed something (so a retry needs it kept)."""
         try:
             return await self._serve(request)
         except MemoryServiceError as error:
-            return error
+            return error, False
         except Exception:
             logger.exception("%s failed on a request from %s", self.service.name, request.sender)
-            return InternalServerError("the memory agent failed")
+            return InternalServerError("the memory agent failed"), False
 
-    async def _serve(self, request: Message) -> Record:
+    async def _serve(self, request: Message) -> tuple[Record, bool]:
         body = request.body or ""
         limits = self.service.limits
         if len(body.encode("utf-8", "surrogatepass")) > limits.max_body_bytes:
@@ -195,7 +201,7 @@ class ServeRequests(WakesWhenKilled):
         if batch is None:
             op = self._checked(owner, body)
             result: Record = await self.service.apply(owner, op, request.thread)
-            return result
+            return result, not op.reads_only
         authorize(owner, batch)
         if len(batch.ops) > limits.max_batch_ops:
             raise ResourceConstraint(f"a batch is over {limits.max_batch_ops} ops")
@@ -203,7 +209,7 @@ class ServeRequests(WakesWhenKilled):
 
     async def _serve_batch(
         self, owner: str, bodies: list[dict[str, Any]], request_id: str | None
-    ) -> BatchResults:
+    ) -> tuple[BatchResults, bool]:
         """Every valid op of the batch goes to the service in one call; the invalid
         ones fail alone, in their place."""
         refused: dict[int, MemoryServiceError] = {}
@@ -224,7 +230,8 @@ class ServeRequests(WakesWhenKilled):
                 error = InternalServerError("the memory agent failed")
             applied = [error] * len(valid)
         outcomes = in_place(len(bodies), refused, applied)
-        return BatchResults(results=[_item(outcome) for outcome in outcomes])
+        changed = any(not request.op.reads_only for request in valid)
+        return BatchResults(results=[_item(outcome) for outcome in outcomes]), changed
 
     def _checked(self, owner: str, body: str) -> Op[Any]:
         """The op a body carries, once parsed, authorised and within the limits."""

@@ -9,7 +9,7 @@ its reply through its base class (``Op[Stored]``).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Generic, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal
 
 from pydantic import AwareDatetime, Field, TypeAdapter, model_validator
 
@@ -297,6 +297,7 @@ class GetMemory(Op[Memory]):
 
     need = "read"
     op: Literal["get_memory"] = "get_memory"
+    reads_only: ClassVar[bool] = True
     id: MemoryId
     space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
 
@@ -337,6 +338,7 @@ class SearchMemories(Filtered[MemoryList]):
 
     need = "read"
     op: Literal["search_memories"] = "search_memories"
+    reads_only: ClassVar[bool] = True
     query: str = Field(
         description="Search query to find relevant memories. "
         "Use keywords related to what you're looking for."
@@ -360,6 +362,7 @@ class ListMemories(Filtered[MemoryList]):
 
     need = "read"
     op: Literal["list_memories"] = "list_memories"
+    reads_only: ClassVar[bool] = True
     category: Category = Field(description="Category of memories to list")
     limit: Limit = Field(default=50, description="Maximum number of memories to retrieve")
     offset: Offset = 0
@@ -371,6 +374,7 @@ class RecentMemories(Filtered[MemoryList]):
 
     need = "read"
     op: Literal["recent_memories"] = "recent_memories"
+    reads_only: ClassVar[bool] = True
     limit: Limit = 10
     offset: Offset = 0
     space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
@@ -405,6 +409,7 @@ class MemoryHistoryOp(Op[MemoryHistory]):
 
     need = "read"
     op: Literal["memory_history"] = "memory_history"
+    reads_only: ClassVar[bool] = True
     id: MemoryId
     space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
 
@@ -418,6 +423,7 @@ class MemoryRefs(Op[MemoryList]):
 
     need = "read"
     op: Literal["memory_refs"] = "memory_refs"
+    reads_only: ClassVar[bool] = True
     work_id: WorkId
     limit: Limit = 50
     space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
@@ -473,6 +479,7 @@ class MemoryStatsOp(Op[MemoryStats]):
 
     need = "read"
     op: Literal["memory_stats"] = "memory_stats"
+    reads_only: ClassVar[bool] = True
     space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
 
 
@@ -488,6 +495,7 @@ class ChangesSince(Op[ChangeList]):
 
     need = "read"
     op: Literal["changes_since"] = "changes_since"
+    reads_only: ClassVar[bool] = True
     after: int = Field(default=0, ge=0, description="The last change already mirrored")
     limit: Limit = 500
     space: SpaceName | None = Field(

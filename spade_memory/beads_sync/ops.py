@@ -8,7 +8,7 @@ agent can be refused.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Generic, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal
 
 from pydantic import AliasChoices, BaseModel, Field, TypeAdapter, field_validator
 
@@ -136,6 +136,7 @@ class RetrieveMemories(Op[BeadsMemories]):
     """
 
     op: Literal["retrieve_memories"] = "retrieve_memories"
+    reads_only: ClassVar[bool] = True
     agent: str | None = Field(default=None, max_length=300, description="Whose memories")
     memory_type: MemoryType | None = None
     tags: list[str] = Field(default_factory=list, max_length=20, description="Any of these")
@@ -148,11 +149,13 @@ class RestoreSession(BeadsOp[BeadsMemories]):
     """Every memory of a session, oldest first, with their links."""
 
     op: Literal["restore_session"] = "restore_session"
+    reads_only: ClassVar[bool] = True
     session_id: SessionId
 
 
 class GetSessionContext(BeadsOp[SessionContext]):
     op: Literal["get_session_context"] = "get_session_context"
+    reads_only: ClassVar[bool] = True
     session_id: SessionId | None = None
 
 
@@ -182,6 +185,7 @@ class SearchBeadsMemories(BeadsOp[BeadsMemories]):
     """Memories the sender may read whose text matches ``query``."""
 
     op: Literal["search_memories"] = "search_memories"
+    reads_only: ClassVar[bool] = True
     query: str = Field(min_length=1)
     limit: Limit = 10
 

@@ -64,7 +64,7 @@ class BeadsSyncService(AppliesOps):
         self.limits = limits or Limits()
         self.ops: TypeAdapter[BeadsSyncOp] = beads_sync_ops
         self.mirror = mirror
-        self.answers = answers or RecentAnswers()
+        self.answers = answers or RecentAnswers(max_bytes=self.limits.retry_answers_bytes)
         """Answers to recent writes, so a retry within this run is not applied twice."""
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -52,6 +52,7 @@ class SavePreferences(Op[Preferences]):
 
 class GetPreferences(Op[Preferences]):
     op: Literal["get_preferences"] = "get_preferences"
+    reads_only: ClassVar[bool] = True
     user: Name
 
 
@@ -74,6 +75,7 @@ class SearchContext(Op[ContextEntries]):
 
     need = "read"
     op: Literal["search_context"] = "search_context"
+    reads_only: ClassVar[bool] = True
     query: str
     type: ContextType | None = None
     limit: Limit = 5

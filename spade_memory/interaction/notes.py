@@ -8,7 +8,7 @@ always the sender's own: the owner is the sender's bare JID.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -90,6 +90,7 @@ class GetInformation(Op[Notes]):
     """The conversation's notes, oldest first."""
 
     op: Literal["get_information"] = "get_information"
+    reads_only: ClassVar[bool] = True
     conversation_id: ConversationId
 
 
@@ -97,6 +98,7 @@ class GetContextSummary(Op[ContextSummary]):
     """``Previous interactions:`` and one ``- note`` line per note (None without notes)."""
 
     op: Literal["get_context_summary"] = "get_context_summary"
+    reads_only: ClassVar[bool] = True
     conversation_id: ConversationId
 
 
@@ -113,12 +115,14 @@ class GetAllConversations(Op[Conversations]):
     """The sender's conversations, most recently noted first."""
 
     op: Literal["get_all_conversations"] = "get_all_conversations"
+    reads_only: ClassVar[bool] = True
 
 
 class ExportConversation(Op[InteractionsFile]):
     """One conversation in spade_llm's ``{agent}_interactions.json`` format."""
 
     op: Literal["export_conversation"] = "export_conversation"
+    reads_only: ClassVar[bool] = True
     conversation_id: ConversationId
 
 

@@ -71,7 +71,7 @@ class InteractionMemoryService(AppliesOps):
         self.gate = Gate(directory)
         """Which spaces a working-memory session or knowledge file may live in."""
         self.ops: TypeAdapter[InteractionOp] = interaction_ops
-        self.answers = answers or RecentAnswers()
+        self.answers = answers or RecentAnswers(max_bytes=self.limits.retry_answers_bytes)
         """Answers to recent context-directory requests (files are not transactional)."""
         self._files: dict[type[Op[Any]], FileHandler] = {
             EndConversation: self._end,
@@ -130,7 +130,8 @@ class InteractionMemoryService(AppliesOps):
                 raise
             logger.exception("a batched %s failed", request.op.tag())
             return InternalServerError("the memory agent failed")
-        self.answers.keep(owner, request.id, result)
+        if not request.op.reads_only:
+            self.answers.keep(owner, request.id, result)
         return result
 
     async def _forget(self, owner: str, request: Request) -> Record:

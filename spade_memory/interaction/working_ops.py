@@ -9,7 +9,7 @@ exist yet create it (with ``user_id`` = the sender), reads of one answer
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -49,6 +49,7 @@ class CreateWorkingMemory(Op[WorkingMemoryState]):
 class GetWorkingMemory(Op[WorkingMemoryState]):
     need = "read"
     op: Literal["get_working_memory"] = "get_working_memory"
+    reads_only: ClassVar[bool] = True
     session_id: SessionId
     space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
 
@@ -83,6 +84,7 @@ class AddEntity(Op[WorkingMemoryState]):
 class RecentEntities(Op[Entities]):
     need = "read"
     op: Literal["recent_entities"] = "recent_entities"
+    reads_only: ClassVar[bool] = True
     session_id: SessionId
     space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
     limit: Limit = 10

@@ -122,6 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest request body in bytes (default: %(default)s)",
     )  # fmt: skip
     limits.add_argument(
+        "--retry-answers-bytes", type=int, default=Limits.retry_answers_bytes,
+        help="bytes of answers to recent writes kept so a retry is not applied twice"
+        " (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
         "--max-versions", type=int, default=Limits.max_versions,
         help="versions of a long-term memory kept for memory_history, the current one"
         " counted (default: %(default)s)",
@@ -268,6 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_bytes_per_space=args.max_bytes_per_space,
             max_body_bytes=args.max_body_bytes,
             max_versions=max(1, args.max_versions),
+            retry_answers_bytes=args.retry_answers_bytes,
         ),
         synchronous="FULL" if args.durable else "NORMAL",
         connect_timeout=args.connect_timeout,

@@ -8,7 +8,7 @@ revoke roles, leave, list, describe, delete, and subscribe to its changes.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 
@@ -123,12 +123,14 @@ class ListSpaces(Op[SpaceList]):
     """The spaces the sender belongs to (as itself or through its domain), with its role."""
 
     op: Literal["list_spaces"] = "list_spaces"
+    reads_only: ClassVar[bool] = True
 
 
 class SpaceInfo(Op[SpaceDetails]):
     """Members, counts and quota of a space (members only)."""
 
     op: Literal["space_info"] = "space_info"
+    reads_only: ClassVar[bool] = True
     space: SharedSpace
 
 
