@@ -15,51 +15,23 @@ lock), keeps what was there beside it, and copies the backup in.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..storage.manifest import FILE as MANIFEST
 from ..storage.manifest import Manifest
+from .lock import LOCK, lock
 
-LOCK = "spade-memory.lock"
-"""Held by ``spade-memory run`` for as long as it uses the data directory."""
 BACKUP = "backup.json"
 _SKIP = {LOCK}
 _SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-class DataDirectoryInUse(RuntimeError):
-    """Another ``spade-memory run`` holds the data directory."""
-
-
-def lock(data_dir: Path) -> IO[str]:
-    """Hold ``data_dir`` for this process until the returned file is closed.
-
-    Raises ``DataDirectoryInUse`` naming the process that holds it.
-    """
-    handle = (data_dir / LOCK).open("a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise DataDirectoryInUse(
-            f"{data_dir} is in use by a running spade-memory ({holder}); stop it first"
-        ) from None
-    handle.truncate(0)
-    handle.write(f"pid {os.getpid()}")
-    handle.flush()
-    return handle
 
 
 def is_sqlite(path: Path) -> bool:

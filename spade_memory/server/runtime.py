@@ -34,7 +34,7 @@ from ..storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
 from ..storage.manifest import Manifest
 from ..storage.postgres import is_url
 from . import collector
-from .backup import lock
+from .lock import lock
 from .xmpp_server import EmbeddedXMPPServer
 
 logger = logging.getLogger("spade_memory.runtime")
