@@ -10,7 +10,8 @@ with its schema version and row counts. ``check`` runs SQLite's full
 ``integrity_check`` on every store of a data directory or a backup, and
 compares a backup with its ``backup.json``. ``restore`` checks the backup,
 refuses a data directory a service is running on (it holds the directory's
-lock), keeps what was there beside it, and copies the backup in.
+lock), keeps what was there beside it, and copies the backup in. Backups and
+restored directories are private (folders 0700, files 0600), whatever the umask.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 
 from ..storage.manifest import FILE as MANIFEST
 from ..storage.manifest import Manifest
+from ..storage.private import tighten
 from .lock import LOCK, lock
 
 BACKUP = "backup.json"
@@ -74,8 +76,10 @@ def backup(data_dir: Path, destination: Path) -> dict[str, Any]:
 
     Returns the backup's ``backup.json``; raises ``FileExistsError`` if
     ``destination`` exists, ``OSError`` or ``sqlite3.Error`` if a file cannot be read.
+    The backup is its user's alone (folders 0700, files 0600): it holds every memory
+    and the embedded server's accounts.
     """
-    destination.mkdir(parents=True, exist_ok=False)
+    destination.mkdir(mode=0o700, parents=True, exist_ok=False)
     listed: dict[str, Any] = {}
     for source in _files(data_dir):
         if source.name == MANIFEST:
@@ -97,6 +101,7 @@ def backup(data_dir: Path, destination: Path) -> dict[str, Any]:
         }
     record = {"created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "files": listed}
     (destination / BACKUP).write_text(json.dumps(record, indent=2, sort_keys=True))
+    tighten(destination)  # copies keep their source's mode
     return record
 
 
@@ -175,6 +180,7 @@ def restore(source: Path, data_dir: Path) -> Path | None:
         )
         data_dir.rename(kept)
     shutil.copytree(source, data_dir, ignore=shutil.ignore_patterns(BACKUP), dirs_exist_ok=True)
+    tighten(data_dir)  # copies keep the backup's modes, an older backup's may be open
     manifest = Manifest(data_dir)
     for path in _files(data_dir):
         if is_sqlite(path):

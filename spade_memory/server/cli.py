@@ -27,6 +27,7 @@ from ..registry import NAMES, SERVICES
 from ..schema import json_schemas
 from ..storage.faults import StoreFault, free_bytes
 from ..storage.postgres import is_url, shown
+from ..storage.private import private_umask
 from . import backup, imports, shell
 from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
 
@@ -217,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    private_umask()  # every file it writes holds memories or credentials
     if args.command == "demo":
         return _demo(args.data_dir)
     if args.command == "schema":

@@ -33,6 +33,7 @@ from ..storage.connection import Synchronous
 from ..storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
 from ..storage.manifest import Manifest
 from ..storage.postgres import is_url
+from ..storage.private import tighten_and_say
 from . import collector
 from .lock import lock
 from .xmpp_server import EmbeddedXMPPServer
@@ -196,6 +197,7 @@ class MemoryRuntime:
         try:
             _writable(config.data_dir)
             self._running.callback(lock(config.data_dir).close)  # one service per directory
+            tighten_and_say(config.data_dir)  # what an earlier run or another tool left open
             point_at_spade_llm_files(config.data_dir)
             password = agent_password(config)
             self.spaces = await SpaceDirectory.open(
