@@ -6,12 +6,14 @@ mid-write; copying the files of a live WAL database can give a damaged copy),
 every other file as it is (the beads JSONL and the context directory are
 replaced atomically by the service, so a copy is one whole version). A
 ``backup.json`` lists each file with its size and SHA-256, and each store
-with its schema version and row counts. ``check`` runs SQLite's full
-``integrity_check`` on every store of a data directory or a backup, and
-compares a backup with its ``backup.json``. ``restore`` checks the backup,
-refuses a data directory a service is running on (it holds the directory's
-lock), keeps what was there beside it, and copies the backup in. Backups and
-restored directories are private (folders 0700, files 0600), whatever the umask.
+with its schema version and row counts. The embedded server's account database
+(``accounts``) is one of the SQLite files. ``check`` runs SQLite's full
+``integrity_check`` on every store of a data directory or a backup, names an
+account database the manifest knows but that is gone, and compares a backup
+with its ``backup.json``. ``restore`` checks the backup, refuses a data
+directory a service is running on (it holds the directory's lock), keeps what
+was there beside it, and copies the backup in. Backups and restored
+directories are private (folders 0700, files 0600), whatever the umask.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 from ..storage.manifest import FILE as MANIFEST
 from ..storage.manifest import Manifest
 from ..storage.private import tighten
+from . import accounts
 from .lock import LOCK, lock
 
 BACKUP = "backup.json"
@@ -136,6 +139,10 @@ def check(folder: Path) -> list[Finding]:
     found.extend(
         Finding(folder / name, "listed in backup.json but missing") for name in listed or {}
     )
+    if listed is None and not (folder / accounts.FILE).exists():  # the manifest may know it
+        missing = accounts.lost(folder)
+        if missing is not None:
+            found.append(Finding(folder / accounts.FILE, missing))
     return found
 
 

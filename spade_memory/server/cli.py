@@ -28,7 +28,7 @@ from ..schema import json_schemas
 from ..storage.faults import StoreFault, free_bytes
 from ..storage.postgres import is_url, shown
 from ..storage.private import private_umask
-from . import backup, imports, shell
+from . import accounts, backup, imports, shell
 from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
 
 DATA_ENV = "SPADE_MEMORY_DATA"
@@ -179,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     put_back.add_argument("source", type=Path, help="a folder made by spade-memory backup")
     put_back.add_argument("--data-dir", type=Path, required=True)
+    afresh = commands.add_parser(
+        "reset-accounts",
+        help="start the embedded XMPP server's accounts afresh (a lost account database);"
+        " each is made again at its first login, by whoever logs in first",
+    )
+    afresh.add_argument("--data-dir", type=Path, default=None)
 
     memories = commands.add_parser(
         "import-base-memory",
@@ -224,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "schema":
         print(json.dumps(json_schemas(), indent=2))
         return 0
-    if args.command in ("backup", "check", "restore"):
+    if args.command in ("backup", "check", "restore", "reset-accounts"):
         return _data_command(args)
     if args.command in ("memories", "forget"):
         logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
@@ -332,8 +338,11 @@ def _exit_cleanly(status: int) -> int:
 
 
 def _data_command(args: argparse.Namespace) -> int:
-    """backup, check and restore: what was done in a line, or what is wrong, one per line."""
+    """backup, check, restore and reset-accounts: what was done in a line, or what is
+    wrong, one per line."""
     try:
+        if args.command == "reset-accounts":
+            return _reset_accounts(args.data_dir or default_data_dir())
         if args.command == "backup":
             source = args.data_dir or default_data_dir()
             record = backup.backup(source, args.destination)
@@ -354,6 +363,14 @@ def _data_command(args: argparse.Namespace) -> int:
     if not problems:
         print(f"{folder}: every store passes its integrity check")
     return 1 if problems else 0
+
+
+def _reset_accounts(data_dir: Path) -> int:
+    """The account database moved aside: what was done, in a line."""
+    kept = accounts.reset(data_dir)
+    old = f"; the old one is kept as {kept} (remove it when done with it)" if kept else ""
+    print(f"{data_dir}: the next run starts with no accounts, each made at its first login{old}")
+    return 0
 
 
 def _demo(data_dir: Path | None) -> int:

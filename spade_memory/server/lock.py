@@ -1,8 +1,8 @@
 """The lock a running service holds on its data directory.
 
 One ``spade-memory run`` per data directory: what changes a directory in place
-(``restore``, the imports, ``migrate``) takes the lock first, so it refuses a
-directory a service is using instead of changing files under it.
+(``restore``, ``reset-accounts``, the imports, ``migrate``) takes the lock first,
+so it refuses a directory a service is using instead of changing files under it.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from ..storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
 from ..storage.manifest import Manifest
 from ..storage.postgres import is_url
 from ..storage.private import tighten_and_say
-from . import collector
+from . import accounts, collector
 from .lock import lock
 from .xmpp_server import EmbeddedXMPPServer
 
@@ -189,7 +189,8 @@ class MemoryRuntime:
         Raises ``RuntimeError`` with one sentence when something cannot start (an
         unknown service, a busy port, no XMPP server, a refused password, a beads
         engine, an unusable or busy data directory), ``StoreFault`` naming a store's
-        file, or ``OSError`` for another failure of the data directory.
+        file or the embedded server's lost account database, or ``OSError`` for another
+        failure of the data directory.
         """
         config = self.config
         if config.database is not None and not is_url(config.database):
@@ -216,6 +217,7 @@ class MemoryRuntime:
                     config.data_dir, config.domain, config.port, config.s2s_port
                 )
                 await server.start()
+                self._push(asyncio.to_thread, accounts.record, config.data_dir)  # after the stop
                 self._push(server.stop)
             for name in config.services:
                 agent = await self._open(name, password)
@@ -225,6 +227,8 @@ class MemoryRuntime:
                     await start_agent(agent, attempt_timeout=config.connect_timeout / 3)
                 except WrongPassword as refused:
                     raise WrongPassword(f"{refused}; {_password_hint(config)}") from None
+            if config.embedded_server:  # the agents' accounts are in it now
+                await asyncio.to_thread(accounts.record, config.data_dir)
         except BaseException:
             await self.stop()
             raise

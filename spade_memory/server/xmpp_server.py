@@ -49,6 +49,8 @@ from pyjabber.server_parameters import Parameters
 from pyjabber.stream.handlers.StanzaHandler import StanzaHandler
 from pyjabber.stream.JID import JID
 
+from . import accounts
+
 _CLIENT_STANZAS = frozenset("{jabber:client}" + kind for kind in ("message", "presence", "iq"))
 
 
@@ -136,7 +138,7 @@ class EmbeddedXMPPServer:
                 host=host,
                 client_port=port,
                 server_port=s2s_port,
-                database_path=str(data_dir / "xmpp-server.db"),
+                database_path=str(accounts.guarded(data_dir)),  # raises if it was lost
                 cert_path=str(cert_dir),
             )
         )
