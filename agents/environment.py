@@ -26,6 +26,7 @@ from pathlib import Path
 
 from spade_memory.registry import SERVICES
 from spade_memory.server import runtime
+from spade_memory.storage.private import private_umask
 
 
 def config_for(service: str) -> runtime.RunConfig:
@@ -51,5 +52,6 @@ def _path(variable: str) -> Path | None:
 
 
 def run_service(service: str) -> None:
+    private_umask()  # the data volume's files are the agent's alone (0700/0600)
     logging.basicConfig(level=logging.INFO)
     runtime.run_service(config_for(service), lambda config: print(f"{service} ready"))

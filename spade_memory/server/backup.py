@@ -6,60 +6,37 @@ mid-write; copying the files of a live WAL database can give a damaged copy),
 every other file as it is (the beads JSONL and the context directory are
 replaced atomically by the service, so a copy is one whole version). A
 ``backup.json`` lists each file with its size and SHA-256, and each store
-with its schema version and row counts. ``check`` runs SQLite's full
-``integrity_check`` on every store of a data directory or a backup, and
-compares a backup with its ``backup.json``. ``restore`` checks the backup,
-refuses a data directory a service is running on (it holds the directory's
-lock), keeps what was there beside it, and copies the backup in.
+with its schema version and row counts. The embedded server's account database
+(``account_database``) is one of the SQLite files. ``check`` runs SQLite's full
+``integrity_check`` on every store of a data directory or a backup, names an
+account database the manifest knows but that is gone, and compares a backup
+with its ``backup.json``. ``restore`` checks the backup, refuses a data
+directory a service is running on (it holds the directory's lock), keeps what
+was there beside it, and copies the backup in. Backups and restored
+directories are private (folders 0700, files 0600), whatever the umask.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..storage.manifest import FILE as MANIFEST
 from ..storage.manifest import Manifest
+from ..storage.private import tighten
+from . import account_database
+from .lock import LOCK, lock
 
-LOCK = "spade-memory.lock"
-"""Held by ``spade-memory run`` for as long as it uses the data directory."""
 BACKUP = "backup.json"
 _SKIP = {LOCK}
 _SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-class DataDirectoryInUse(RuntimeError):
-    """Another ``spade-memory run`` holds the data directory."""
-
-
-def lock(data_dir: Path) -> IO[str]:
-    """Hold ``data_dir`` for this process until the returned file is closed.
-
-    Raises ``DataDirectoryInUse`` naming the process that holds it.
-    """
-    handle = (data_dir / LOCK).open("a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise DataDirectoryInUse(
-            f"{data_dir} is in use by a running spade-memory ({holder}); stop it first"
-        ) from None
-    handle.truncate(0)
-    handle.write(f"pid {os.getpid()}")
-    handle.flush()
-    return handle
 
 
 def is_sqlite(path: Path) -> bool:
@@ -102,8 +79,10 @@ def backup(data_dir: Path, destination: Path) -> dict[str, Any]:
 
     Returns the backup's ``backup.json``; raises ``FileExistsError`` if
     ``destination`` exists, ``OSError`` or ``sqlite3.Error`` if a file cannot be read.
+    The backup is its user's alone (folders 0700, files 0600): it holds every memory
+    and the embedded server's accounts.
     """
-    destination.mkdir(parents=True, exist_ok=False)
+    destination.mkdir(mode=0o700, parents=True, exist_ok=False)
     listed: dict[str, Any] = {}
     for source in _files(data_dir):
         if source.name == MANIFEST:
@@ -125,6 +104,7 @@ def backup(data_dir: Path, destination: Path) -> dict[str, Any]:
         }
     record = {"created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "files": listed}
     (destination / BACKUP).write_text(json.dumps(record, indent=2, sort_keys=True))
+    tighten(destination)  # copies keep their source's mode
     return record
 
 
@@ -159,6 +139,10 @@ def check(folder: Path) -> list[Finding]:
     found.extend(
         Finding(folder / name, "listed in backup.json but missing") for name in listed or {}
     )
+    if listed is None and not (folder / account_database.FILE).exists():  # the manifest may know it
+        missing = account_database.lost(folder)
+        if missing is not None:
+            found.append(Finding(folder / account_database.FILE, missing))
     return found
 
 
@@ -203,6 +187,7 @@ def restore(source: Path, data_dir: Path) -> Path | None:
         )
         data_dir.rename(kept)
     shutil.copytree(source, data_dir, ignore=shutil.ignore_patterns(BACKUP), dirs_exist_ok=True)
+    tighten(data_dir)  # copies keep the backup's modes, an older backup's may be open
     manifest = Manifest(data_dir)
     for path in _files(data_dir):
         if is_sqlite(path):

@@ -27,7 +27,8 @@ from ..registry import NAMES, SERVICES
 from ..schema import json_schemas
 from ..storage.faults import StoreFault, free_bytes
 from ..storage.postgres import is_url, shown
-from . import backup, imports, shell
+from ..storage.private import private_umask
+from . import account_database, backup, imports, shell
 from .embedded import OfflineLimits
 from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
 
@@ -199,6 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     put_back.add_argument("source", type=Path, help="a folder made by spade-memory backup")
     put_back.add_argument("--data-dir", type=Path, required=True)
+    afresh = commands.add_parser(
+        "reset-accounts",
+        help="start the embedded XMPP server's accounts afresh (a lost account database);"
+        " each is made again at its first login, by whoever logs in first",
+    )
+    afresh.add_argument("--data-dir", type=Path, default=None)
 
     memories = commands.add_parser(
         "import-base-memory",
@@ -238,12 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    private_umask()  # every file it writes holds memories or credentials
     if args.command == "demo":
         return _demo(args.data_dir)
     if args.command == "schema":
         print(json.dumps(json_schemas(), indent=2))
         return 0
-    if args.command in ("backup", "check", "restore"):
+    if args.command in ("backup", "check", "restore", "reset-accounts"):
         return _data_command(args)
     if args.command in ("memories", "forget"):
         logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
@@ -354,8 +362,11 @@ def _exit_cleanly(status: int) -> int:
 
 
 def _data_command(args: argparse.Namespace) -> int:
-    """backup, check and restore: what was done in a line, or what is wrong, one per line."""
+    """backup, check, restore and reset-accounts: what was done in a line, or what is
+    wrong, one per line."""
     try:
+        if args.command == "reset-accounts":
+            return _reset_accounts(args.data_dir or default_data_dir())
         if args.command == "backup":
             source = args.data_dir or default_data_dir()
             record = backup.backup(source, args.destination)
@@ -376,6 +387,14 @@ def _data_command(args: argparse.Namespace) -> int:
     if not problems:
         print(f"{folder}: every store passes its integrity check")
     return 1 if problems else 0
+
+
+def _reset_accounts(data_dir: Path) -> int:
+    """The account database moved aside: what was done, in a line."""
+    kept = account_database.reset(data_dir)
+    old = f"; the old one is kept as {kept} (remove it when done with it)" if kept else ""
+    print(f"{data_dir}: the next run starts with no accounts, each made at its first login{old}")
+    return 0
 
 
 def _demo(data_dir: Path | None) -> int:

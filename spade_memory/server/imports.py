@@ -19,7 +19,7 @@ from ..errors import MemoryServiceError
 from ..interaction.service import DATABASE as NOTES_DATABASE
 from ..interaction.store import InteractionStore
 from ..ops import Request
-from .backup import lock
+from .lock import lock
 
 CHUNK = 500
 """Memories per transaction."""

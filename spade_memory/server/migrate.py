@@ -39,7 +39,7 @@ from ..spaces.directory import PG_STORE as SPACES_STORE
 from ..spaces.directory import SpaceDirectory
 from ..storage.postgres import PgMigration, is_url, open_pool, shown
 from ..storage.postgres import migrate as migrate_schema
-from .backup import lock
+from .lock import lock
 
 CHUNK = 5000
 """Rows read from SQLite and sent to PostgreSQL at a time."""

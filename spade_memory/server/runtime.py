@@ -33,9 +33,10 @@ from ..storage.connection import Synchronous
 from ..storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
 from ..storage.manifest import Manifest
 from ..storage.postgres import is_url
-from . import collector
-from .backup import lock
+from ..storage.private import tighten_and_say
+from . import account_database, collector
 from .embedded import EmbeddedXMPPServer, OfflineLimits
+from .lock import lock
 
 logger = logging.getLogger("spade_memory.runtime")
 PASSWORD_ENV = "SPADE_MEMORY_PASSWORD"
@@ -192,7 +193,8 @@ class MemoryRuntime:
         Raises ``RuntimeError`` with one sentence when something cannot start (an
         unknown service, a busy port, no XMPP server, a refused password, a beads
         engine, an unusable or busy data directory), ``StoreFault`` naming a store's
-        file, or ``OSError`` for another failure of the data directory.
+        file or the embedded server's lost account database, or ``OSError`` for another
+        failure of the data directory.
         """
         config = self.config
         if config.database is not None and not is_url(config.database):
@@ -200,6 +202,7 @@ class MemoryRuntime:
         try:
             _writable(config.data_dir)
             self._running.callback(lock(config.data_dir).close)  # one service per directory
+            tighten_and_say(config.data_dir)  # what an earlier run or another tool left open
             point_at_spade_llm_files(config.data_dir)
             password = agent_password(config)
             self.spaces = await SpaceDirectory.open(
@@ -219,6 +222,9 @@ class MemoryRuntime:
                     config.offline, config.registrations_per_minute,
                 )  # fmt: skip
                 await server.start()
+                self._push(
+                    asyncio.to_thread, account_database.record, config.data_dir
+                )  # after the stop
                 self._push(server.stop)
             for name in config.services:
                 agent = await self._open(name, password)
@@ -228,6 +234,8 @@ class MemoryRuntime:
                     await start_agent(agent, attempt_timeout=config.connect_timeout / 3)
                 except WrongPassword as refused:
                     raise WrongPassword(f"{refused}; {_password_hint(config)}") from None
+            if config.embedded_server:  # the agents' accounts are in it now
+                await asyncio.to_thread(account_database.record, config.data_dir)
         except BaseException:
             await self.stop()
             raise

@@ -37,6 +37,7 @@ from pyjabber.queues.workers.ServerConnectionWorker import server_connection_wor
 from pyjabber.server import Server
 from pyjabber.server_parameters import Parameters
 
+from .. import account_database
 from . import accounts
 from .connections import compare_exactly
 from .offline import OfflineLimits, OfflineMessages
@@ -61,7 +62,7 @@ class EmbeddedXMPPServer:
         self.host, self.port = host, port
         self.offline = OfflineMessages(offline)
         self.registrations_per_minute = registrations_per_minute
-        self.database = data_dir / "xmpp-server.db"
+        self.database = account_database.guarded(data_dir)  # raises if it was lost
         pyjabber_logger.remove()  # pyjabber logs every stanza at DEBUG otherwise
         pyjabber_logger.add(sys.stderr, level="WARNING")
         cert_dir = _cert_dir_with_ca(data_dir / "xmpp-certs")
