@@ -5,6 +5,11 @@ The rest wait here, one queue per sender, and are taken round-robin: the
 next request served is the oldest of the sender whose turn it is, so one
 sender's backlog never sits in front of everyone else's (a bystander's
 request waits for at most one request of each other sender).
+
+When the waiting room is full, the sender with the most waiting gives up its
+newest request to a sender with fewer (``longest``, ``drop_newest``): however
+many accounts a flood comes from, a sender under its share of the room is
+never turned away.
 """
 
 from __future__ import annotations
@@ -38,6 +43,29 @@ class FairQueue(Generic[T]):
         if queue:
             self._queues.move_to_end(sender)
         else:
+            del self._queues[sender]
+        return item
+
+    def count(self, sender: str) -> int:
+        """How many items of ``sender`` wait."""
+        queue = self._queues.get(sender)
+        return 0 if queue is None else len(queue)
+
+    def longest(self) -> tuple[str, int] | None:
+        """The sender with the most items waiting (the first in turn among equals), and
+        how many; None when nothing waits."""
+        if not self._queues:
+            return None
+        sender, queue = max(self._queues.items(), key=lambda entry: len(entry[1]))
+        return sender, len(queue)
+
+    def drop_newest(self, sender: str) -> T:
+        """Take back ``sender``'s newest item (it keeps its turn). Raises ``KeyError``
+        when none of its items wait."""
+        queue = self._queues[sender]
+        item = queue.pop()
+        self._count -= 1
+        if not queue:
             del self._queues[sender]
         return item
 

@@ -14,7 +14,9 @@ in a ``FairQueue`` that takes senders in turn, so one sender's backlog never
 sits in front of everyone else's. A sender may have at most
 ``Limits.max_in_flight`` requests waiting or served, and all senders together
 at most ``Limits.max_waiting`` waiting: more are answered ``Busy``
-(``resource-constraint`` with ``retry_after``). Refusals are sent after the
+(``resource-constraint`` with ``retry_after``), and when the room is full the
+sender with the most waiting gives up its newest to one with fewer, so a
+flood from many accounts never turns away a sender under its share. Refusals are sent after the
 requests that arrived with them are under way, one at a time, so refusing a
 flood does not delay the others' requests either. A request id already
 answered, or still being served, gets its first answer before any limit is
@@ -120,7 +122,7 @@ class ServeRequests(WakesWhenKilled):
         limits = self.service.limits
         if self.in_flight[sender] >= limits.max_in_flight:
             why = f"more than {limits.max_in_flight} requests in flight from {sender}"
-        elif len(self.waiting) >= limits.max_waiting:
+        elif len(self.waiting) >= limits.max_waiting and not self._make_room(sender):
             why = f"more than {limits.max_waiting} requests waiting"
         else:
             self.in_flight[sender] += 1
@@ -129,6 +131,19 @@ class ServeRequests(WakesWhenKilled):
             self.waiting.put(sender, (request, sender, key))
             return
         self._refusals.append(wire.failure(request, Busy(why, RETRY_AFTER)))
+
+    def _make_room(self, sender: str) -> bool:
+        """In a full waiting room, refuse the newest request of the sender with the most
+        waiting when that is more than ``sender``'s one more would be; True if done."""
+        longest = self.waiting.longest()
+        if longest is None or longest[1] <= self.waiting.count(sender) + 1:
+            return False
+        request, other, key = self.waiting.drop_newest(longest[0])
+        self.in_flight[other] -= 1
+        why = f"more than {self.service.limits.max_waiting} requests waiting, and {other} had most"
+        for copy in self._serving.pop(key, [request]):
+            self._refusals.append(wire.failure(copy, Busy(why, RETRY_AFTER)))
+        return True
 
     def _start_waiting(self) -> None:
         """Serve waiting requests, senders in turn, up to ``max_in_progress`` at once."""
