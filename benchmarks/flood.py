@@ -1,16 +1,20 @@
-"""A bystander's searches while another client floods the base memory agent.
+"""A bystander's searches while others flood the base memory agent.
 
-    python -m benchmarks.flood [--requests 3000] [--searches 200] [--servers embedded,prosody]
+    python -m benchmarks.flood [--requests 3000] [--accounts 60] [--flood-seconds 20]
+                               [--searches 200] [--servers embedded,prosody]
                                [--no-dense-search]
 
 Every part is its own OS process: the XMPP server (SPADE's embedded one, or
 Prosody with the repository's configuration), the base memory agent
-(``spade-memory run --external-server``), and two flooders (one honest, one
-forging a new ``from`` on every stanza) that each send ``--requests`` stores at
-once without waiting. The bystander (this process) searches its own 1,000
-memories one search after another: first on a quiet service, then during each
-flood. Printed: the bystander's p50 and p99, and the flooded p99 as a ratio of
-the quiet p50 measured in the same run.
+(``spade-memory run --external-server``), and three floods: one honest client
+and one forging a new ``from`` on every stanza, each sending ``--requests``
+stores at once without waiting, then ``--accounts`` accounts (one process) each
+keeping 32 stores in flight for ``--flood-seconds``, a refused one sent again
+after its ``retry_after``. The bystander (this process) searches its own 1,000
+memories one search after another, never sending one again: first on a quiet
+service, then during each flood. Printed: the bystander's p50 and p99, the
+flooded p99 as a ratio of the quiet p50 and of the quiet p99 measured in the
+same run, and how many of its searches were refused.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from spade_memory import StoreMemory
+from spade_memory import StoreMemory, wire
+from spade_memory.base_memory.ops import SearchMemories
 from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.registry import default_jids
 from spade_memory.server.runtime import PASSWORD_ENV, use_uvloop
@@ -45,7 +50,7 @@ from .wire import Requester, peer_process
 
 PROSODY_DIR = Path(__file__).parent.parent / "prosody"
 PASSWORD = "flood-bench"
-FLOODS = ("honest", "forged")
+FLOODS = ("honest", "forged", "accounts")
 
 
 @dataclass
@@ -54,6 +59,8 @@ class Searches:
 
     phase: str
     samples: list[float] = field(default_factory=list)
+    refused: int = 0
+    """The bystander's searches answered with a failure (not sent again)."""
     flood: dict[str, float] = field(default_factory=dict)
     """The flooder's replies by condition, and its seconds."""
 
@@ -91,7 +98,16 @@ def xmpp_server(kind: str, root: Path) -> Iterator[Setup]:
         prosody.stop()
 
 
-async def run_server(kind: str, requests: int, searches: int, *memory_args: str) -> list[Searches]:
+@dataclass
+class Floods:
+    """How hard each flood pushes."""
+
+    requests: int = 3000
+    accounts: int = 60
+    seconds: float = 20.0
+
+
+async def run_server(kind: str, floods: Floods, searches: int, *memory_args: str) -> list[Searches]:
     with tempfile.TemporaryDirectory() as tmp, xmpp_server(kind, Path(tmp)) as setup:
         for jid in default_jids("localhost").values():
             setup.account(jid, PASSWORD)
@@ -99,7 +115,7 @@ async def run_server(kind: str, requests: int, searches: int, *memory_args: str)
             Path(tmp) / "memory", "--external-server", "--services", "base-memory", *memory_args,
             port=setup.port, env={PASSWORD_ENV: PASSWORD},
         )  # fmt: skip
-        flooders = {how: _flooder(setup, how, requests) for how in FLOODS}
+        flooders = {how: _flooder(setup, how, floods) for how in FLOODS}
         started: list[ChildProcess] = []
         try:
             for child in (memory, *flooders.values()):
@@ -111,10 +127,16 @@ async def run_server(kind: str, requests: int, searches: int, *memory_args: str)
                 child.stop()
 
 
-def _flooder(setup: Setup, how: str, requests: int) -> ChildProcess:
+def _flooder(setup: Setup, how: str, floods: Floods) -> ChildProcess:
+    if how == "accounts":
+        stem = f"flood-account-{uuid.uuid4().hex[:6]}"
+        for n in range(floods.accounts):
+            setup.account(f"{stem}-{n}@localhost", "flood-secret")
+        args = (stem, str(setup.port), str(floods.accounts), str(floods.seconds))
+        return peer_process("flood-accounts", *args)
     jid = f"flood-{how}-{uuid.uuid4().hex[:6]}@localhost"
     setup.account(jid, "flood-secret")
-    return peer_process("flood", jid, str(setup.port), str(requests), how)
+    return peer_process("flood", jid, str(setup.port), str(floods.requests), how)
 
 
 async def _measure(
@@ -132,15 +154,23 @@ async def _measure(
             await agent.memory.batch(agent.memory.base_memory_jid, ops)
         queries = iter(corpus.queries(100_000, 2))
 
-        async def search() -> float:
+        async def search(phase: Searches) -> None:
+            """One search, sent once: its time, or a refusal counted."""
+            op = SearchMemories(query=next(queries), limit=10)
+            request = wire.request_message(agent.memory.base_memory_jid, op, uuid.uuid4().hex)
             began = time.perf_counter()
-            await agent.memory.search_memories(next(queries), limit=10)
-            return time.perf_counter() - began
+            reply = await agent.memory.round_trip(request)
+            if reply is None or reply.get_metadata("performative") != "inform":
+                phase.refused += 1
+            else:
+                phase.samples.append(time.perf_counter() - began)
 
-        for _ in range(20):  # warm-up
-            await search()
+        warm_up = Searches("warm-up")
+        for _ in range(20):
+            await search(warm_up)
         quiet = Searches("quiet")
-        quiet.samples = [await search() for _ in range(searches)]
+        for _ in range(searches):
+            await search(quiet)
         phases = [quiet]
         for how, flooder in flooders.items():
             phase = Searches(f"{how} flood")
@@ -148,7 +178,7 @@ async def _measure(
             assert flooder.process is not None
             flooder.process.send_signal(signal.SIGUSR1)
             while not (done := _flood_done(flooder, mark)):
-                phase.samples.append(await search())
+                await search(phase)
             phase.flood = done
             phases.append(phase)
         return phases
@@ -165,9 +195,10 @@ def _flood_done(flooder: ChildProcess, mark: int) -> dict[str, float]:
 
 
 def print_server(console: Console, kind: str, phases: list[Searches]) -> None:
-    quiet_p50, _ = summary_ms(phases[0].samples)
+    quiet_p50, quiet_p99 = summary_ms(phases[0].samples)
     table = Table(
-        "phase", "searches", "p50 ms", "p99 ms", "p99 / quiet p50", "flood replies", "flood s",
+        "phase", "searches", "refused", "p50 ms", "p99 ms", "p99 / quiet p50",
+        "p99 / quiet p99", "flood replies", "flood s",
         title=f"A bystander's search during a flood ({kind} server)", title_justify="left",
     )  # fmt: skip
     for phase in phases:
@@ -175,8 +206,8 @@ def print_server(console: Console, kind: str, phases: list[Searches]) -> None:
         flood = dict(phase.flood)
         seconds = flood.pop("seconds", None)
         table.add_row(
-            phase.phase, str(len(phase.samples)), f"{p50:.1f}", f"{p99:.1f}",
-            f"{p99 / quiet_p50:.1f}x",
+            phase.phase, str(len(phase.samples)), str(phase.refused), f"{p50:.1f}", f"{p99:.1f}",
+            f"{p99 / quiet_p50:.1f}x", f"{p99 / quiet_p99:.1f}x",
             ", ".join(f"{int(n)} {kind}" for kind, n in sorted(flood.items())) or "-",
             "-" if seconds is None else f"{seconds:.1f}",
         )  # fmt: skip
@@ -190,7 +221,8 @@ async def main(args: argparse.Namespace) -> None:
             console.print("Prosody is not installed (apt-get install prosody): skipped")
             continue
         extra = ["--no-dense-search"] if args.no_dense_search else []
-        phases = await run_server(kind, args.requests, args.searches, *extra)
+        floods = Floods(args.requests, args.accounts, args.flood_seconds)
+        phases = await run_server(kind, floods, args.searches, *extra)
         print_server(console, kind, phases)
 
 
@@ -198,6 +230,8 @@ if __name__ == "__main__":
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     parser = argparse.ArgumentParser(prog="python -m benchmarks.flood", description=__doc__)
     parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument("--accounts", type=int, default=60)
+    parser.add_argument("--flood-seconds", type=float, default=20.0)
     parser.add_argument("--searches", type=int, default=200)
     parser.add_argument("--servers", type=lambda s: s.split(","), default=["embedded", "prosody"])
     parser.add_argument(

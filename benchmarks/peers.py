@@ -1,8 +1,9 @@
-"""Child processes of the wire benchmark: a bare XMPP server, and an echo agent.
+"""Child processes of the benchmarks: a bare XMPP server, an echo agent, and flooders.
 
 python -m benchmarks.peers server DATA_DIR PORT S2S_PORT
 python -m benchmarks.peers echo JID PORT
 python -m benchmarks.peers flood JID PORT COUNT honest|forged
+python -m benchmarks.peers flood-accounts STEM PORT ACCOUNTS SECONDS
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
@@ -101,7 +102,11 @@ async def _until_signalled(announce: bool = True) -> None:
 
 
 async def server(data_dir: str, port: str, s2s_port: str) -> None:
-    xmpp = EmbeddedXMPPServer(Path(data_dir), port=int(port), s2s_port=int(s2s_port))
+    """The embedded server; new accounts are not rate-limited here (the benchmarks make
+    dozens at once, as an attacker with time to spare would)."""
+    xmpp = EmbeddedXMPPServer(
+        Path(data_dir), port=int(port), s2s_port=int(s2s_port), registrations_per_minute=0
+    )
     await xmpp.start()
     await _until_signalled()
     await xmpp.stop()
@@ -147,6 +152,50 @@ async def flood(jid: str, port: str, count: str, how: str) -> None:
     await stop_agent(agent)
 
 
+async def flood_accounts(stem: str, port: str, accounts: str, seconds: str) -> None:
+    """``accounts`` agents ``STEM-N@localhost``. On SIGUSR1, each keeps ``IN_FLIGHT``
+    stores in flight for ``seconds``, the next sent as each is answered (after its
+    ``retry_after`` when refused); then ``FLOOD_DONE`` and the replies by condition."""
+    agents = [
+        Flooder(f"{stem}-{n}@localhost", "flood-secret", port=int(port),
+                memory_timeout=120, memory_attempts=1)
+        for n in range(int(accounts))
+    ]  # fmt: skip
+    for agent in agents:
+        await start_agent(agent)
+    go = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
+    print(READY, flush=True)
+    await go.wait()
+    started = time.perf_counter()
+    deadline = started + float(seconds)
+    outcome: dict[str, float] = {}
+
+    async def keep_one_in_flight(memory: Any) -> None:
+        while time.perf_counter() < deadline:
+            op = StoreMemory(category="fact", content=f"flood {uuid.uuid4().hex}")
+            reply = await memory.round_trip(
+                wire.request_message(memory.base_memory_jid, op, uuid.uuid4().hex)
+            )
+            kind = "none" if reply is None else _condition(reply)
+            outcome[kind] = outcome.get(kind, 0) + 1
+            if reply is not None and kind != "stored":
+                await asyncio.sleep(json.loads(reply.body).get("retry_after") or 0.25)
+
+    await asyncio.gather(
+        *(keep_one_in_flight(agent.memory) for agent in agents for _ in range(IN_FLIGHT))
+    )
+    outcome["seconds"] = time.perf_counter() - started
+    print(FLOOD_DONE + json.dumps(outcome), flush=True)
+    await _until_signalled(announce=False)
+    for agent in agents:
+        await stop_agent(agent)
+
+
+IN_FLIGHT = 32
+"""Stores each account of ``flood_accounts`` keeps in flight (a client's own limit)."""
+
+
 def _condition(reply: Message) -> str:
     if reply.get_metadata("performative") == "inform":
         return "stored"
@@ -156,4 +205,5 @@ def _condition(reply: Message) -> str:
 if __name__ == "__main__":
     role, *args = sys.argv[1:]
     use_uvloop()  # as `spade-memory run` does: every process of the benchmark on one loop kind
-    asyncio.run({"server": server, "echo": echo, "flood": flood}[role](*args))
+    roles = {"server": server, "echo": echo, "flood": flood, "flood-accounts": flood_accounts}
+    asyncio.run(roles[role](*args))
