@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 import sys
 import time
@@ -305,6 +306,49 @@ async def test_grants_and_memories_survive_a_restart(tmp_path: Path) -> None:
         assert {s.name: s.role for s in await member.memory.list_spaces()} == {space: "writer"}
     finally:
         await stop_agent(member)
+        service.stop()
+
+
+async def test_a_subscription_an_older_version_kept_under_a_bad_address_is_dropped(
+    tmp_path: Path,
+) -> None:
+    """An older server took any account name, so spaces.db may hold a subscriber address
+    that does not parse (issue 47, item 3): the notifier dropped dead on it, and no other
+    subscriber heard anything again. Now that subscription is dropped with a log line."""
+    service = MemoryServiceProcess(tmp_path / "data", "--services", "base-memory")
+    service.start()
+    space = space_name()
+    owner = await start_client(unique_jid("owner"), service.port)
+    odd = unique_jid("odd")
+    try:
+        await owner.memory.create_space(space)
+        await owner.memory.grant(space, odd, "reader")
+        odd_client = await start_client(odd, service.port)
+        await odd_client.memory.subscribe(space)
+        await stop_agent(odd_client)
+    finally:
+        await stop_agent(owner)
+        service.stop()
+    with sqlite3.connect(tmp_path / "data" / "spaces.db") as database:
+        database.execute(
+            "UPDATE subscriptions SET address = 'a@b@localhost/x' WHERE subscriber = ?", (odd,)
+        )
+    service.start()
+    owner = await start_client(str(owner.jid.bare), service.port)
+    heard_by = unique_jid("listener")
+    listening = listener(service.port, heard_by, space)
+    try:
+        await owner.memory.grant(space, heard_by, "reader")
+        await asyncio.to_thread(listening.start)
+        for n in range(2):
+            stored = await owner.memory.store_memory("fact", f"heard {n}", space=space)
+            assert changes_in(listening, n + 1)[-1][3] == stored
+        said = "".join(service.output)
+        assert said.count(f"the subscription of {odd} is dropped") == 1
+        assert (await owner.memory.space_info(space)).subscribers == 1
+    finally:
+        listening.stop()
+        await stop_agent(owner)
         service.stop()
 
 

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
+from slixmpp.jid import InvalidJID
 from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
 
@@ -38,6 +40,7 @@ from .store import LongTermStore
 from .work_items import DEFAULT_PATTERNS, WorkItems, WorkLink
 
 T = TypeVar("T")
+logger = logging.getLogger("spade_memory.base_memory")
 WORK_ONTOLOGY = "spade-memory-work-items"
 """Ontology of the messages telling a work engine of a memory linked to a work item."""
 
@@ -244,7 +247,16 @@ class NotifySubscribers(Drains[SpaceEvent]):
             if await self.directory.role_of(space, subscriber) is None:
                 await self.directory.unsubscribe(space, subscriber)
                 continue
-            await self.send(wire.notice(address, EVENTS_ONTOLOGY, body))
+            try:
+                notice = wire.notice(address, EVENTS_ONTOLOGY, body)
+            except InvalidJID as error:  # kept by an older version, which took any name
+                logger.warning(
+                    "space %s: the subscription of %s is dropped: its address %s does not"
+                    " parse (%s)", space.name, subscriber, ascii(address), error,
+                )  # fmt: skip
+                await self.directory.unsubscribe(space, subscriber)
+                continue
+            await self.send(notice)
 
 
 class NotifyWorkEngine(Drains[list[WorkLink]]):
