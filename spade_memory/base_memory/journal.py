@@ -5,8 +5,9 @@
 - the **space journal** (``space_changes``): the writes in shared spaces, for their
   subscribers, who catch up from any cursor; kept ``JOURNAL_DAYS`` days, after which a
   cursor older than what is kept is answered as incomplete;
-- the **usage** of every author and every space (memories and bytes), which the
-  quotas are checked against without counting rows.
+- the **usage** of every author and every space (memories, and the bytes they hold
+  with their kept versions: ``sizes``), which the quotas are checked against without
+  counting rows.
 """
 
 from __future__ import annotations
@@ -81,13 +82,6 @@ class SpaceEvent:
             seq=self.seq, kind=self.kind, memory_id=self.memory_id, owner=self.actor,
             memory=self.memory, space=self.name, author=self.author,
         )  # fmt: skip
-
-
-def size_of(content: str, context: str | None) -> int:
-    """Bytes a memory counts against quotas: its content and context, in UTF-8."""
-    return len(content.encode("utf-8", "surrogatepass")) + len(
-        (context or "").encode("utf-8", "surrogatepass")
-    )
 
 
 async def record(

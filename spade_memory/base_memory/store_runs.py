@@ -28,7 +28,7 @@ from ..limits import Limits
 from ..ops import Place, Record, Request
 from ..storage.connection import Database
 from ..tags import dumps
-from . import journal
+from . import journal, sizes
 from .batch_work import BatchWork
 from .classify import Classification, classify
 from .ops import RECORDED, Stored, StoreMemory
@@ -163,7 +163,7 @@ async def store_run(
         else:
             same[(store.category, store.text)] = (memory_id, owner)
             new.append((store, memory_id))
-            size += journal.size_of(op.content, op.context)
+            size += sizes.new_memory_bytes(op)
             ledger.change("stored", memory_id, owner, owner)
         answers.append(stored)
     await journal.check_quota(db, limits, owner, place, len(new), size, ledger.held)
