@@ -27,7 +27,7 @@ from spade_memory.base_memory.ops import (
 )
 from spade_memory.base_memory.store import LongTermStore
 from spade_memory.errors import BadRequest, ItemNotFound
-from spade_memory.ops import Request
+from spade_memory.ops import Place, Request
 
 from .conftest import Location
 
@@ -172,6 +172,41 @@ async def test_update_changes_fields_and_index(store: LongTermStore) -> None:
     assert await search(store, ALICE, "tea") == []
     assert [m.id for m in await search(store, ALICE, "espresso")] == [memory_id]
     assert [m.id for m in await search(store, ALICE, "kitchen")] == [memory_id]
+
+
+async def test_a_copy_of_another_members_memory_leaves_it_as_it_was(
+    store: LongTermStore,
+) -> None:
+    """Storing what another member of a space already stored there changes nothing of
+    theirs: the copy is the sender's own memory (a second copy is deduplicated on it)."""
+    by_alice, by_bob = Place("team", "team", "owner"), Place("team", "team", "writer")
+    copy = StoreMemory(category="fact", content="The API  needs a token", confidence=1.0)
+
+    async def stored(owner: str, op: StoreMemory, place: Place) -> Stored:
+        (outcome,) = await store.batch(owner, [Request(op, None, (place,))])
+        assert isinstance(outcome, Stored)
+        return outcome
+
+    async def memory(memory_id: str) -> Memory:
+        (found,) = await store.batch(ALICE, [Request(GetMemory(id=memory_id), None, (by_alice,))])
+        assert isinstance(found, Memory)
+        return found
+
+    original = await stored(ALICE, copy.model_copy(update={"confidence": 0.4}), by_alice)
+    before = await memory(original.id)
+    feed = (await store.changes_since(0)).last_seq
+
+    bobs = await stored(BOB, copy, by_bob)
+    again = await stored(BOB, copy.model_copy(update={"content": "the api needs a TOKEN"}), by_bob)
+
+    assert not bobs.deduplicated and bobs.id != original.id
+    assert again.deduplicated and again.id == bobs.id
+    after = await memory(original.id)
+    assert (after.confidence, after.version) == (0.4, 1)
+    assert after.access_count == before.access_count + 1  # the read of it, nothing else
+    assert (await memory(bobs.id)).author == BOB
+    changes = (await store.changes_since(feed)).changes
+    assert original.id not in {change.memory_id for change in changes}
 
 
 async def test_delete_removes_from_search(store: LongTermStore) -> None:

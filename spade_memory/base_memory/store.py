@@ -628,8 +628,10 @@ class LongTermStore(AppliesOps):
     # -- writes -----------------------------------------------------------------------
 
     async def _store(self, db: Database, request: Request, work: BatchWork) -> Record:
-        """A new memory, or the space's same memory (same category and content) reinforced;
-        without a category, the memory is classified first."""
+        """A new memory, or the sender's same memory in the space (same category and
+        content) reinforced; without a category, the memory is classified first. Another
+        member's same memory is left as it is: a store never changes what it did not
+        write (the sender's copy is its own memory, which it may change and delete)."""
         op, owner = request.op, work.owner
         assert isinstance(op, StoreMemory)
         (place,) = request.places_of(owner)
@@ -639,8 +641,8 @@ class LongTermStore(AppliesOps):
             (str(memory_id), str(author))
             for memory_id, author, content in await db.execute_fetchall(
                 "SELECT id, owner, content FROM memories"
-                " WHERE space = ? AND category = ? AND content_key = ?",
-                (place.key, category, text_key(text)),
+                " WHERE space = ? AND category = ? AND content_key = ? AND owner = ?",
+                (place.key, category, text_key(text), owner),
             )
             if folded(content) == text
         ][:1]
