@@ -98,6 +98,8 @@ READS: dict[str, Reads] = {
         lambda s, n: {"op": "get_memory", "id": s},
         lambda s, n: {"op": "recent_memories", "limit": n},
         lambda s, n: {"op": "list_memories", "category": "fact", "limit": n},
+        lambda s, n: {"op": "recent_memories", "offset": n},
+        lambda s, n: {"op": "list_memories", "category": "fact", "offset": n},
         lambda s, n: {"op": "memory_stats"},
         lambda s, n: {"op": "search_memories", "query": "x", "space": s},
         lambda s, n: {"op": "recent_memories", "space": [s, s], "limit": n},
