@@ -20,6 +20,7 @@ from typing import cast
 from ..errors import ResourceConstraint
 from ..limits import Limits
 from ..ops import Place
+from ..quotas import check_bytes
 from ..storage.connection import Database
 from ..storage.postgres import dialect
 from .ops import Change, ChangeKind, Memory
@@ -229,11 +230,7 @@ async def check_quota(
         held_memories, held_bytes = await held(db, subject)
         if memories > 0 and held_memories + memories > most:
             raise ResourceConstraint(f"quota: {who} holds {held_memories:,} of {most:,} memories")
-        if size > 0 and held_bytes + size > most_bytes:
-            raise ResourceConstraint(
-                f"quota: {who} holds {held_bytes:,} of {most_bytes:,} bytes;"
-                f" this needs {size:,} more"
-            )
+        check_bytes(who, held_bytes, most_bytes, size)
 
 
 async def forget_space(db: Database, key: str, authors: Sequence[tuple[str, int, int]]) -> None:
