@@ -177,6 +177,7 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "search_memories", "query": "merger Initech"},
             {"op": "share_session", "session": BEADS_SESSION, "member": "x@localhost"},
             {"op": "unshare_session", "session": BEADS_SESSION, "member": "x@localhost"},
+            {"op": "memory_stats"},
         ],
     }
 
