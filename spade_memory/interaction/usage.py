@@ -68,11 +68,13 @@ async def check(db: Database, limits: Limits, place: Place, needed: int) -> None
 
 async def add(db: Database, added: Mapping[str, int]) -> None:
     """Add bytes (negative: take away) to what each subject holds in the store."""
-    await db.executemany(
-        f"INSERT INTO {TABLE} (subject, bytes) VALUES (?, ?)"
-        f" ON CONFLICT (subject) DO UPDATE SET bytes = {TABLE}.bytes + excluded.bytes",
-        [(subject, size) for subject, size in added.items() if size],
-    )
+    rows = [(subject, size) for subject, size in added.items() if size]
+    if rows:
+        await db.executemany(
+            f"INSERT INTO {TABLE} (subject, bytes) VALUES (?, ?)"
+            f" ON CONFLICT (subject) DO UPDATE SET bytes = {TABLE}.bytes + excluded.bytes",
+            rows,
+        )
 
 
 async def set_files(db: Database, subject: str, size: int) -> None:
