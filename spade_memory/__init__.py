@@ -62,6 +62,7 @@ from .interaction.notes import (
 from .interaction.ops import InteractionOp
 from .interaction.service import InteractionMemoryAgent, InteractionMemoryService
 from .interaction.session import SessionMemory
+from .interaction.stats import InteractionStats, InteractionStatsOp
 from .interaction.store import InteractionStore
 from .interaction.working_memory import Clarification, EntityRef, Finding, Focus, WorkingMemory
 from .interaction.working_ops import WorkingMemoryState
@@ -168,6 +169,8 @@ __all__ = [
     "InteractionMemoryAgent",
     "InteractionMemoryService",
     "InteractionOp",
+    "InteractionStats",
+    "InteractionStatsOp",
     "InteractionStore",
     "InteractionsFile",
     "InternalServerError",

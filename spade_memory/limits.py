@@ -13,6 +13,9 @@ class Limits:
     """Longest content, context or query, in characters."""
     max_results: int = 1_000
     """Largest ``limit`` a request may ask for."""
+    max_offset: int = 1_000_000
+    """Largest ``offset`` a list may be asked to skip to (as many memories as a space
+    holds by default; further than that, filters narrow the list sooner)."""
     max_body_bytes: int = 262_144
     """Largest request body, in bytes of UTF-8, checked before parsing."""
     max_batch_ops: int = 100

@@ -286,7 +286,7 @@ def authorize(owner: str, op: Op[Any]) -> None:
 
 
 def check_limits(op: Op[Any], limits: Limits) -> None:
-    """Refuse any text field or result count above the configured limits.
+    """Refuse any text field, result count or offset above the configured limits.
 
     Raises ``ResourceConstraint`` naming the field.
     """
@@ -295,6 +295,8 @@ def check_limits(op: Op[Any], limits: Limits) -> None:
             raise ResourceConstraint(f"{field} is over {limits.max_content_chars} characters")
         if field == "limit" and isinstance(value, int) and value > limits.max_results:
             raise ResourceConstraint(f"limit is over {limits.max_results}")
+        if field == "offset" and isinstance(value, int) and value > limits.max_offset:
+            raise ResourceConstraint(f"offset is over {limits.max_offset:,}")
 
 
 class OutOfService(AppliesOps):

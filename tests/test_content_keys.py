@@ -12,7 +12,7 @@ from pathlib import Path
 from spade_memory import LongTermStore, StoreMemory
 from spade_memory.base_memory import pg_schema
 from spade_memory.base_memory.ops import Stored
-from spade_memory.base_memory.schema import MIGRATIONS, content_key, folded
+from spade_memory.base_memory.schema import MIGRATIONS, content_key, folded, hash_content_keys
 
 from .conftest import Location, query
 
@@ -32,12 +32,12 @@ async def _store(where: str | Path, content: str) -> Stored:
 async def _one_migration_back(where: str | Path) -> None:
     """The store as a version before the hashed keys left it."""
     if isinstance(where, Path):
-        await query(where, f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(hash_content_keys)}")
     else:
         await query(
             where,
             "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
-            len(pg_schema.MIGRATIONS) - 1,
+            pg_schema.MIGRATIONS.index(hash_content_keys),
         )
 
 

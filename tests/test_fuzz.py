@@ -37,6 +37,7 @@ from spade.message import Message
 from spade_memory.base_memory.ops import base_memory_ops
 from spade_memory.batch import batch_op
 from spade_memory.beads_sync.ops import beads_sync_ops
+from spade_memory.interaction.context_index import INDEX_FOLDER
 from spade_memory.interaction.ops import interaction_ops
 from spade_memory.lifecycle import stop_agent
 from spade_memory.limits import Limits
@@ -98,6 +99,8 @@ READS: dict[str, Reads] = {
         lambda s, n: {"op": "get_memory", "id": s},
         lambda s, n: {"op": "recent_memories", "limit": n},
         lambda s, n: {"op": "list_memories", "category": "fact", "limit": n},
+        lambda s, n: {"op": "recent_memories", "offset": n},
+        lambda s, n: {"op": "list_memories", "category": "fact", "offset": n},
         lambda s, n: {"op": "memory_stats"},
         lambda s, n: {"op": "search_memories", "query": "x", "space": s},
         lambda s, n: {"op": "recent_memories", "space": [s, s], "limit": n},
@@ -278,10 +281,11 @@ def snapshot(data_dir: Path) -> dict[str, Any]:
     with sqlite3.connect(data_dir / "interaction-memory.db") as db:
         notes = db.execute("SELECT * FROM notes ORDER BY 1, 2, 3").fetchall()
         working = db.execute("SELECT * FROM working_memories ORDER BY 1, 2").fetchall()
+    index = data_dir / "context" / INDEX_FOLDER  # a cache of searches, not what is stored
     context = sorted(
         (str(p.relative_to(data_dir)), p.read_text())
         for p in (data_dir / "context").rglob("*")
-        if p.is_file()
+        if p.is_file() and index not in p.parents
     )
     with sqlite3.connect(data_dir / "spaces.db") as db:
         spaces = [

@@ -163,6 +163,7 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "save_knowledge", "name": "alice-runbook", "content": "planted runbook"},
             {"op": "search_context", "query": "runbook root password"},
             {"op": "forget_interactions"},
+            {"op": "interaction_stats"},
         ],
         "beads-sync": [
             {"op": "store_memory", "content": "planted bead", "session": BEADS_SESSION},
@@ -176,6 +177,7 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "search_memories", "query": "merger Initech"},
             {"op": "share_session", "session": BEADS_SESSION, "member": "x@localhost"},
             {"op": "unshare_session", "session": BEADS_SESSION, "member": "x@localhost"},
+            {"op": "memory_stats"},
         ],
     }
 

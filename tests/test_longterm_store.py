@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
+from spade.message import Message
 
 from spade_memory.base_memory.access import AccessLog
 from spade_memory.base_memory.ops import (
+    SQL_INTEGER,
     DeleteMemory,
     GetMemory,
     ListMemories,
@@ -25,9 +29,12 @@ from spade_memory.base_memory.ops import (
     StoreMemory,
     UpdateMemory,
 )
+from spade_memory.base_memory.service import BaseMemoryService
 from spade_memory.base_memory.store import LongTermStore
-from spade_memory.errors import BadRequest, ItemNotFound
-from spade_memory.ops import Request
+from spade_memory.errors import BadRequest, ItemNotFound, MemoryServiceError
+from spade_memory.limits import Limits
+from spade_memory.ops import Place, Request
+from spade_memory.serving import ServeRequests
 
 from .conftest import Location
 
@@ -150,6 +157,43 @@ async def test_pages_of_a_list_cover_every_memory_once(store: LongTermStore) -> 
     assert len(last.memories) == 7
 
 
+@pytest.mark.parametrize(
+    ("body", "condition"),
+    [
+        ({"op": "recent_memories", "offset": 2**70}, "bad-request"),
+        ({"op": "list_memories", "category": "fact", "offset": 2**70}, "bad-request"),
+        ({"op": "recent_memories", "offset": 1_001}, "resource-constraint"),
+        ({"op": "changes_since", "after": 2**70}, "bad-request"),
+    ],
+)
+async def test_a_huge_offset_or_cursor_is_a_typed_failure(
+    store: LongTermStore, body: dict[str, object], condition: str
+) -> None:
+    """As a peer's request arrives: parsed, checked against the limits, served by a real
+    store; never an internal-server-error."""
+    await put(store, ALICE, "one memory to page through")
+    serving = ServeRequests(BaseMemoryService(store, Limits(max_offset=1_000)))
+    request = Message(
+        to="base-memory@localhost", sender=f"{ALICE}/laptop", thread="t", body=json.dumps(body)
+    )
+    reply = await serving.outcome(request)
+    assert isinstance(reply, MemoryServiceError) and reply.condition.value == condition
+    within = {**body, "offset": 1_000} if "offset" in body else None
+    if within is not None:  # the bound itself is served
+        reply = await serving.outcome(Message(sender=f"{ALICE}/x", body=json.dumps(within)))
+        assert isinstance(reply, MemoryList) and reply.memories == []
+
+
+async def test_the_largest_offset_an_op_takes_is_served_by_the_engine(
+    store: LongTermStore,
+) -> None:
+    await put(store, ALICE, "one memory")
+    page = await store.apply(ALICE, RecentMemories(offset=SQL_INTEGER))
+    assert page.memories == [] and page.next_offset is None
+    with pytest.raises(ValidationError):
+        RecentMemories(offset=SQL_INTEGER + 1)
+
+
 async def test_update_changes_fields_and_index(store: LongTermStore) -> None:
     memory_id = await put(store, ALICE, "likes tea")
     updated = await store.apply(
@@ -172,6 +216,41 @@ async def test_update_changes_fields_and_index(store: LongTermStore) -> None:
     assert await search(store, ALICE, "tea") == []
     assert [m.id for m in await search(store, ALICE, "espresso")] == [memory_id]
     assert [m.id for m in await search(store, ALICE, "kitchen")] == [memory_id]
+
+
+async def test_a_copy_of_another_members_memory_leaves_it_as_it_was(
+    store: LongTermStore,
+) -> None:
+    """Storing what another member of a space already stored there changes nothing of
+    theirs: the copy is the sender's own memory (a second copy is deduplicated on it)."""
+    by_alice, by_bob = Place("team", "team", "owner"), Place("team", "team", "writer")
+    copy = StoreMemory(category="fact", content="The API  needs a token", confidence=1.0)
+
+    async def stored(owner: str, op: StoreMemory, place: Place) -> Stored:
+        (outcome,) = await store.batch(owner, [Request(op, None, (place,))])
+        assert isinstance(outcome, Stored)
+        return outcome
+
+    async def memory(memory_id: str) -> Memory:
+        (found,) = await store.batch(ALICE, [Request(GetMemory(id=memory_id), None, (by_alice,))])
+        assert isinstance(found, Memory)
+        return found
+
+    original = await stored(ALICE, copy.model_copy(update={"confidence": 0.4}), by_alice)
+    before = await memory(original.id)
+    feed = (await store.changes_since(0)).last_seq
+
+    bobs = await stored(BOB, copy, by_bob)
+    again = await stored(BOB, copy.model_copy(update={"content": "the api needs a TOKEN"}), by_bob)
+
+    assert not bobs.deduplicated and bobs.id != original.id
+    assert again.deduplicated and again.id == bobs.id
+    after = await memory(original.id)
+    assert (after.confidence, after.version) == (0.4, 1)
+    assert after.access_count == before.access_count + 1  # the read of it, nothing else
+    assert (await memory(bobs.id)).author == BOB
+    changes = (await store.changes_since(feed)).changes
+    assert original.id not in {change.memory_id for change in changes}
 
 
 async def test_delete_removes_from_search(store: LongTermStore) -> None:

@@ -24,6 +24,7 @@ from spade_memory.base_memory.ops import (
     UpdateMemory,
 )
 from spade_memory.base_memory.store import LongTermStore
+from spade_memory.interaction import pg_schema as interaction_schema
 from spade_memory.interaction.notes import AddInformation, GetInformation, Notes
 from spade_memory.interaction.store import InteractionStore
 from spade_memory.interaction.working_memory import EntityRef, Finding
@@ -123,7 +124,10 @@ async def test_the_stores_share_a_database_and_keep_their_request_ids_apart(url:
         stored = await memories.apply(ALICE, StoreMemory(category="fact", content="x"), "r")
         assert isinstance(stored, Stored) and "Remembered" in str(said)
         schema = await query(url, "SELECT store, version FROM spade_memory_schema ORDER BY 1")
-        assert schema == [("base_memory", len(pg_schema.MIGRATIONS)), ("interaction", 1)]
+        assert schema == [
+            ("base_memory", len(pg_schema.MIGRATIONS)),
+            ("interaction", len(interaction_schema.MIGRATIONS)),
+        ]
     finally:
         await notes.close()
         await memories.close()

@@ -164,6 +164,7 @@ class Team:
                 {"op": "search_context", "query": "runbook merger", "space": space},
                 "reader",
             ),
+            Attempt(interaction, {"op": "interaction_stats", "space": space}, "reader"),
             Attempt(
                 interaction,
                 {

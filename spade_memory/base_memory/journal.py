@@ -5,8 +5,9 @@
 - the **space journal** (``space_changes``): the writes in shared spaces, for their
   subscribers, who catch up from any cursor; kept ``JOURNAL_DAYS`` days, after which a
   cursor older than what is kept is answered as incomplete;
-- the **usage** of every author and every space (memories and bytes), which the
-  quotas are checked against without counting rows.
+- the **usage** of every author and every space (memories, and the bytes they hold
+  with their kept versions: ``sizes``), which the quotas are checked against without
+  counting rows.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import cast
 from ..errors import ResourceConstraint
 from ..limits import Limits
 from ..ops import Place
+from ..quotas import check_bytes
 from ..storage.connection import Database
 from ..storage.postgres import dialect
 from .ops import Change, ChangeKind, Memory
@@ -81,13 +83,6 @@ class SpaceEvent:
             seq=self.seq, kind=self.kind, memory_id=self.memory_id, owner=self.actor,
             memory=self.memory, space=self.name, author=self.author,
         )  # fmt: skip
-
-
-def size_of(content: str, context: str | None) -> int:
-    """Bytes a memory counts against quotas: its content and context, in UTF-8."""
-    return len(content.encode("utf-8", "surrogatepass")) + len(
-        (context or "").encode("utf-8", "surrogatepass")
-    )
 
 
 async def record(
@@ -235,11 +230,7 @@ async def check_quota(
         held_memories, held_bytes = await held(db, subject)
         if memories > 0 and held_memories + memories > most:
             raise ResourceConstraint(f"quota: {who} holds {held_memories:,} of {most:,} memories")
-        if size > 0 and held_bytes + size > most_bytes:
-            raise ResourceConstraint(
-                f"quota: {who} holds {held_bytes:,} of {most_bytes:,} bytes;"
-                f" this needs {size:,} more"
-            )
+        check_bytes(who, held_bytes, most_bytes, size)
 
 
 async def forget_space(db: Database, key: str, authors: Sequence[tuple[str, int, int]]) -> None:

@@ -92,10 +92,14 @@ class Deleted(Record):
     deleted: bool = True
 
 
+SQL_INTEGER = 2**63 - 1
+"""The largest integer both engines hold: what a number reaching SQL may be at most (the
+agent's ``Limits`` bound the ones peers send far lower)."""
 Offset = Annotated[
     int,
     Field(
         ge=0,
+        le=SQL_INTEGER,
         description="Memories to skip, to page through the list: the reply's next_offset",
     ),
 ]
@@ -496,7 +500,9 @@ class ChangesSince(Op[ChangeList]):
     need = "read"
     op: Literal["changes_since"] = "changes_since"
     reads_only: ClassVar[bool] = True
-    after: int = Field(default=0, ge=0, description="The last change already mirrored")
+    after: int = Field(
+        default=0, ge=0, le=SQL_INTEGER, description="The last change already mirrored"
+    )
     limit: Limit = 500
     space: SpaceName | None = Field(
         default=None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..storage.postgres import PgMigration, statements
 from .schema import hash_content_keys
+from .sizes import recount_usage
 
 TEXT_SEARCH = "english"
 """The text-search configuration of ``words`` and of every query built against it."""
@@ -150,7 +151,7 @@ _V2_VECTOR_NOTICES = (
 )
 
 MIGRATIONS: list[PgMigration] = [
-    statements(*_V1), statements(*_V2_VECTOR_NOTICES), hash_content_keys,
+    statements(*_V1), statements(*_V2_VECTOR_NOTICES), hash_content_keys, recount_usage,
 ]  # fmt: skip
 STORE = "base_memory"
 """The schema's name in ``spade_memory_schema`` (one database can hold several stores)."""

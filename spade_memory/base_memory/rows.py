@@ -18,10 +18,6 @@ COLUMNS = (
     " m.created_at, m.last_accessed, m.access_count, m.seq, m.space,"
     " m.tags, m.metadata, m.source, m.work_items, m.expires_at, m.version"
 )
-SIZE = "length(CAST(content AS BLOB)) + COALESCE(length(CAST(context AS BLOB)), 0)"
-"""A memory's bytes in SQLite's SQL, as ``journal.size_of`` counts them."""
-PG_SIZE = "octet_length(content) + COALESCE(octet_length(context), 0)"
-"""``SIZE`` in PostgreSQL's SQL."""
 
 
 async def newest(db: Database, keys: Sequence[str], selection: Selection, limit: int) -> list[Row]:

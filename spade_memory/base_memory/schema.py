@@ -17,7 +17,7 @@ import aiosqlite
 
 from ..storage import requests
 from ..storage.connection import Database, Migration
-from . import history, journal, words
+from . import history, journal, sizes, words
 
 WORD_SCORE = "bm25(memories_fts, 1.0, 0.5)"
 """A memory's word score (lower is better), content weighing twice its context: the
@@ -245,5 +245,5 @@ async def _describe_memories(db: aiosqlite.Connection) -> None:
 
 MIGRATIONS: list[Migration] = [
     _create_v1, _add_change_feed, _add_vectors_and_content_keys, _add_spaces,
-    _index_words_per_batch, _describe_memories, hash_content_keys,
+    _index_words_per_batch, _describe_memories, hash_content_keys, sizes.recount_usage,
 ]  # fmt: skip

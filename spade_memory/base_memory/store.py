@@ -50,7 +50,7 @@ from ..storage.manifest import Manifest
 from ..storage.postgres import Dialect, PgTransactions, dialect
 from ..storage.purging import purge_now_and_then
 from ..tags import dumps
-from . import filters, history, journal, pg_schema, pgvector, store_runs, words
+from . import filters, history, journal, pg_schema, pgvector, sizes, store_runs, words
 from .access import AccessLog
 from .backfill import VectorBackfill
 from .batch_work import BatchWork
@@ -86,7 +86,7 @@ from .ops import (
     UpdateMemory,
 )
 from .ranking import QueryVector, Ranking, embedding_text
-from .rows import COLUMNS, PG_SIZE, SIZE, Row, as_datetime, newest, select
+from .rows import COLUMNS, Row, as_datetime, newest, select
 from .schema import MIGRATIONS, content_key, folded, text_key
 from .vector_notices import VectorNotices
 from .work_items import WorkItems, WorkLink
@@ -346,12 +346,13 @@ class LongTermStore(AppliesOps):
 
     async def purge_space(self, key: str) -> int:
         """Delete every memory of the shared space ``key`` (the space is being deleted):
-        each deletion reaches the change feed, the space's usage and journal go, and its
-        authors' usage gives back what it held. Returns how many memories went."""
-        size = PG_SIZE if self.dialect == "postgresql" else SIZE
+        each deletion reaches the change feed, the space's usage, journal and kept versions
+        go, and its authors' usage gives back what it held. Returns how many memories went."""
         async with self._tx.write() as db:
-            authors = await db.execute_fetchall(
-                f"SELECT owner, COUNT(*), SUM({size}) FROM memories WHERE space = ? GROUP BY owner",
+            authors = await sizes.held_in_space(db, key)
+            await db.execute(
+                "DELETE FROM memory_versions WHERE memory_id IN"
+                " (SELECT id FROM memories WHERE space = ?)",
                 (key,),
             )
             gone = list(
@@ -365,9 +366,7 @@ class LongTermStore(AppliesOps):
                     db, "deleted", str(memory_id), actor=str(author), author=str(author),
                     place=place,
                 )  # fmt: skip
-            await journal.forget_space(
-                db, key, [(str(a), int(n), int(size or 0)) for a, n, size in authors]
-            )
+            await journal.forget_space(db, key, authors)
         self.ranking.forget(key)
         return len(gone)
 
@@ -629,8 +628,10 @@ class LongTermStore(AppliesOps):
     # -- writes -----------------------------------------------------------------------
 
     async def _store(self, db: Database, request: Request, work: BatchWork) -> Record:
-        """A new memory, or the space's same memory (same category and content) reinforced;
-        without a category, the memory is classified first."""
+        """A new memory, or the sender's same memory in the space (same category and
+        content) reinforced; without a category, the memory is classified first. Another
+        member's same memory is left as it is: a store never changes what it did not
+        write (the sender's copy is its own memory, which it may change and delete)."""
         op, owner = request.op, work.owner
         assert isinstance(op, StoreMemory)
         (place,) = request.places_of(owner)
@@ -640,8 +641,8 @@ class LongTermStore(AppliesOps):
             (str(memory_id), str(author))
             for memory_id, author, content in await db.execute_fetchall(
                 "SELECT id, owner, content FROM memories"
-                " WHERE space = ? AND category = ? AND content_key = ?",
-                (place.key, category, text_key(text)),
+                " WHERE space = ? AND category = ? AND content_key = ? AND owner = ?",
+                (place.key, category, text_key(text), owner),
             )
             if folded(content) == text
         ][:1]
@@ -662,7 +663,7 @@ class LongTermStore(AppliesOps):
             author = same[0][1]
             await self._changed(db, request, work, "updated", memory_id, author, place)
             return stored
-        size = journal.size_of(op.content, op.context)
+        size = sizes.new_memory_bytes(op)
         held = journal.usage_of if work.ledger is None else work.ledger.held
         await journal.check_quota(db, self.limits, owner, place, 1, size, held)
         await self._insert(db, request, work, place, memory_id, category, (now, now, 0))
@@ -697,7 +698,7 @@ class LongTermStore(AppliesOps):
             (memory_id, owner, category, op.content, op.context, op.confidence, created,
              accessed, count, content_key(op.content), place.key, *described),
         )  # fmt: skip
-        size = journal.size_of(op.content, op.context)
+        size = sizes.new_memory_bytes(op)
         if work.ledger is not None:
             work.ledger.use(owner, place, 1, size)
         else:
@@ -765,15 +766,17 @@ class LongTermStore(AppliesOps):
         if ttl is not None or until is not None:
             changes["expires_at"] = expiry_of(ttl, until)  # type: ignore[arg-type]
             self.expiring = True
-        grown = journal.size_of(op.content or before.content, op.context or before.context)
-        grown -= journal.size_of(before.content, before.context)
-        await journal.check_quota(db, self.limits, before.owner, place, 0, grown)
+        held = await sizes.held(db, row.seq)
         await history.keep_version(db, row.seq, self.limits.max_versions)
         changes.update(version=before.version + 1, changed_by=owner, changed_at=time.time())
         assignments = ", ".join(f"{name} = ?" for name in changes)
         await db.execute(
             f"UPDATE memories SET {assignments} WHERE seq = ?", (*changes.values(), row.seq)
         )
+        # the new texts and the version kept, less the versions dropped: measured once
+        # written (an update over the quota raises, and its writes are rolled back)
+        grown = await sizes.held(db, row.seq) - held
+        await journal.check_quota(db, self.limits, before.owner, place, 0, grown)
         await journal.use(db, before.owner, place, 0, grown)
         (row,) = await select(db, "WHERE m.seq = ?", (row.seq,))
         memory = row.memory({place.key: place.name})
@@ -808,12 +811,12 @@ class LongTermStore(AppliesOps):
     ) -> None:
         """Delete the memory of ``row``: its vector, words, versions and links go, its
         usage is given back, its audit entry and its change stay."""
-        gone = row.memory()
+        gone, size = row.memory(), await sizes.held(db, row.seq)
         await db.execute("DELETE FROM memories WHERE seq = ?", (row.seq,))
         await db.execute("DELETE FROM memory_links WHERE memory_id = ?", (gone.id,))
         await history.audit_deletion(db, gone.id, place.key, work.owner, reason)
         work.current.gone[row.seq] = place.key  # its vector went (CASCADE)
-        await journal.use(db, gone.owner, place, -1, -journal.size_of(gone.content, gone.context))
+        await journal.use(db, gone.owner, place, -1, -size)
         await self._changed(db, request, work, "deleted", gone.id, gone.owner, place, reason)
 
     async def _forget(self, db: Database, request: Request, work: BatchWork) -> Record:

@@ -28,7 +28,7 @@ from ..limits import Limits
 from ..ops import Place, Record, Request
 from ..storage.connection import Database
 from ..tags import dumps
-from . import journal
+from . import journal, sizes
 from .batch_work import BatchWork
 from .classify import Classification, classify
 from .ops import RECORDED, Stored, StoreMemory
@@ -142,7 +142,7 @@ async def store_run(
     assert ledger is not None, "a run of stores needs the batch's ledger"
     place = Place(owner)
     planned = [_Planned.of(request) for request in run]
-    same = await _same_memories(db, place, planned)
+    same = await _same_memories(db, place, owner, planned)
     now = time.time()
     answers: list[Record] = []
     new: list[tuple[_Planned, str]] = []  # with the new memory's id
@@ -163,7 +163,7 @@ async def store_run(
         else:
             same[(store.category, store.text)] = (memory_id, owner)
             new.append((store, memory_id))
-            size += journal.size_of(op.content, op.context)
+            size += sizes.new_memory_bytes(op)
             ledger.change("stored", memory_id, owner, owner)
         answers.append(stored)
     await journal.check_quota(db, limits, owner, place, len(new), size, ledger.held)
@@ -176,10 +176,11 @@ async def store_run(
 
 
 async def _same_memories(
-    db: Database, place: Place, planned: Sequence[_Planned]
+    db: Database, place: Place, owner: str, planned: Sequence[_Planned]
 ) -> dict[tuple[str, str], tuple[str, str]]:
     """(category, folded text) → (id, author) of the memories of ``place`` the run's
-    stores would reinforce: one read per category, each match confirmed on the text."""
+    stores would reinforce (the sender's own, as ``LongTermStore._store``): one read per
+    category, each match confirmed on the text."""
     keys: dict[str, set[str]] = {}
     for store in planned:
         keys.setdefault(store.category, set()).add(store.key)
@@ -187,8 +188,8 @@ async def _same_memories(
     for category, of_category in keys.items():
         rows = await db.execute_fetchall(
             "SELECT id, owner, content FROM memories WHERE space = ? AND category = ?"
-            f" AND content_key IN ({', '.join('?' * len(of_category))})",
-            (place.key, category, *of_category),
+            f" AND owner = ? AND content_key IN ({', '.join('?' * len(of_category))})",
+            (place.key, category, owner, *of_category),
         )
         for memory_id, author, content in rows:
             same.setdefault((category, folded(str(content))), (str(memory_id), str(author)))

@@ -10,6 +10,8 @@ from ..spaces.names import Role
 from ..transport import Transport
 from .ops import (
     BeadsMemory,
+    BeadsMemoryStats,
+    BeadsStats,
     BeadsStored,
     BeadsStoreMemory,
     DeleteBeadsMemory,
@@ -130,3 +132,8 @@ class BeadsClient:
         """Take a share back (done if there was none); ``member`` reads nothing more of it."""
         op = UnshareSession(session=session, member=member)
         return await self.client.request(self.jid, op)
+
+    async def memory_stats(self) -> BeadsStats | None:
+        """How many memories the sender stored here, and the bytes they hold against its
+        byte budget."""
+        return await self.client.request(self.jid, BeadsMemoryStats())

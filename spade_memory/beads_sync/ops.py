@@ -84,6 +84,16 @@ class Done(Record):
     done: bool = True
 
 
+class BeadsStats(Record):
+    """Result of ``memory_stats``: the sender's memories stored here, and the bytes they
+    hold against its byte budget (closed ones too: their issues stay in the file)."""
+
+    open_memories: int = 0
+    closed_memories: int = 0
+    used_bytes: int = 0
+    max_bytes: int = 0
+
+
 class BeadsOp(Op[R], Generic[R]):
     """A beads op: ``agent`` may name the owner too (and is refused if it is not the sender)."""
 
@@ -190,6 +200,14 @@ class SearchBeadsMemories(BeadsOp[BeadsMemories]):
     limit: Limit = 10
 
 
+class BeadsMemoryStats(BeadsOp[BeadsStats]):
+    """How many memories the sender stored here, and the bytes they hold against its
+    budget (``--max-bytes-per-owner``)."""
+
+    op: Literal["memory_stats"] = "memory_stats"
+    reads_only: ClassVar[bool] = True
+
+
 class SessionShared(Record):
     """Result of ``share_session`` and ``unshare_session``: the share as it now is
     (``role`` None once unshared)."""
@@ -227,7 +245,8 @@ BeadsSyncOp = Annotated[
     | DeleteBeadsMemory
     | SearchBeadsMemories
     | ShareSession
-    | UnshareSession,
+    | UnshareSession
+    | BeadsMemoryStats,
     Field(discriminator="op"),
 ]
 beads_sync_ops: TypeAdapter[BeadsSyncOp] = TypeAdapter(BeadsSyncOp)

@@ -140,7 +140,8 @@ class BeadsSyncPlugin(ServicePlugin):
             poll=config.poll,
             git=GitCommitter(project, [issues]) if config.git_commit else None,
         )
-        store = BeadsMemoryStore(engine, config.session or new_session_id(), context.spaces)
+        session = config.session or new_session_id()
+        store = BeadsMemoryStore(engine, session, context.spaces, context.limits)
         return BeadsSyncService(store, context.limits, mirror=mirror)
 
     def add_arguments(self, parser: argparse._ActionsContainer) -> None:

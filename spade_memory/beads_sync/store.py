@@ -8,10 +8,14 @@ means "nothing there". Marking and linking another's memory takes a shared
 ``writer`` role, closing it ``admin``; a memory the sender may not read at all
 answers ``item-not-found``. Issues that are not memories (the project's own
 work) are only shown as ``ready_work``.
+
+What an agent stores here counts against its byte budget (``footprint``): a store
+that would cross it is refused with the figures, and nothing is written.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
@@ -29,14 +33,19 @@ from ..errors import (
     MemoryServiceError,
     NotAuthorized,
 )
+from ..limits import Limits
 from ..ops import PERSONAL, AppliesOps, Op, Outcome, Record, Request
+from ..quotas import check_bytes
 from ..spaces.access import Gate
 from ..spaces.directory import SpaceDirectory
 from ..xml_chars import uncarriable_value
+from . import footprint
 from .access import Reader, reader_of
 from .ops import (
     BeadsMemories,
     BeadsMemory,
+    BeadsMemoryStats,
+    BeadsStats,
     BeadsStored,
     BeadsStoreMemory,
     DeleteBeadsMemory,
@@ -71,9 +80,17 @@ class BeadsMemoryStore(AppliesOps):
     """The memories of one beads project, for many owners."""
 
     def __init__(
-        self, engine: BeadsEngine, session: str, directory: SpaceDirectory | None = None
+        self,
+        engine: BeadsEngine,
+        session: str,
+        directory: SpaceDirectory | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.engine = engine
+        self.limits = limits or Limits()
+        """Its byte budget per owner."""
+        self._storing = asyncio.Lock()
+        """Held from a store's quota check to its write (two stores never both fit)."""
         self.session = session
         """The current session: where memories go when a request names none."""
         self.directory = directory
@@ -90,6 +107,7 @@ class BeadsMemoryStore(AppliesOps):
             SearchBeadsMemories: lambda owner, op, _id: self.search(owner, op.query, op.limit),
             ShareSession: lambda owner, op, _id: self.share(owner, op),
             UnshareSession: lambda owner, op, _id: self.unshare(owner, op),
+            BeadsMemoryStats: lambda owner, _op, _id: self.stats(owner),
         }
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
@@ -119,13 +137,20 @@ class BeadsMemoryStore(AppliesOps):
         self, owner: str, op: BeadsStoreMemory, request_id: str | None = None
     ) -> BeadsStored:
         """Create the memory's issue; a request id already applied (recorded in the
-        issue, so across restarts too) returns the issue it created."""
-        if request_id is not None:
-            where = IssueFilter(labels=(m.AGENT_LABEL + owner,), include_closed=True)
-            for issue in await self.engine.list_issues(where):
-                if m.ours(issue).get("request_id") == request_id:
-                    stored_in = m.label_value(issue, m.SESSION_LABEL) or self.session
-                    return BeadsStored(id=issue.id, session=stored_in)
+        issue, so across restarts too) returns the issue it created.
+
+        Raises ``ResourceConstraint`` with the figures, nothing written, when the issue
+        would take the sender over its byte budget."""
+        async with self._storing:
+            return await self._store(owner, op, request_id)
+
+    async def _store(self, owner: str, op: BeadsStoreMemory, request_id: str | None) -> BeadsStored:
+        where = IssueFilter(labels=(m.AGENT_LABEL + owner,), include_closed=True)
+        mine = await self.engine.list_issues(where)
+        for issue in mine if request_id is not None else ():
+            if m.ours(issue).get("request_id") == request_id:
+                stored_in = m.label_value(issue, m.SESSION_LABEL) or self.session
+                return BeadsStored(id=issue.id, session=stored_in)
         session = op.session or self.session
         new = NewIssue(
             title=op.title or m.title_of(op.content),
@@ -138,8 +163,19 @@ class BeadsMemoryStore(AppliesOps):
                 op.metadata, importance=op.importance, access_count=0, request_id=request_id
             ),
         )
+        held = footprint.held_by(mine, owner)[2]
+        check_bytes(owner, held, self.limits.max_bytes_per_owner, footprint.bytes_of(new))
         issue = await self.engine.create(new)
         return BeadsStored(id=issue.id, session=session)
+
+    async def stats(self, owner: str) -> BeadsStats:
+        """How many memories ``owner`` stored here, and the bytes they hold."""
+        where = IssueFilter(labels=(m.AGENT_LABEL + owner,), include_closed=True)
+        opened, closed, size = footprint.held_by(await self.engine.list_issues(where), owner)
+        return BeadsStats(
+            open_memories=opened, closed_memories=closed, used_bytes=size,
+            max_bytes=self.limits.max_bytes_per_owner,
+        )  # fmt: skip
 
     async def mark_accessed(self, owner: str, memory_id: str) -> BeadsMemory:
         issue = await self._allowed(owner, memory_id, "writer")

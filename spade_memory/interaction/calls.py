@@ -29,6 +29,7 @@ from .notes import (
     InteractionsFile,
 )
 from .session import SessionMemory
+from .stats import InteractionStats, InteractionStatsOp
 
 
 class InteractionCalls(Transport):
@@ -136,3 +137,9 @@ class InteractionCalls(Transport):
         op = SearchContext(query=query, type=type, limit=limit, space=space)
         result = await self.request(self.interaction_memory_jid, op)
         return [] if result is None else result.entries
+
+    async def interaction_stats(self, *, space: str | None = None) -> InteractionStats | None:
+        """What the sender keeps at the interaction memory agent (or a shared ``space``
+        it reads): notes, sessions and files, and the bytes they hold against its byte
+        budget."""
+        return await self.request(self.interaction_memory_jid, InteractionStatsOp(space=space))

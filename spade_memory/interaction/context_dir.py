@@ -8,26 +8,28 @@ space (a directory named after the space, holding its knowledge), laid out as
     knowledge/{name}.md                         named knowledge, YAML frontmatter
 
 File names come from ids through ``safe_name`` (a slug plus a hash of the
-id), so no id can leave the directory. Files are written atomically and read
-at search time, so hand edits are picked up and a malformed file is skipped.
+id), so no id can leave the directory. Files are written atomically; a search
+finds them through each folder's index (``context_index``), which reads again
+only the files changed since, so hand edits are picked up and a malformed file
+is skipped. A write is prepared first (``Pending``: what it adds to its folder,
+for the byte budget to allow), then written.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 import shutil
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from ..storage.files import write_atomically
 from ..storage.fts import match_expression
+from .context_index import ContextIndex, Measure
 from .context_ops import ContextType
 
 FOLDERS: dict[ContextType, str] = {
@@ -35,8 +37,12 @@ FOLDERS: dict[ContextType, str] = {
     "preferences": "user-preferences",
     "knowledge": "knowledge",
 }
+SUFFIXES: dict[ContextType, str] = {
+    "conversation": ".md",
+    "preferences": ".yaml",
+    "knowledge": ".md",
+}
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-logger = logging.getLogger("spade_memory.interaction")
 
 
 def safe_name(identifier: str, keep: int = 60) -> str:
@@ -55,43 +61,89 @@ class ContextFile:
     text: str
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A file about to be written: what it will hold, and how many bytes it adds to its
+    folder (the file it replaces counted off; negative when it shrinks)."""
+
+    owner: str
+    """The folder's key: an owner's JID, or a shared space's folder key."""
+    path: Path
+    text: str
+    written: ContextFile
+    """The file as a search will show it."""
+    grown: int
+
+
 class ContextDirectory:
     def __init__(self, root: Path) -> None:
         self.root = root
+        layout: dict[str, tuple[str, str]] = {k: (FOLDERS[k], SUFFIXES[k]) for k in FOLDERS}
+        self._index = ContextIndex(root, layout, _searched)
 
     def owner_dir(self, owner: str) -> Path:
         return self._inside(self.root, safe_name(owner))
 
-    def write_conversation(
+    def conversation_file(
         self, owner: str, conversation_id: str, summary: str, tags: list[str]
-    ) -> ContextFile:
+    ) -> Pending:
+        """The summary file of a conversation, to ``write``."""
         now = time.time()
         front = {
             "type": "conversation", "owner": owner, "conversation": conversation_id,
             "created_at": _iso(now), "tags": tags,
         }  # fmt: skip
         name = f"{safe_name(conversation_id)}_{int(now)}.md"
-        return self._write_markdown(owner, "conversation", name, front, summary, conversation_id)
+        return self._markdown(owner, "conversation", name, front, summary, conversation_id)
 
-    def write_knowledge(
+    def knowledge_file(
         self, owner: str, name: str, content: str, tags: list[str], author: str | None = None
-    ) -> ContextFile:
-        """Write ``name`` in the folder of ``owner`` (a JID, or a shared space's folder
-        key); the front matter names ``author`` (default: the owner) as its owner."""
+    ) -> Pending:
+        """The knowledge file ``name`` in the folder of ``owner`` (a JID, or a shared
+        space's folder key), to ``write``; the front matter names ``author`` (default:
+        the owner) as its owner."""
         front = {
             "type": "knowledge", "owner": author or owner, "name": name,
             "created_at": _iso(time.time()), "tags": tags,
         }  # fmt: skip
-        return self._write_markdown(
-            owner, "knowledge", f"{safe_name(name)}.md", front, content, name
-        )
+        return self._markdown(owner, "knowledge", f"{safe_name(name)}.md", front, content, name)
 
-    def save_preferences(self, owner: str, user: str, values: dict[str, Any]) -> dict[str, Any]:
-        """Merge ``values`` into the user's preferences (given keys win); all of them."""
+    def preferences_file(
+        self, owner: str, user: str, values: dict[str, Any]
+    ) -> tuple[Pending, dict[str, Any]]:
+        """The user's preferences file with ``values`` merged in (given keys win), to
+        ``write``, and all the preferences it holds."""
         path = self._file(owner, "preferences", f"{safe_name(user)}.yaml")
         merged = {**self.preferences(owner, user), **values}
         document = {"user": user, "preferences": merged}
-        write_atomically(path, yaml.safe_dump(document, allow_unicode=True, sort_keys=False))
+        text = yaml.safe_dump(document, allow_unicode=True, sort_keys=False)
+        written = ContextFile("preferences", self._relative_path(owner, path), user, text)
+        return Pending(owner, path, text, written, _grown(path, text)), merged
+
+    def write(self, pending: Pending) -> None:
+        """Write a prepared file (atomically; the next search or measure indexes it)."""
+        write_atomically(pending.path, pending.text)
+
+    def write_conversation(
+        self, owner: str, conversation_id: str, summary: str, tags: list[str]
+    ) -> ContextFile:
+        """Write the summary file of a conversation (whatever the budget)."""
+        pending = self.conversation_file(owner, conversation_id, summary, tags)
+        self.write(pending)
+        return pending.written
+
+    def write_knowledge(
+        self, owner: str, name: str, content: str, tags: list[str], author: str | None = None
+    ) -> ContextFile:
+        """Write the knowledge file ``name`` (whatever the budget; see ``knowledge_file``)."""
+        pending = self.knowledge_file(owner, name, content, tags, author)
+        self.write(pending)
+        return pending.written
+
+    def save_preferences(self, owner: str, user: str, values: dict[str, Any]) -> dict[str, Any]:
+        """Merge ``values`` into the user's preferences (given keys win); all of them."""
+        pending, merged = self.preferences_file(owner, user, values)
+        self.write(pending)
         return merged
 
     def preferences(self, owner: str, user: str) -> dict[str, Any]:
@@ -100,27 +152,24 @@ class ContextDirectory:
         found = document.get("preferences") if document else None
         return dict(found) if isinstance(found, dict) else {}
 
+    def measure(self, owner: str) -> Measure:
+        """What the folder of ``owner`` holds (its index brought in step with it first)."""
+        folder = self.owner_dir(owner)
+        if not folder.is_dir():
+            self._index.drop(folder.name)
+            return Measure()
+        return self._index.refresh(folder.name, folder)
+
     def search(
         self, owner: str, query: str, kind: ContextType | None = None, limit: int = 5
     ) -> list[ContextFile]:
-        """The owner's files best matching ``query`` (BM25 over title and text)."""
+        """The owner's files best matching ``query`` (BM25 over title and text); only the
+        files changed since the last search are read."""
         expression = match_expression(query)
-        files = self._read_all(owner, kind)
-        if expression is None or not files:
+        if expression is None or not self.measure(owner).files:
             return []
-        with sqlite3.connect(":memory:") as db:
-            db.execute(
-                "CREATE VIRTUAL TABLE f USING fts5(title, text, tokenize='porter unicode61')"
-            )
-            db.executemany(
-                "INSERT INTO f (rowid, title, text) VALUES (?, ?, ?)",
-                [(n, file.title, file.text) for n, file in enumerate(files)],
-            )
-            rows = db.execute(
-                "SELECT rowid FROM f WHERE f MATCH ? ORDER BY bm25(f, 2.0, 1.0) LIMIT ?",
-                (expression, limit),
-            ).fetchall()
-        return [files[row[0]] for row in rows]
+        found = self._index.search(self.owner_dir(owner).name, expression, kind, limit)
+        return [ContextFile(cast(ContextType, f.type), f.path, f.title, f.text) for f in found]
 
     def forget(self, owner: str, dry_run: bool = False) -> int:
         """Delete ``owner``'s folder (unless ``dry_run``); the number of files it held."""
@@ -130,30 +179,20 @@ class ContextDirectory:
         count = sum(1 for path in folder.rglob("*") if path.is_file())
         if not dry_run:
             shutil.rmtree(folder)
+            self._index.drop(folder.name)
         return count
 
-    def _read_all(self, owner: str, kind: ContextType | None) -> list[ContextFile]:
-        base = self.owner_dir(owner)
-        found = []
-        for file_type in [kind] if kind else list(FOLDERS):
-            folder = base / FOLDERS[file_type]
-            suffix = ".yaml" if file_type == "preferences" else ".md"
-            for path in sorted(folder.glob(f"[!.]*{suffix}")) if folder.is_dir() else []:
-                read = _read(file_type, path)
-                if read is None:
-                    logger.warning("%s cannot be read as a %s file; skipped", path, file_type)
-                else:
-                    found.append(_relative(read, base))
-        return found
-
-    def _write_markdown(
+    def _markdown(
         self, owner: str, kind: ContextType, name: str, front: dict[str, Any], body: str,
         title: str,
-    ) -> ContextFile:  # fmt: skip
+    ) -> Pending:  # fmt: skip
         path = self._file(owner, kind, name)
         text = f"---\n{yaml.safe_dump(front, allow_unicode=True, sort_keys=False)}---\n{body}\n"
-        write_atomically(path, text)
-        return ContextFile(kind, str(path.relative_to(self.owner_dir(owner))), title, body)
+        written = ContextFile(kind, self._relative_path(owner, path), title, body)
+        return Pending(owner, path, text, written, _grown(path, text))
+
+    def _relative_path(self, owner: str, path: Path) -> str:
+        return str(path.relative_to(self.owner_dir(owner)))
 
     def _file(self, owner: str, kind: ContextType, name: str) -> Path:
         return self._inside(self.owner_dir(owner) / FOLDERS[kind], name)
@@ -164,6 +203,21 @@ class ContextDirectory:
         if path.parent != folder.resolve():  # safe_name makes this unreachable; kept as a guard
             raise ValueError(f"{name!r} would leave {folder}")
         return path
+
+
+def _grown(path: Path, text: str) -> int:
+    """What writing ``text`` over ``path`` adds to its folder, in bytes."""
+    try:
+        before = path.stat().st_size
+    except FileNotFoundError:
+        before = 0
+    return len(text.encode("utf-8", "surrogatepass")) - before
+
+
+def _searched(kind: str, path: Path) -> tuple[str, str] | None:
+    """(title, text) of a file as a search sees it; None if it cannot be parsed."""
+    read = _read(cast(ContextType, kind), path)
+    return None if read is None else (read.title, read.text)
 
 
 def _read(kind: ContextType, path: Path) -> ContextFile | None:
@@ -187,10 +241,6 @@ def _read(kind: ContextType, path: Path) -> ContextFile | None:
         return ContextFile(kind, str(path), title, f"{body.strip()}\n{tags}".strip())
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return None
-
-
-def _relative(file: ContextFile, base: Path) -> ContextFile:
-    return ContextFile(file.type, str(Path(file.path).relative_to(base)), file.title, file.text)
 
 
 def _load_yaml(path: Path) -> dict[str, Any] | None:

@@ -9,10 +9,12 @@ from pydantic import Field, TypeAdapter
 from .context_ops import ContextOp
 from .forget import ForgetInteractions
 from .notes import NoteOp
+from .stats import InteractionStatsOp
 from .working_ops import WorkingMemoryOp
 
 InteractionOp = Annotated[
-    NoteOp | WorkingMemoryOp | ContextOp | ForgetInteractions, Field(discriminator="op")
+    NoteOp | WorkingMemoryOp | ContextOp | ForgetInteractions | InteractionStatsOp,
+    Field(discriminator="op"),
 ]
 """Any request the interaction memory agent serves, tagged by ``op``."""
 

@@ -11,8 +11,9 @@ The history of this engine starts here: its migrations go on from this one.
 
 from __future__ import annotations
 
-from ..storage.postgres import PgMigration, statements
+from ..storage.postgres import PgConnection, PgMigration, statements
 from ..storage.requests import create_table
+from . import usage
 
 STORE = "interaction"
 """This store's name in ``spade_memory_schema`` (the database may hold the others too)."""
@@ -42,4 +43,11 @@ _V1 = (
     *create_table(REQUESTS, postgresql=True),
 )
 
-MIGRATIONS: list[PgMigration] = [statements(*_V1)]
+
+async def _count_usage_v2(db: PgConnection) -> None:
+    """What each owner and space keeps counts against its byte budget."""
+    await db.execute(usage.CREATE)
+    await usage.recount(db)
+
+
+MIGRATIONS: list[PgMigration] = [statements(*_V1), _count_usage_v2]

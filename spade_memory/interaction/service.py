@@ -4,7 +4,8 @@ directory from files, and its registry entry.
 A batch goes to the store in runs: consecutive note and working-memory ops
 are one store transaction; a context-directory op between them is applied
 on its own (files are not transactional) and answered from ``RecentAnswers``
-when its request id comes again.
+when its request id comes again. Files count against the same byte budgets as
+the store's notes and working memories (``budgeted_files``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from ..spaces.access import Gate
 from ..spaces.directory import SpaceDirectory
 from ..storage.answers import RecentAnswers
 from . import NAME
-from .context_dir import ContextDirectory, ContextFile
+from .budgeted_files import BudgetedFiles, folder_of
+from .context_dir import ContextDirectory, ContextFile, Pending
 from .context_ops import (
     ContextEntries,
     ContextEntry,
@@ -43,6 +45,7 @@ from .context_ops import (
 from .forget import ForgetInteractions
 from .notes import ClearConversation, GetInformation, context_summary
 from .ops import InteractionOp, interaction_ops
+from .stats import InteractionStatsOp
 from .store import InteractionStore
 
 logger = logging.getLogger("spade_memory.interaction")
@@ -67,6 +70,8 @@ class InteractionMemoryService(AppliesOps):
     ) -> None:
         self.store = store
         self.context = context
+        self.files = None if context is None else BudgetedFiles(store, context)
+        """The context directory within the store's byte budgets."""
         self.limits = limits or Limits()
         self.gate = Gate(directory)
         """Which spaces a working-memory session or knowledge file may live in."""
@@ -100,16 +105,23 @@ class InteractionMemoryService(AppliesOps):
                 run.append(request)
                 continue
             if run:
-                outcomes += await self.store.batch(owner, run)
+                outcomes += await self._store_run(owner, run)
                 run = []
             outcomes.append(await self._file_op(owner, request, alone=len(requests) == 1))
         if run:
-            outcomes += await self.store.batch(owner, run)
+            outcomes += await self._store_run(owner, run)
         return outcomes
+
+    async def _store_run(self, owner: str, run: Sequence[Request]) -> list[Outcome]:
+        """A run of store ops, their places' files counted in their budgets first."""
+        if self.files is not None:
+            await self.files.measured(place for r in run for place in r.places_of(owner))
+        return await self.store.batch(owner, run)
 
     def _in_store(self, op: Op[Any]) -> bool:
         archiving = isinstance(op, ClearConversation) and op.archive
-        return self.store.applies(op) and not archiving and not isinstance(op, ForgetInteractions)
+        elsewhere = isinstance(op, ForgetInteractions | InteractionStatsOp)  # files too
+        return self.store.applies(op) and not archiving and not elsewhere
 
     async def _file_op(self, owner: str, request: Request, *, alone: bool) -> Outcome:
         answered = self.answers.get(owner, request.id)
@@ -118,6 +130,8 @@ class InteractionMemoryService(AppliesOps):
         try:
             if isinstance(request.op, ForgetInteractions):  # files too, where there are any
                 result = await self._forget(owner, request)
+            elif isinstance(request.op, InteractionStatsOp):
+                result = await self._stats(owner, request)
             elif self.context is None:
                 raise BadRequest("this interaction memory agent has no context directory")
             else:
@@ -143,6 +157,15 @@ class InteractionMemoryService(AppliesOps):
         files = await asyncio.to_thread(self.context.forget, owner, request.op.dry_run)
         return outcome.model_copy(update={"files": files})
 
+    async def _stats(self, owner: str, request: Request) -> Record:
+        """The store's counts and usage, its files measured first and counted."""
+        (place,) = request.places_of(owner)
+        files = 0 if self.files is None else (await self.files.measure(place)).files
+        (outcome,) = await self.store.batch(owner, [request])
+        if isinstance(outcome, MemoryServiceError):
+            raise outcome
+        return outcome.model_copy(update={"files": files})
+
     async def _end(
         self, context: ContextDirectory, owner: str, request: Request, request_id: str | None
     ) -> Record:
@@ -156,9 +179,12 @@ class InteractionMemoryService(AppliesOps):
         written = None
         if summary is not None:
             tags = op.tags if isinstance(op, EndConversation) else []
-            written = await asyncio.to_thread(
-                context.write_conversation, owner, conversation, summary, tags
-            )
+
+            def prepare() -> tuple[Pending, ContextFile]:
+                pending = context.conversation_file(owner, conversation, summary, tags)
+                return pending, pending.written
+
+            written = await self._budgeted().write(Place(owner), prepare)
         clear = ClearConversation(conversation_id=conversation)
         if isinstance(op, ClearConversation):
             return await self.store.apply(owner, clear, request_id)
@@ -173,7 +199,9 @@ class InteractionMemoryService(AppliesOps):
     ) -> Record:
         op = request.op
         assert isinstance(op, SavePreferences)
-        saved = await asyncio.to_thread(context.save_preferences, owner, op.user, op.preferences)
+        saved = await self._budgeted().write(
+            Place(owner), lambda: context.preferences_file(owner, op.user, op.preferences)
+        )
         return Preferences(user=op.user, preferences=saved)
 
     async def _preferences(
@@ -189,11 +217,17 @@ class InteractionMemoryService(AppliesOps):
     ) -> Record:
         op = request.op
         assert isinstance(op, SaveKnowledge)
-        folder = folder_of(request.places_of(owner)[0])
-        written = await asyncio.to_thread(
-            context.write_knowledge, folder, op.name, op.content, op.tags, owner
-        )
-        return _entry(written)
+        place = request.places_of(owner)[0]
+
+        def prepare() -> tuple[Pending, ContextFile]:
+            pending = context.knowledge_file(folder_of(place), op.name, op.content, op.tags, owner)
+            return pending, pending.written
+
+        return _entry(await self._budgeted().write(place, prepare))
+
+    def _budgeted(self) -> BudgetedFiles:
+        assert self.files is not None, "file ops need the context directory"
+        return self.files
 
     async def _search(
         self, context: ContextDirectory, owner: str, request: Request, _request_id: str | None
@@ -204,12 +238,6 @@ class InteractionMemoryService(AppliesOps):
         kind = op.type if place.personal else "knowledge"  # a space keeps knowledge only
         found = await asyncio.to_thread(context.search, folder_of(place), op.query, kind, op.limit)
         return ContextEntries(entries=[_entry(file) for file in found])
-
-
-def folder_of(place: Place) -> str:
-    """The context directory's folder key of a place: the owner's JID, or the space's name
-    and id (a deleted space's files can never reach a new space of the same name)."""
-    return place.key if place.personal else f"space-{place.name}-{place.key}"
 
 
 def _entry(file: ContextFile) -> ContextEntry:
@@ -254,7 +282,9 @@ class InteractionMemoryPlugin(ServicePlugin):
 
     async def open(self, config: InteractionConfig, context: ServiceContext) -> MemoryService:
         path = context.database or context.data_dir / DATABASE  # notes beside the others
-        store = await InteractionStore.open(path, context.synchronous, context.manifest)
+        store = await InteractionStore.open(
+            path, context.synchronous, context.manifest, limits=context.limits
+        )
         context.closing.push_async_callback(store.close)
         files = ContextDirectory(config.context_dir(context.data_dir))
         return InteractionMemoryService(store, files, context.limits, directory=context.spaces)

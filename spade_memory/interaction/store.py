@@ -8,6 +8,10 @@ unchanged. Like every store, ``batch`` applies a list of ops in one
 transaction, each through its handler in a dispatch table (working-memory
 ops through ``working_store``'s).
 
+What an owner (or a shared space) keeps here counts against its byte budget
+(``usage``): a note or a working-memory change that would cross it is refused
+before anything is written, with the figures.
+
 A note may expire (``expiry``): its row keeps the moment (``expires_at``,
 NULL = never), every read of notes leaves it out from then on, and a
 background task started with the store (and stopped by ``close``) deletes
@@ -33,7 +37,9 @@ from typing import Any
 import aiosqlite
 
 from ..expiry import LIVE, PURGE_EVERY_SECONDS, expiry_of
-from ..ops import AppliesOps, Op, Outcome, Record, Request
+from ..limits import Limits
+from ..ops import AppliesOps, Op, Outcome, Place, Record, Request
+from ..quotas import byte_budget
 from ..storage import requests
 from ..storage.batches import apply_all
 from ..storage.connection import (
@@ -44,8 +50,9 @@ from ..storage.connection import (
 )
 from ..storage.engines import open_transactions
 from ..storage.manifest import Manifest
+from ..storage.postgres import dialect
 from ..storage.purging import purge_now_and_then
-from . import pg_schema, working_store
+from . import pg_schema, usage, working_store
 from .forget import ForgetInteractions, Forgotten
 from .notes import (
     AddInformation,
@@ -64,6 +71,7 @@ from .notes import (
     Notes,
     context_summary,
 )
+from .stats import InteractionStats, InteractionStatsOp
 
 _V1 = (
     """CREATE TABLE notes (
@@ -104,7 +112,15 @@ async def _own_request_table_v4(db: aiosqlite.Connection) -> None:
     await db.execute(requests.create_table(pg_schema.REQUESTS)[1])
 
 
-MIGRATIONS: list[Migration] = [_create_v1, _create_v2, _add_expiry_v3, _own_request_table_v4]
+async def _count_usage_v5(db: Database) -> None:
+    """What each owner and space keeps counts against its byte budget."""
+    await db.execute(usage.CREATE)
+    await usage.recount(db)
+
+
+MIGRATIONS: list[Migration] = [
+    _create_v1, _create_v2, _add_expiry_v3, _own_request_table_v4, _count_usage_v5,
+]  # fmt: skip
 
 
 async def _forget_old(db: Database) -> None:
@@ -115,10 +131,12 @@ class InteractionStore(AppliesOps):
     """Conversation notes and working memories of many owners, in one SQLite file or one
     PostgreSQL database."""
 
-    def __init__(self, tx: Transacting) -> None:
+    def __init__(self, tx: Transacting, limits: Limits | None = None) -> None:
         self._tx = tx
+        self.limits = limits or Limits()
+        """Its byte budgets (per owner and per shared space)."""
         self._requests = requests.RequestLog(pg_schema.REQUESTS)
-        working = working_store.WorkingMemories(self._requests)
+        working = working_store.WorkingMemories(self._requests, self.limits)
         self._handlers: dict[type[Op[Any]], working_store.Handler] = {
             AddInformation: self._add,
             GetInformation: self._read_notes,
@@ -127,6 +145,7 @@ class InteractionStore(AppliesOps):
             ClearConversation: self._clear,
             GetAllConversations: self._conversations,
             ForgetInteractions: _forget,
+            InteractionStatsOp: self._stats,
             **working.handlers(),
         }
         self._purging: asyncio.Task[None] | None = None
@@ -149,11 +168,13 @@ class InteractionStore(AppliesOps):
         manifest: Manifest | None = None,
         *,
         purge_every: float | None = PURGE_EVERY_SECONDS,
+        limits: Limits | None = None,
     ) -> InteractionStore:
         """Open (creating or migrating) the store at ``path``, a SQLite file or a
         ``postgresql://`` URL (``synchronous`` and ``manifest`` are then the server's
         business), purging what expires every ``purge_every`` seconds until ``close``
-        (None: only when ``purge_expired`` is called).
+        (None: only when ``purge_expired`` is called), with the byte budgets of
+        ``limits``.
 
         Returns the open store; raises ``StoreFault`` naming the file (or the server)
         when it is damaged, lost (held more, says ``manifest``), unreachable or cannot
@@ -163,7 +184,7 @@ class InteractionStore(AppliesOps):
             path, MIGRATIONS, pg_schema.STORE, pg_schema.MIGRATIONS, synchronous, manifest,
             _forget_old,
         )  # fmt: skip
-        store = cls(tx)
+        store = cls(tx, limits)
         if purge_every is not None:
             store._purge_in_background(purge_every)
         return store
@@ -188,8 +209,32 @@ class InteractionStore(AppliesOps):
             raise self._tx.out_of_service
         now = time.time()
         async with self._tx.write() as db:
-            cursor = await db.execute("DELETE FROM notes WHERE expires_at <= ?", (now,))
-            return int(cursor.rowcount) + await working_store.purge(db, now)
+            gone = list(
+                await db.execute_fetchall(
+                    f"DELETE FROM notes WHERE expires_at <= ? RETURNING owner,"
+                    f" {usage.note_bytes(dialect(db))}",
+                    (now,),
+                )
+            )
+            freed: dict[str, int] = {}
+            for owner, size in gone:
+                freed[str(owner)] = freed.get(str(owner), 0) - int(size)
+            await usage.add(db, freed)
+            return len(gone) + await working_store.purge(db, now)
+
+    async def reserve_files(self, place: Place, grown: int) -> None:
+        """Count ``grown`` more bytes of files in ``place``'s folder, before they are
+        written.
+
+        Raises ``ResourceConstraint`` with the figures (nothing counted) when that would
+        cross its byte budget."""
+        async with self._tx.write() as db:
+            await usage.reserve_files(db, self.limits, place, grown)
+
+    async def set_files(self, subject: str, size: int) -> None:
+        """The folder of ``subject`` (a place's key) holds ``size`` bytes, as measured."""
+        async with self._tx.write() as db:
+            await usage.set_files(db, subject, size)
 
     def applies(self, op: Op[Any]) -> bool:
         """Whether this store applies ``op`` (context-directory ops are the service's)."""
@@ -213,12 +258,15 @@ class InteractionStore(AppliesOps):
         )
         if not await self._requests.claim(db, owner, request.id, confirmation):
             return confirmation  # applied before; the confirmation is the same
+        size = usage.size_of(op.information, op.conversation_id)
+        await usage.check(db, self.limits, Place(owner), size)  # raises: the claim is undone
         expires_at = expiry_of(op.ttl_seconds, op.expires_at)
         await db.execute(
             "INSERT INTO notes (owner, conversation_id, content, timestamp, expires_at)"
             " VALUES (?, ?, ?, ?, ?)",
             (owner, op.conversation_id, op.information, _now(), expires_at),
         )
+        await usage.add(db, {owner: size})
         return confirmation
 
     async def _clear(self, db: Database, owner: str, request: Request) -> Record:
@@ -233,10 +281,12 @@ class InteractionStore(AppliesOps):
             f" AND {LIVE})",
             (owner, op.conversation_id, time.time()),
         )
-        await db.execute(
-            "DELETE FROM notes WHERE owner = ? AND conversation_id = ?",
+        gone = await db.execute_fetchall(
+            f"DELETE FROM notes WHERE owner = ? AND conversation_id = ?"
+            f" RETURNING {usage.note_bytes(dialect(db))}",
             (owner, op.conversation_id),
         )
+        await usage.add(db, {owner: -sum(int(size) for (size,) in gone)})
         result = Cleared(cleared=bool(live))  # expired notes were as good as gone
         await self._requests.claim(db, owner, request.id, result)
         return result
@@ -269,6 +319,27 @@ class InteractionStore(AppliesOps):
             ]
         )
 
+    async def _stats(self, db: Database, owner: str, request: Request) -> InteractionStats:
+        """The counts of what the place keeps in the store, and its usage (its files are
+        counted as the service last measured them; it adds their number)."""
+        (place,) = request.places_of(owner)
+        notes = conversations = 0
+        if place.personal:  # notes are always their owner's
+            ((notes, conversations),) = await db.execute_fetchall(
+                "SELECT COUNT(*), COUNT(DISTINCT conversation_id) FROM notes"
+                f" WHERE owner = ? AND {LIVE}",
+                (owner, time.time()),
+            )
+        ((sessions,),) = await db.execute_fetchall(
+            "SELECT COUNT(*) FROM working_memories WHERE owner = ?", (place.key,)
+        )
+        stored, files = await usage.held(db, place.key)
+        return InteractionStats(
+            space=place.name, notes=notes, conversations=conversations, sessions=sessions,
+            used_bytes=stored + files, file_bytes=files,
+            max_bytes=byte_budget(place, self.limits)[1],
+        )  # fmt: skip
+
     async def import_spade_llm(self, path: str | Path, owner: str | None = None) -> tuple[int, int]:
         """Add the notes of a spade_llm ``{agent}_interactions.json`` file that are not
         here yet (same owner, conversation, content and time, not expired): importing a
@@ -285,7 +356,7 @@ class InteractionStore(AppliesOps):
             for conversation_id, entries in data.interactions.items()
             for entry in entries
         ]
-        added = 0
+        added = size = 0
         async with self._tx.write() as db:
             for row in rows:
                 cursor = await db.execute(
@@ -295,6 +366,8 @@ class InteractionStore(AppliesOps):
                     (*row, *row, time.time()),
                 )
                 added += cursor.rowcount
+                size += cursor.rowcount * usage.size_of(row[2], row[1])
+            await usage.add(db, {owner: size})  # counted, never refused: the operator imports
         return added, len(rows) - added
 
 
@@ -313,6 +386,7 @@ async def _forget(db: Database, owner: str, request: Request) -> Forgotten:
     if not op.dry_run:
         await db.execute("DELETE FROM notes WHERE owner = ?", (owner,))
         await db.execute("DELETE FROM working_memories WHERE owner = ?", (owner,))
+        await usage.forget(db, owner)  # the service deletes its files next
     return Forgotten(
         notes=notes, conversations=conversations, sessions=sessions, files=0, dry_run=op.dry_run
     )

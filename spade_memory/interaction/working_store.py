@@ -14,6 +14,10 @@ stored document by the next change to the session or by ``purge``; a session's
 ``next_expiry`` column (its soonest item's) lets the purge read only the
 sessions holding something expired.
 
+A change that makes the session's document larger counts the growth against the
+byte budget of the session's place (``usage``), and is refused before anything is
+written when it would cross it.
+
 On PostgreSQL, where several agents (and one agent's several connections) write at
 once, a change reads the session ``FOR UPDATE``, and a new session is inserted only
 if no other transaction made it meanwhile (else the change applies to that one), so
@@ -26,10 +30,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ItemNotFound
+from ..limits import Limits
 from ..ops import Op, Record, Request
 from ..storage import requests
 from ..storage.connection import Database
 from ..storage.postgres import dialect
+from . import usage
 from .working_memory import WorkingMemory, expiring, expiry_moment
 from .working_ops import (
     AddEntity,
@@ -124,8 +130,9 @@ CHANGES: dict[type[Op[Any]], Callable[[WorkingMemory, Any], WorkingMemory]] = {
 class WorkingMemories:
     """The working-memory half of the interaction store (same connection, same transaction)."""
 
-    def __init__(self, request_log: requests.RequestLog) -> None:
+    def __init__(self, request_log: requests.RequestLog, limits: Limits) -> None:
         self._requests = request_log
+        self._limits = limits
 
     def handlers(self) -> dict[type[Op[Any]], Handler]:
         """The store's dispatch table entries for working-memory ops."""
@@ -160,15 +167,22 @@ class WorkingMemories:
             return memory
 
         while True:  # again only if another agent made the session since we looked
-            memory = await _load(db, place.key, op.session_id, for_update=True)
-            if memory is not None:
-                memory = changed(memory)
-                await _save(db, place.key, op.session_id, memory)
+            loaded = await _load_sized(db, place.key, op.session_id, for_update=True)
+            if loaded is not None:
+                memory = changed(loaded[0])
+                document = memory.model_dump_json()
+                grown = usage.size_of(document) - loaded[1]
+                await usage.check(db, self._limits, place, grown)
+                await _save(db, place.key, op.session_id, memory, document)
                 break
             user_id = op.user_id if isinstance(op, CreateWorkingMemory) else None
             memory = changed(WorkingMemory(session_id=op.session_id, user_id=user_id or owner))
-            if await _insert(db, place.key, op.session_id, memory):
+            document = memory.model_dump_json()
+            grown = usage.size_of(document)
+            await usage.check(db, self._limits, place, grown)
+            if await _insert(db, place.key, op.session_id, memory, document):
                 break
+        await usage.add(db, {place.key: grown})
         result = _state(memory, place.name)
         await self._requests.claim(db, owner, request.id, result)
         return result
@@ -184,27 +198,37 @@ async def purge(db: Database, now: float) -> int:
         (now,),
     )
     dropped = 0
+    freed: dict[str, int] = {}
     for space, session_id, document in rows:
         memory = WorkingMemory.model_validate_json(document)
         dropped += memory.drop_expired(now)
-        await _save(db, space, session_id, memory)
+        kept = memory.model_dump_json()
+        freed[space] = freed.get(space, 0) + usage.size_of(kept) - usage.size_of(document)
+        await _save(db, space, session_id, memory, kept)
+    await usage.add(db, freed)
     return dropped
 
 
-async def _save(db: Database, space: str, session_id: str, memory: WorkingMemory) -> None:
+async def _save(
+    db: Database, space: str, session_id: str, memory: WorkingMemory, document: str
+) -> None:
+    """Write ``document`` (``memory`` as JSON) over the session's."""
     await db.execute(
         "UPDATE working_memories SET document = ?, next_expiry = ?"
         " WHERE owner = ? AND session_id = ?",
-        (memory.model_dump_json(), memory.next_expiry(), space, session_id),
+        (document, memory.next_expiry(), space, session_id),
     )
 
 
-async def _insert(db: Database, space: str, session_id: str, memory: WorkingMemory) -> bool:
-    """Write a new session; False (nothing written) if it exists by now."""
+async def _insert(
+    db: Database, space: str, session_id: str, memory: WorkingMemory, document: str
+) -> bool:
+    """Write a new session (``document``: ``memory`` as JSON); False (nothing written) if
+    it exists by now."""
     cursor = await db.execute(
         "INSERT INTO working_memories (owner, session_id, document, next_expiry)"
         " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        (space, session_id, memory.model_dump_json(), memory.next_expiry()),
+        (space, session_id, document, memory.next_expiry()),
     )
     return bool(cursor.rowcount)
 
@@ -215,11 +239,18 @@ def _state(memory: WorkingMemory, space: str) -> WorkingMemoryState:
     )
 
 
-async def _load(
+async def _load(db: Database, space: str, session_id: str) -> WorkingMemory | None:
+    """The session's working memory without what has expired (None: no such session)."""
+    loaded = await _load_sized(db, space, session_id)
+    return None if loaded is None else loaded[0]
+
+
+async def _load_sized(
     db: Database, space: str, session_id: str, *, for_update: bool = False
-) -> WorkingMemory | None:
-    """The session's working memory without what has expired (None: no such session);
-    ``for_update`` holds its row until the transaction ends (PostgreSQL)."""
+) -> tuple[WorkingMemory, int] | None:
+    """The session's working memory without what has expired, and the bytes its document
+    holds as stored (None: no such session); ``for_update`` holds its row until the
+    transaction ends (PostgreSQL)."""
     lock = " FOR UPDATE" if for_update and dialect(db) == "postgresql" else ""
     rows = await db.execute_fetchall(
         "SELECT document FROM working_memories WHERE owner = ? AND session_id = ?" + lock,
@@ -228,5 +259,5 @@ async def _load(
     for (document,) in rows:
         memory = WorkingMemory.model_validate_json(document)
         memory.drop_expired()
-        return memory
+        return memory, usage.size_of(document)
     return None

@@ -94,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest limit a query may ask for (default: %(default)s)",
     )  # fmt: skip
     limits.add_argument(
+        "--max-offset", type=int, default=Limits.max_offset,
+        help="largest offset a list may skip to (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
         "--max-batch-ops", type=int, default=Limits.max_batch_ops,
         help="most ops in one batch request (default: %(default)s)",
     )  # fmt: skip
@@ -271,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         limits=Limits(
             max_content_chars=args.max_content_chars,
             max_results=args.max_results,
+            max_offset=args.max_offset,
             max_batch_ops=args.max_batch_ops,
             max_in_flight=args.max_in_flight,
             max_in_progress=args.max_in_progress,
