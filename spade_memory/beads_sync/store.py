@@ -19,7 +19,7 @@ from typing import Any
 from ..base_memory.ops import Change, Memory
 from ..beads import mapping as m
 from ..beads.engine import BeadsEngine
-from ..beads.errors import BeadsError
+from ..beads.errors import BeadsError, BeadsFileError
 from ..beads.issue import Issue, IssueChanges, IssueFilter, NewIssue
 from ..beads.timestamps import nanoseconds, now_after
 from ..errors import (
@@ -32,6 +32,7 @@ from ..errors import (
 from ..ops import PERSONAL, AppliesOps, Op, Outcome, Record, Request
 from ..spaces.access import Gate
 from ..spaces.directory import SpaceDirectory
+from ..storage.faults import serving_fault
 from .access import Reader, reader_of
 from .ops import (
     BeadsMemories,
@@ -94,23 +95,30 @@ class BeadsMemoryStore(AppliesOps):
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Apply the ops in order; the native engine writes its file once, at the end."""
         outcomes: list[Outcome] = []
-        async with self.engine.batch():
-            for request in requests:
-                try:
-                    handler = self._handlers[type(request.op)]
-                    outcomes.append(await handler(owner, request.op, request.id))
-                except MemoryServiceError as error:
-                    outcomes.append(error)
-                except BeadsError as error:
-                    logger.error("beads operation %s failed: %s", request.op.tag(), error)
-                    failed = "the beads tracker could not be read or written"
-                    outcomes.append(InternalServerError(failed))
-                except Exception:
-                    if len(requests) == 1:
-                        raise  # the serving behaviour logs it and answers for it
-                    logger.exception("a batched %s failed", request.op.tag())
-                    outcomes.append(InternalServerError("the memory agent failed"))
+        try:
+            async with self.engine.batch():
+                for request in requests:
+                    outcomes.append(await self._outcome(owner, request, alone=len(requests) == 1))
+        except BeadsFileError as error:  # written at the end: none of the batch is in the file
+            failure = beads_failure(error)
+            logger.warning("beads batch not written: %s", failure.text)
+            return [failure] * len(requests)
         return outcomes
+
+    async def _outcome(self, owner: str, request: Request, *, alone: bool) -> Outcome:
+        try:
+            return await self._handlers[type(request.op)](owner, request.op, request.id)
+        except MemoryServiceError as error:
+            return error
+        except BeadsError as error:
+            failure = beads_failure(error)
+            logger.error("beads operation %s failed: %s", request.op.tag(), error)
+            return failure
+        except Exception:
+            if alone:
+                raise  # the serving behaviour logs it and answers for it
+            logger.exception("a batched %s failed", request.op.tag())
+            return InternalServerError("the memory agent failed")
 
     # -- writes by agents --------------------------------------------------------
 
@@ -358,6 +366,17 @@ class BeadsMemoryStore(AppliesOps):
             else []
         )
         return sorted(readable, key=_oldest_first), agents
+
+
+def beads_failure(error: BeadsError) -> MemoryServiceError:
+    """The typed failure for a beads error: the file's named fault when it could not be
+    written (``resource-constraint`` "disk full: issues.jsonl cannot grow" on a full disk,
+    as the stores answer theirs), else ``internal-server-error``."""
+    if isinstance(error, BeadsFileError):
+        fault = serving_fault(error.path, error.cause)
+        if fault is not None:
+            return fault
+    return InternalServerError("the beads tracker could not be read or written")
 
 
 def _memory(issue: Issue) -> BeadsMemory:

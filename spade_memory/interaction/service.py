@@ -28,6 +28,7 @@ from ..serving import MemoryAgent
 from ..spaces.access import Gate
 from ..spaces.directory import SpaceDirectory
 from ..storage.answers import RecentAnswers
+from ..storage.faults import serving_fault
 from . import NAME
 from .context_dir import ContextDirectory, ContextFile
 from .context_ops import (
@@ -125,6 +126,8 @@ class InteractionMemoryService(AppliesOps):
                 result = await handler(self.context, owner, request, request.id)
         except MemoryServiceError as error:
             return error
+        except OSError as error:  # a full or failing disk under the context directory
+            return self._file_fault(error)
         except Exception:
             if alone:
                 raise
@@ -132,6 +135,15 @@ class InteractionMemoryService(AppliesOps):
             return InternalServerError("the memory agent failed")
         self.answers.keep(owner, request.id, result)
         return result
+
+    def _file_fault(self, error: OSError) -> MemoryServiceError:
+        """The typed failure for a context-directory file that could not be written or
+        read, said in one line of the log: ``resource-constraint`` "disk full: context
+        cannot grow" on a full disk, as the stores answer theirs."""
+        root = self.context.root if self.context is not None else Path("context")
+        failure = serving_fault(root, error) or InternalServerError(f"I/O error on {root.name}")
+        logger.warning("%s: %s", root, failure.text)
+        return failure
 
     async def _forget(self, owner: str, request: Request) -> Record:
         """The owner's notes and sessions (one transaction), then its context files."""
