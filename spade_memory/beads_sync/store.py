@@ -12,6 +12,7 @@ work) are only shown as ``ready_work``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
@@ -34,6 +35,7 @@ from ..spaces.access import Gate
 from ..spaces.directory import SpaceDirectory
 from ..storage.faults import serving_fault
 from .access import Reader, reader_of
+from .forget import BeadsForgotten, ForgetBeadsMemories, forget_all, redact
 from .ops import (
     BeadsMemories,
     BeadsMemory,
@@ -61,9 +63,9 @@ MEMORY_REFS = "memory_refs"
 CLOSE_REASONS = {
     "": "deleted from the base memory",
     "expired": "expired in the base memory",
-    "forgotten": "forgotten by filter in the base memory",
 }
-"""Why a mirrored memory's issue was closed, by the change's ``reason``."""
+"""Why a mirrored memory's issue was closed, by the change's ``reason`` (a memory
+``forgotten`` in the base memory has its issue redacted: see ``forget``)."""
 Handler = Callable[[str, Any, str | None], Awaitable[Record]]
 
 
@@ -79,6 +81,9 @@ class BeadsMemoryStore(AppliesOps):
         self.directory = directory
         """Where shared sessions and spaces are kept (None: each agent reads its own only)."""
         self.gate = Gate(directory)
+        self._forgetting = asyncio.Lock()
+        """Held by ``forget`` and ``mirror``: a mirror pass never writes into an issue
+        from what it read before a ``forget`` redacted it."""
         self._handlers: dict[type[Op[Any]], Handler] = {
             BeadsStoreMemory: self.store,
             RetrieveMemories: lambda owner, op, _id: self.retrieve(owner, op),
@@ -87,6 +92,7 @@ class BeadsMemoryStore(AppliesOps):
             MarkMemoryAccessed: lambda owner, op, _id: self.mark_accessed(owner, op.memory_id),
             LinkMemories: lambda owner, op, _id: self.link(owner, op),
             DeleteBeadsMemory: lambda owner, op, _id: self.delete(owner, op.memory_id, op.reason),
+            ForgetBeadsMemories: lambda owner, op, _id: self.forget(owner, op.dry_run),
             SearchBeadsMemories: lambda owner, op, _id: self.search(owner, op.query, op.limit),
             ShareSession: lambda owner, op, _id: self.share(owner, op),
             UnshareSession: lambda owner, op, _id: self.unshare(owner, op),
@@ -165,6 +171,12 @@ class BeadsMemoryStore(AppliesOps):
         if issue.is_open:
             await self.engine.close(issue.id, reason or f"memory deleted by {owner}")
         return Done(id=issue.id)
+
+    async def forget(self, owner: str, dry_run: bool = False) -> BeadsForgotten:
+        """Redact every memory of ``owner`` (see ``forget``); a dry run counts them."""
+        async with self._forgetting:
+            issues = await forget_all(self.engine, owner, dry_run)
+        return BeadsForgotten(issues=issues, dry_run=dry_run)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -248,22 +260,34 @@ class BeadsMemoryStore(AppliesOps):
     # -- the base memory agent's changes ------------------------------------------
 
     async def mirror(self, changes: Iterable[Change]) -> int:
-        """Apply committed base memory changes; each applies once, however often it comes."""
+        """Apply committed base memory changes; each applies once, however often it comes.
+        A memory ``forgotten`` there has its issue redacted; a redacted issue is never
+        written again."""
+        async with self._forgetting:
+            return await self._mirror(changes)
+
+    async def _mirror(self, changes: Iterable[Change]) -> int:
         mirrored = await self.engine.list_issues(IssueFilter(include_closed=True))
         by_ref = {i.external_ref: i for i in mirrored if i.external_ref}
         by_id = {i.id: i for i in mirrored}
         applied = 0
         async with self.engine.batch():
             for change in changes:
-                issue = by_ref.get(m.EXTERNAL_REF_PREFIX + change.memory_id)
-                if change.kind == "deleted":
-                    if issue is not None and issue.is_open:
+                ref = m.EXTERNAL_REF_PREFIX + change.memory_id
+                issue = by_ref.get(ref)
+                if issue is not None and m.is_forgotten(issue):
+                    continue
+                if change.kind == "deleted" and issue is not None:
+                    if change.reason == "forgotten":
+                        by_ref[ref] = by_id[issue.id] = await redact(self.engine, issue)
+                        applied += 1
+                    elif issue.is_open:
                         reason = CLOSE_REASONS.get(change.reason or "", CLOSE_REASONS[""])
                         await self.engine.close(issue.id, reason)
                         applied += 1
-                elif change.memory is not None:
+                elif change.kind != "deleted" and change.memory is not None:
                     written = await self._mirror_memory(change.memory, issue)
-                    by_ref[m.EXTERNAL_REF_PREFIX + change.memory_id] = written
+                    by_ref[ref] = written
                     by_id[written.id] = written
                     await self._link_work_items(change.memory, written, by_id, by_ref)
                     applied += 1

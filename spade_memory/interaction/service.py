@@ -146,13 +146,16 @@ class InteractionMemoryService(AppliesOps):
         return failure
 
     async def _forget(self, owner: str, request: Request) -> Record:
-        """The owner's notes and sessions (one transaction), then its context files."""
-        assert isinstance(request.op, ForgetInteractions)
-        outcome = await self.store.apply(owner, request.op, request.id)
-        if self.context is None:
-            return outcome
-        files = await asyncio.to_thread(self.context.forget, owner, request.op.dry_run)
-        return outcome.model_copy(update={"files": files})
+        """The owner's notes, sessions and stored answers (one transaction), then its
+        context files and the answers kept here for its file ops."""
+        op = request.op
+        assert isinstance(op, ForgetInteractions)
+        outcome = await self.store.apply(owner, op, request.id)
+        files = 0
+        if self.context is not None:
+            files = await asyncio.to_thread(self.context.forget, owner, op.dry_run)
+        replies = outcome.replies + self.answers.forget(owner, op.dry_run)
+        return outcome.model_copy(update={"files": files, "replies": replies})
 
     async def _end(
         self, context: ContextDirectory, owner: str, request: Request, request_id: str | None
