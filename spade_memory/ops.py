@@ -85,6 +85,19 @@ class Op(BaseModel, Generic[R]):
         return str(cls.model_fields["op"].default)
 
 
+class SenderForgotten(Record):
+    """Base of the results of the ops that forget everything the sender keeps at a
+    service (what ``spade-memory forget`` sends to each). Besides what the service
+    deletes, its stored answers to the sender's earlier requests go: they carry the text
+    a retry would get back (kept 24 h in a store's ledger, and for this run in the
+    agent's memory, see ``storage.requests`` and ``storage.answers``)."""
+
+    replies: int = 0
+    """Answers to the sender's earlier requests deleted (a dry run: that would be)."""
+    dry_run: bool = False
+    """True: everything was counted, nothing deleted."""
+
+
 PERSONAL = "personal"
 """The name of every agent's own space (see ``spaces``)."""
 

@@ -30,7 +30,7 @@ import logging
 from collections import Counter, deque
 from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from pydantic import TypeAdapter
 from pydantic_core import to_json
@@ -53,13 +53,23 @@ from .errors import (
 from .fairness import FairQueue
 from .lifecycle import WakesWhenKilled
 from .limits import Limits
-from .ops import AppliesOps, Op, Outcome, Record, Request, in_place, parse_op
+from .ops import (
+    AppliesOps,
+    Op,
+    Outcome,
+    Record,
+    Request,
+    SenderForgotten,
+    in_place,
+    parse_op,
+)
 from .plugin import Behaviours, MemoryService
 from .reconnect import keep_connected
 from .storage.answers import RecentAnswers
 from .xml_chars import uncarriable_in
 
 logger = logging.getLogger("spade_memory.agent")
+R = TypeVar("R", Record, Outcome)
 RETRY_AFTER = 0.25
 """Seconds a sender over its in-flight limit is told to wait before sending the request again."""
 reply_address: ContextVar[str | None] = ContextVar("reply_address", default=None)
@@ -216,7 +226,7 @@ class ServeRequests(WakesWhenKilled):
         if batch is None:
             op = self._checked(owner, body)
             result: Record = await self.service.apply(owner, op, request.thread)
-            return result, not op.reads_only
+            return self._forgetting(owner, result), not op.reads_only
         authorize(owner, batch)
         if len(batch.ops) > limits.max_batch_ops:
             raise ResourceConstraint(f"a batch is over {limits.max_batch_ops} ops")
@@ -244,9 +254,19 @@ class ServeRequests(WakesWhenKilled):
                 logger.exception("%s failed on a batch from %s", self.service.name, owner)
                 error = InternalServerError("the memory agent failed")
             applied = [error] * len(valid)
+        applied = [self._forgetting(owner, outcome) for outcome in applied]
         outcomes = in_place(len(bodies), refused, applied)
         changed = any(not request.op.reads_only for request in valid)
         return BatchResults(results=[_item(outcome) for outcome in outcomes]), changed
+
+    def _forgetting(self, owner: str, outcome: R) -> R:
+        """After an op that forgot everything of ``owner`` (``SenderForgotten``), the
+        answers kept here for its retries go too (they carry its text), counted in the
+        result's ``replies``; a dry run counts them."""
+        if not isinstance(outcome, SenderForgotten):
+            return outcome
+        kept = self.answered.forget(owner, outcome.dry_run)
+        return cast(R, outcome.model_copy(update={"replies": outcome.replies + kept}))
 
     def _checked(self, owner: str, body: str) -> Op[Any]:
         """The op a body carries, once parsed, authorised and within the limits."""

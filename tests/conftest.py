@@ -57,8 +57,12 @@ def _close_the_exit_loop() -> None:
 
 @pytest.fixture(scope="session")
 def memory_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryServiceProcess]:
-    """`spade-memory run` in its own process (embedded XMPP server), for the whole run."""
-    process = MemoryServiceProcess(tmp_path_factory.mktemp("memory-service"))
+    """`spade-memory run` in its own process (embedded XMPP server), for the whole run.
+    The run makes hundreds of accounts a minute from one address: the limit on new
+    accounts is off here (``tests/test_account_names.py`` tests it)."""
+    process = MemoryServiceProcess(
+        tmp_path_factory.mktemp("memory-service"), "--registrations-per-minute", "0"
+    )
     process.start()
     yield process
     process.stop()

@@ -145,7 +145,7 @@ def test_new_accounts_are_limited_per_source_address(tmp_path: Path) -> None:
             answers.append(client.register(name, "pw"))
             client.close()
         assert ['type="result"' in answer for answer in answers] == [True, True, True, False]
-        assert "policy-violation" in answers[3] and "too many new accounts" in answers[3]
+        assert "not-acceptable" in answers[3] and "too many new accounts" in answers[3]
         client = RawXMPP(service.port)  # an existing account: conflict, not counted
         assert "conflict" in client.register(made[0], "pw")
         assert client.authenticate(made[0], "pw")  # and its login is not limited

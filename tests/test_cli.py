@@ -46,15 +46,15 @@ def test_schema_describes_every_request_and_reply() -> None:
     assert ops == set(base["replies"]) == {
         "store_memory", "get_memory", "search_memories", "list_memories",
         "recent_memories", "update_memory", "delete_memory", "memory_stats", "changes_since",
-        "forget_memories", "memory_history", "memory_refs", "create_space", "grant",
-        "revoke", "leave_space", "list_spaces", "space_info", "delete_space", "subscribe",
-        "unsubscribe",
+        "forget_memories", "forget_all_memories", "memory_history", "memory_refs",
+        "create_space", "grant", "revoke", "leave_space", "list_spaces", "space_info",
+        "delete_space", "subscribe", "unsubscribe",
     }  # fmt: skip
     beads = schema["services"]["beads-sync"]
     assert set(beads["request"]["discriminator"]["mapping"]) == set(beads["replies"]) == {
         "store_memory", "retrieve_memories", "restore_session", "get_session_context",
-        "mark_memory_accessed", "link_memories", "delete_memory", "search_memories",
-        "share_session", "unshare_session",
+        "mark_memory_accessed", "link_memories", "delete_memory", "forget_all_memories",
+        "search_memories", "share_session", "unshare_session", "memory_stats",
     }  # fmt: skip
     interaction = schema["services"]["interaction-memory"]
     interaction_ops = set(interaction["request"]["discriminator"]["mapping"])

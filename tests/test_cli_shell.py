@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
+import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,7 @@ import pytest
 from spade_memory.lifecycle import stop_agent
 from spade_memory.testing import MemoryServiceProcess
 
-from .harness import ClientAgent, start, unique_jid
+from .harness import ClientAgent, send_raw, start, unique_jid
 
 PASSWORD = "shell-secret"
 
@@ -121,12 +125,15 @@ async def test_export_forget_import_gives_back_the_same_memories(
 
     refused = shell(memory_service, me, "forget")  # no terminal: nothing without --yes
     assert refused.returncode == 1
-    assert refused.stderr == (
+    assert re.fullmatch(
         "spade-memory: forget would delete 3 memories, 1 notes of 1 conversations,"
-        f" 1 working-memory sessions and 1 context files of {me}; add --yes to do it\n"
-    )
+        " 1 working-memory sessions, 1 context files, [0-3] beads issues and [0-9]+ replies"
+        f" kept for retries of {re.escape(me)}; add --yes to do it\n",
+        refused.stderr,
+    ), refused.stderr  # the beads issues: those the mirror wrote by now
     forgotten = answer(memory_service, me, "forget", "--yes")
-    assert forgotten == {"memories": 3, "notes": 1, "conversations": 1, "sessions": 1, "files": 1}
+    kept = {"memories": 3, "notes": 1, "conversations": 1, "sessions": 1, "files": 1}
+    assert {key: forgotten[key] for key in kept} == kept
     assert (
         json.loads(ok(shell(memory_service, me, "memories", "stats", "--json")))["total_memories"]
         == 0
@@ -144,6 +151,83 @@ async def test_export_forget_import_gives_back_the_same_memories(
 
     restored = [json.loads(line) for line in again.read_text().splitlines()]
     assert same(restored) == same(exported)
+
+
+async def until(check: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Return once ``check()`` holds (the mirror writes after its debounce)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, f"{what} did not happen"
+        await asyncio.sleep(0.2)
+
+
+def ledger_rows(path: Path, table: str, owner: str) -> list[str]:
+    """The results a store's ledger of applied request ids keeps for ``owner``."""
+    with closing(sqlite3.connect(path)) as db:
+        rows = db.execute(f"SELECT result FROM {table} WHERE owner = ?", (owner,)).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+async def test_forget_leaves_no_text_in_beads_ledgers_or_retries(
+    memory_service: MemoryServiceProcess, me: str
+) -> None:
+    """After ``forget`` nothing of the agent's text is left at the service: its beads
+    memories (mirrored and its own) are redacted in the beads file, the stores' ledgers
+    keep no answer for it, and a retried request id is served again, not answered from
+    what the agent kept in memory."""
+    data = memory_service.data_dir
+    beads_file = data / "beads" / ".beads" / "issues.jsonl"
+    memories = [{**memory, "content": f"{memory['content']} ({me})"} for memory in MEMORIES]
+    contents = [str(memory["content"]) for memory in memories]  # this test's own texts
+    ok(shell(memory_service, me, "memories", "import", "-", stdin=jsonl(*memories)))
+    agent = ClientAgent(me, PASSWORD, port=memory_service.port)
+    await start(agent)
+    try:
+        memory = agent.memory
+        (first,) = [m for m in await memory.get_recent_memories() if m.content == contents[0]]
+        revised = f"The staging API moved to /api/v3 ({me})"
+        assert await memory.update_memory(first.id, content=revised)
+        contents[0] = revised
+        await memory.add_information("c1", f"the staging password of {me} is hunter2")
+        bead = await memory.beads.store_memory(f"Bead of my own: {me}'s deploy key is in vault")
+        assert bead is not None
+        retried = json.dumps({"op": "get_memory", "id": first.id})
+        before = await send_raw(memory, memory.base_memory_jid, retried, thread="retry-me")
+        assert revised in (before.body or "")
+        await until(lambda: all(text in beads_file.read_text() for text in contents), "mirror")
+        assert any(revised in row for row in ledger_rows(data / "base-memory.db",
+                                                         "applied_requests", me))  # fmt: skip
+        assert ledger_rows(data / "interaction-memory.db", "interaction_requests", me)
+    finally:
+        await stop_agent(agent)
+
+    forgotten = answer(memory_service, me, "forget", "--yes")
+    assert forgotten["memories"] == 3 and forgotten["notes"] == 1
+    assert forgotten["beads_issues"] == 4  # three mirrored, one its own
+    assert forgotten["replies"] >= 3  # the import's stores, the update, the note, the reads
+
+    text = beads_file.read_text()
+    for secret in (*contents, f"{me}'s deploy key", f"{me} is hunter2"):
+        assert secret not in text, secret
+    issues = [json.loads(line) for line in text.splitlines()]
+    mine = [issue for issue in issues if f"agent:{me}" in issue.get("labels", [])]
+    assert len(mine) == 4 and bead.id in {issue["id"] for issue in mine}  # ids kept
+    assert {(issue["status"], issue["title"], issue["close_reason"]) for issue in mine} == {
+        ("closed", "forgotten memory", "forgotten")
+    }
+    assert ledger_rows(data / "base-memory.db", "applied_requests", me) == []
+    assert ledger_rows(data / "interaction-memory.db", "interaction_requests", me) == []
+    agent = ClientAgent(me, PASSWORD, port=memory_service.port)
+    await start(agent)
+    try:
+        memory = agent.memory
+        again = await send_raw(memory, memory.base_memory_jid, retried, thread="retry-me")
+        assert revised not in (again.body or "")
+        assert json.loads(again.body or "{}").get("condition") == "item-not-found"
+    finally:
+        await stop_agent(agent)
+    twice = answer(memory_service, me, "forget", "--yes")
+    assert (twice["memories"], twice["beads_issues"], twice["notes"]) == (0, 0, 0)
 
 
 def test_mistakes_are_one_sentence(memory_service: MemoryServiceProcess, me: str) -> None:

@@ -9,6 +9,7 @@ file (the subprocess timeout only guards against a hang, it measures nothing).
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import shutil
@@ -30,6 +31,9 @@ from spade_memory import (
     StoreMemory,
 )
 from spade_memory.base_memory.ops import GetMemory, MemoryStatsOp, SearchMemories
+from spade_memory.beads.errors import BeadsFileError
+from spade_memory.beads.issue import NewIssue
+from spade_memory.beads.native import NativeEngine
 from spade_memory.interaction.notes import AddInformation, GetInformation
 from spade_memory.lifecycle import stop_agent
 from spade_memory.storage.faults import DamagedStore
@@ -279,6 +283,93 @@ async def test_a_full_file_system_over_the_wire_then_sigint(small_disk: Path) ->
             assert (await store.apply(owner, GetMemory(id=memory_id))).id == memory_id
     finally:
         await store.close()
+
+
+def _fill_up(path: Path) -> None:
+    """Write ``path`` until the file system has no byte left (ENOSPC)."""
+    handle = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while True:
+            os.write(handle, b"\0" * 65536)
+    except OSError as error:
+        assert error.errno == errno.ENOSPC, error
+    finally:
+        os.close(handle)
+
+
+async def test_grants_knowledge_and_beads_on_a_full_disk_say_disk_full(small_disk: Path) -> None:
+    """Writes outside the two stores - the directory of spaces (``grant``), the context
+    directory (``save_knowledge``), the beads file (``store_memory`` at the beads sync
+    agent) - answer ``resource-constraint`` naming what cannot grow, with no traceback
+    in the log; they work again once space is freed, and a refused beads memory does not
+    reach the file with a later write."""
+    data_dir = small_disk / "data"
+    service = MemoryServiceProcess(data_dir)
+    service.start()
+    client = await start_client(unique_jid("filler"), service.port)
+    memory = client.memory
+    filler = small_disk / "filler"
+    try:
+        await memory.create_space("crowded")
+        await memory.save_knowledge("before", "written before the disk filled")
+        await memory.beads.store_memory("stored before the disk filled")
+        _fill_up(filler)
+        refused: ResourceConstraint | None = None
+        for n in range(2_000):  # a write that needs no new page may still fit
+            try:
+                await memory.grant("crowded", f"member-{n}@localhost", "reader")
+            except ResourceConstraint as error:
+                refused = error
+                break
+        assert refused is not None and "disk full: spaces.db cannot grow" in refused.text
+        with pytest.raises(ResourceConstraint, match="disk full: context cannot grow"):
+            await memory.save_knowledge("runbook", "a runbook " * 1500)
+        with pytest.raises(ResourceConstraint, match=r"disk full: issues\.jsonl cannot grow"):
+            await memory.beads.store_memory("refused on a full disk " * 300)
+        assert [info.name for info in await memory.list_spaces()] == ["crowded"]  # reads go on
+        filler.unlink()  # space is back
+        await memory.grant("crowded", "after@localhost", "reader")
+        assert await memory.save_knowledge("runbook", "written after the disk was freed")
+        assert await memory.beads.store_memory("stored after the disk was freed")
+    finally:
+        await stop_agent(client)
+        service.stop()
+    issues = (data_dir / "beads" / ".beads" / "issues.jsonl").read_text()
+    assert "stored after the disk was freed" in issues
+    assert "refused on a full disk" not in issues
+    assert "Traceback" not in "".join(service.output), "".join(service.output)
+
+
+async def test_a_failed_beads_write_fails_every_batch_whose_changes_it_dropped(
+    small_disk: Path,
+) -> None:
+    """Two tasks change the beads file at once (a batch under way, as the mirror's, and
+    an agent's write): when the write carrying both changes fails on a full disk, both
+    fail, and neither change reaches the file with a later write."""
+    engine = NativeEngine(small_disk / ".beads")
+    await engine.create(NewIssue(title="written before"))
+    changed, go_on = asyncio.Event(), asyncio.Event()
+
+    async def batch() -> None:
+        async with engine.batch():
+            await engine.create(NewIssue(title="batched before the failure"))
+            changed.set()
+            await go_on.wait()
+
+    batched = asyncio.create_task(batch())
+    await changed.wait()
+    filler = small_disk / "filler"
+    _fill_up(filler)
+    with pytest.raises(BeadsFileError, match="No space left on device"):
+        await engine.create(NewIssue(title="alone on a full disk"))
+    filler.unlink()  # space is back: the batch's own write at its end succeeds
+    go_on.set()
+    with pytest.raises(BeadsFileError):
+        await batched
+    await engine.create(NewIssue(title="written after"))
+    text = engine.path.read_text()
+    assert "written before" in text and "written after" in text
+    assert "batched before the failure" not in text and "alone on a full disk" not in text
 
 
 async def test_a_batch_that_fills_the_disk_acknowledges_nothing(tmp_path: Path) -> None:

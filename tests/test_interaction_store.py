@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from spade_memory.interaction.forget import ForgetInteractions
 from spade_memory.interaction.notes import (
     AddInformation,
     ClearConversation,
@@ -104,6 +105,22 @@ async def test_a_repeated_request_id_appends_once(store: InteractionStore) -> No
     await add(store, ALICE, "c1", "after the clear")
     assert await store.apply(ALICE, clear, "req-2") == Cleared(cleared=True)  # not re-applied
     assert await notes(store, ALICE, "c1") == ["after the clear"]
+
+
+async def test_forget_interactions_takes_the_stored_answers_too(store: InteractionStore) -> None:
+    """The answers the ledger keeps for the sender go with its notes: a retried request
+    id is applied again; another owner's retry is still answered from the ledger."""
+    note = AddInformation(conversation_id="c1", information="the code is 1234")
+    await store.apply(ALICE, note, "r-1")
+    await store.apply(BOB, note, "r-1")
+    counted = await store.apply(ALICE, ForgetInteractions(dry_run=True))
+    assert (counted.notes, counted.replies, counted.dry_run) == (1, 1, True)
+    forgotten = await store.apply(ALICE, ForgetInteractions())
+    assert (forgotten.notes, forgotten.replies) == (1, 1)
+    await store.apply(ALICE, note, "r-1")  # not answered from the ledger: applied
+    assert await notes(store, ALICE, "c1") == ["the code is 1234"]
+    await store.apply(BOB, note, "r-1")
+    assert await notes(store, BOB, "c1") == ["the code is 1234"]
 
 
 async def test_spade_llm_files_import_and_export_unchanged(

@@ -18,6 +18,7 @@ from spade_memory.base_memory.access import AccessLog
 from spade_memory.base_memory.ops import (
     SQL_INTEGER,
     DeleteMemory,
+    ForgetAllMemories,
     GetMemory,
     ListMemories,
     Memory,
@@ -384,6 +385,40 @@ async def test_repeated_update_and_delete_request_ids_apply_once(store: LongTerm
     assert await store.apply(ALICE, DeleteMemory(id=memory_id), "d-1") == deleted
     with pytest.raises(ItemNotFound):
         await store.apply(ALICE, DeleteMemory(id=memory_id), "d-2")
+
+
+async def test_forget_all_memories_takes_the_own_space_and_the_stored_answers(
+    store: LongTermStore,
+) -> None:
+    """Every memory of the sender's own space goes, and so do the answers its ledger
+    keeps for it (a retried update is served again, not answered with the old text);
+    what it stored in a shared space, and other owners' memories and answers, stay."""
+    mine = await put(store, ALICE, "alice's first")
+    await put(store, ALICE, "alice's second")
+    bobs = await put(store, BOB, "bob's own")
+    team = (Place("space-1", "team"),)
+    (shared,) = await store.batch(
+        ALICE, [Request(StoreMemory(category="fact", content="the team's fact"), places=team)]
+    )
+    await store.apply(ALICE, UpdateMemory(id=mine, content="alice's revised"), "u-1")
+    bob_first = await store.apply(BOB, UpdateMemory(id=bobs, content="bob's revised"), "u-1")
+
+    counted = await store.apply(ALICE, ForgetAllMemories(dry_run=True))
+    assert (counted.memories, counted.replies, counted.dry_run) == (2, 1, True)
+    assert await contents(store, ALICE) == ["alice's revised", "alice's second"]
+    forgotten = await store.apply(ALICE, ForgetAllMemories())
+    assert (forgotten.memories, forgotten.replies, forgotten.dry_run) == (2, 1, False)
+
+    assert await contents(store, ALICE) == []
+    assert await contents(store, BOB) == ["bob's revised"]
+    assert isinstance(shared, Stored)
+    (kept,) = await store.batch(ALICE, [Request(GetMemory(id=shared.id), places=team)])
+    assert isinstance(kept, Memory) and kept.content == "the team's fact"
+    with pytest.raises(ItemNotFound):  # applied again: the answer with its text is gone
+        await store.apply(ALICE, UpdateMemory(id=mine, content="alice's revised"), "u-1")
+    again = await store.apply(BOB, UpdateMemory(id=bobs, content="bob's revised"), "u-1")
+    assert again == bob_first
+    assert (await store.apply(ALICE, ForgetAllMemories())).memories == 0
 
 
 async def test_a_failed_write_loses_no_access_counts(store: LongTermStore) -> None:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal
 from pydantic import AwareDatetime, Field, TypeAdapter, model_validator
 
 from ..expiry import ExpiresAt, TtlSeconds
-from ..ops import PERSONAL, Limit, MemoryId, Op, R, Record
+from ..ops import PERSONAL, Limit, MemoryId, Op, R, Record, SenderForgotten
 from ..spaces.names import SpaceName, SpaceSelection
 from ..spaces.ops import SpaceOp
 from ..tags import Metadata, MetadataFilter, Tags
@@ -181,6 +181,16 @@ class Forgotten(Record):
     dry_run: bool
     ids: list[str] = Field(default_factory=list)
     """The ids matched (the first 1,000)."""
+
+
+class AllForgotten(SenderForgotten):
+    """Result of ``forget_all_memories``: the memories of the sender's own space deleted
+    (or, on a dry run, counted), with the answers kept for its retries (``replies``)."""
+
+    memories: int
+    mirror: str | None = None
+    """The beads sync agent mirroring these memories (None: none): their issues there,
+    and the sender's own beads memories, are forgotten by its ``forget_all_memories``."""
 
 
 class MemoryStats(Record):
@@ -407,6 +417,15 @@ class ForgetMemories(Filtered[Forgotten]):
         return self
 
 
+class ForgetAllMemories(Op[AllForgotten]):
+    """Delete every memory of the sender's own space (expired ones too) and every answer
+    kept for its requests: what ``spade-memory forget`` asks; ``dry_run`` only counts.
+    What the sender stored in a shared space stays: it is the space's."""
+
+    op: Literal["forget_all_memories"] = "forget_all_memories"
+    dry_run: bool = Field(default=False, description="Count only; delete nothing")
+
+
 class MemoryHistoryOp(Op[MemoryHistory]):
     """Every version kept of a memory of a space the sender reads, who made each and when;
     for a deleted memory, who deleted it and when."""
@@ -522,6 +541,7 @@ BaseMemoryOp = Annotated[
     | MemoryStatsOp
     | ChangesSince
     | ForgetMemories
+    | ForgetAllMemories
     | MemoryHistoryOp
     | MemoryRefs
     | SpaceOp,
@@ -530,7 +550,13 @@ BaseMemoryOp = Annotated[
 """Any request the base memory agent serves, tagged by ``op``: its memories' and the
 spaces' (see ``spaces.ops``)."""
 
-WRITE_OPS: tuple[type[Op[Any]], ...] = (StoreMemory, UpdateMemory, DeleteMemory, ForgetMemories)
+WRITE_OPS: tuple[type[Op[Any]], ...] = (
+    StoreMemory,
+    UpdateMemory,
+    DeleteMemory,
+    ForgetMemories,
+    ForgetAllMemories,
+)
 """Ops whose effect must happen once per request id, however often it is sent."""
 
 base_memory_ops: TypeAdapter[BaseMemoryOp] = TypeAdapter(BaseMemoryOp)

@@ -34,7 +34,14 @@ from .commands import COMMANDS
 from .embeddings import load_embedder
 from .journal import SpaceEvent
 from .notices import EVENTS_ONTOLOGY, change_notice
-from .ops import WRITE_OPS, BaseMemoryOp, ChangeList, ChangesSince, base_memory_ops
+from .ops import (
+    WRITE_OPS,
+    AllForgotten,
+    BaseMemoryOp,
+    ChangeList,
+    ChangesSince,
+    base_memory_ops,
+)
 from .spaces import SpaceOps
 from .store import LongTermStore
 from .work_items import DEFAULT_PATTERNS, WorkItems, WorkLink
@@ -131,6 +138,12 @@ class BaseMemoryService(AppliesOps):
         gated, allowed = await self.gate.scope(owner, [request for _, request in candidates])
         refused.update({candidates[position][0]: error for position, error in gated.items()})
         applied = await self.store.batch(owner, allowed) if allowed else []
+        applied = [
+            outcome.model_copy(update={"mirror": self.mirror})
+            if isinstance(outcome, AllForgotten)
+            else outcome
+            for outcome in applied
+        ]  # where the shell's forget goes next
         if owner == self.mirror:
             applied = [await self._named(outcome) for outcome in applied]
         if self.mirror is not None and any(

@@ -60,6 +60,7 @@ from .journal import SpaceEvent
 from .ledger import Ledger
 from .ops import (
     RECORDED,
+    AllForgotten,
     Change,
     ChangeKind,
     ChangeList,
@@ -67,6 +68,7 @@ from .ops import (
     Deleted,
     DeleteMemory,
     Filtered,
+    ForgetAllMemories,
     ForgetMemories,
     Forgotten,
     GetMemory,
@@ -183,6 +185,7 @@ class LongTermStore(AppliesOps):
             ChangesSince: self._changes_since,
             ImportMemory: self._import,
             ForgetMemories: self._forget,
+            ForgetAllMemories: self._forget_all,
             MemoryHistoryOp: self._history,
             MemoryRefs: self._refs,
         }
@@ -842,6 +845,23 @@ class LongTermStore(AppliesOps):
         if not op.dry_run:
             await self._requests.claim(db, owner, request.id, forgotten)
         return forgotten
+
+    async def _forget_all(self, db: Database, request: Request, work: BatchWork) -> Record:
+        """Every memory of the sender's own space, and the answers the ledger keeps for
+        the sender (they may carry a memory's text); a dry run counts them. Each
+        deletion reaches the feed as ``forgotten``: the beads mirror redacts its issue."""
+        op, owner = request.op, work.owner
+        assert isinstance(op, ForgetAllMemories)
+        (place,) = request.places_of(owner)  # its own: the op names no space
+        rows = await select(
+            db, "WHERE m.space = ? AND m.owner = ? ORDER BY m.seq", (place.key, owner)
+        )
+        if not op.dry_run:
+            for row in rows:
+                await self._remove(db, request, work, row, place, reason="forgotten")
+        table = self._requests.table
+        replies = await requests.forget_owner(db, owner, table, dry_run=op.dry_run)
+        return AllForgotten(memories=len(rows), replies=replies, dry_run=op.dry_run)
 
     async def _history(self, db: Database, request: Request, work: BatchWork) -> MemoryHistory:
         op = request.op

@@ -13,6 +13,9 @@
 | base memory category    | memory type (table below) + label ``category:NAME`` |
 | base memory context     | ``notes``                                          |
 | base memory id          | ``external_ref`` ``spade-memory:ID``                |
+
+A forgotten memory's issue stays, redacted (``redaction``): its id may be the target
+of other issues' dependencies, and bd, git merges and the mirror find it by id.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from .issue import Issue
+from .issue import Issue, IssueChanges
 
 MemoryType = Literal["conversation", "decision", "pattern", "context", "learning", "artifact"]
 MEMORY_TYPES: tuple[MemoryType, ...] = get_args(MemoryType)
@@ -61,6 +64,10 @@ RESERVED_LABEL_PREFIXES = (MEMORY_LABEL, AGENT_LABEL, SESSION_LABEL, CATEGORY_LA
 OUR_METADATA = "spade_memory"
 EXTERNAL_REF_PREFIX = "spade-memory:"
 LINK_TYPES = ("related", "blocks", "discovered-from")
+FORGOTTEN_TITLE = "forgotten memory"
+FORGOTTEN_TEXT = "(forgotten: its text was removed at its agent's request)"
+FORGOTTEN_REASON = "forgotten"
+"""The close reason of a redacted issue (the reason it had may be text of the memory)."""
 PARENT_TYPES = ("blocks", "parent-child")
 
 
@@ -160,3 +167,25 @@ def title_of(content: str, width: int = 80) -> str:
     if len(first) <= width:
         return first
     return first[: width - 1].rsplit(" ", 1)[0].rstrip() + "…"
+
+
+def is_forgotten(issue: Issue) -> bool:
+    """Whether the issue was redacted (see ``redaction``)."""
+    return bool(ours(issue).get("forgotten"))
+
+
+def redaction(issue: Issue) -> IssueChanges:
+    """What forgetting a memory changes in its issue: its title, description and notes
+    are replaced by ``FORGOTTEN_TITLE`` / ``FORGOTTEN_TEXT``, its tags and metadata go
+    (``spade_memory.forgotten`` is set). Its id, the labels naming its type, agent,
+    session, category and space, its assignee, ``external_ref``, dependencies and dates
+    stay. A closed issue is reopened by it, to be closed again with ``FORGOTTEN_REASON``.
+    """
+    return IssueChanges(
+        title=FORGOTTEN_TITLE,
+        description=FORGOTTEN_TEXT,
+        notes=FORGOTTEN_TEXT if issue.notes else None,
+        status=None if issue.is_open else "open",
+        metadata={OUR_METADATA: {"forgotten": True}},
+        remove_labels=tuple(tags_of(issue)),
+    )

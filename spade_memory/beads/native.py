@@ -18,15 +18,25 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import BeadsError, IssueNotFound
+from .errors import BeadsError, BeadsFileError, IssueNotFound
 from .issue import Issue, IssueChanges, IssueFilter, NewIssue
 from .jsonl import Line, common_prefix, id_prefix, read_lines, write_lines
 from .timestamps import nanoseconds, now_after
 
-_in_batch: ContextVar[bool] = ContextVar("beads_batch", default=False)
+
+@dataclass
+class _Batch:
+    """A batch under way (one per task): how many writes of the file had failed when it
+    made its first change (None: it made none yet)."""
+
+    failures_at_first_change: int | None = None
+
+
+_in_batch: ContextVar[_Batch | None] = ContextVar("beads_batch", default=None)
 _PREFIX_SETTING = re.compile(r"""^\s*issue[-_]prefix\s*:\s*["']?([A-Za-z0-9_-]+)["']?\s*$""", re.M)
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 ID_LENGTH = 12
@@ -49,6 +59,9 @@ class NativeEngine:
         """The prefix of new ids, once found (forgotten when the file is read again)."""
         self._unsaved = False
         self._lock = asyncio.Lock()
+        self._failed: BeadsFileError | None = None
+        """The last write of the file that failed (its changes were dropped)."""
+        self._failures = 0
 
     # -- reading ---------------------------------------------------------------
 
@@ -185,7 +198,10 @@ class NativeEngine:
 
     @asynccontextmanager
     async def batch(self) -> AsyncIterator[None]:
-        token = _in_batch.set(True)
+        """Raises ``BeadsFileError`` when the file could not be written at the end, or
+        when a write that failed meanwhile (another task's) dropped this batch's changes."""
+        batch = _Batch()
+        token = _in_batch.set(batch)
         try:
             yield
         finally:
@@ -193,6 +209,9 @@ class NativeEngine:
             async with self._lock:
                 if self._unsaved:
                     await self._save()
+        first = batch.failures_at_first_change
+        if first is not None and first != self._failures and self._failed is not None:
+            raise BeadsFileError(self._failed.path, self._failed.cause)
 
     # -- the file --------------------------------------------------------------
 
@@ -214,14 +233,23 @@ class NativeEngine:
 
     async def _changed(self) -> None:
         self._unsaved = True
-        if not _in_batch.get():
+        batch = _in_batch.get()
+        if batch is None:
             await self._save()
+        elif batch.failures_at_first_change is None:
+            batch.failures_at_first_change = self._failures
 
     async def _save(self) -> None:
+        """Write the file; when that fails (a full disk), drop what was not written, so
+        the next read takes the file as it is and no later write carries a change that
+        was refused."""
         try:
             await asyncio.to_thread(write_lines, self.path, self._lines)
         except OSError as error:
-            raise BeadsError(f"could not write {self.path.name}: {error.strerror}") from error
+            self._unsaved, self._seen = False, None  # read the file again next time
+            self._failed = BeadsFileError(self.path, error)
+            self._failures += 1
+            raise self._failed from error
         self._unsaved = False
         self._seen = _stamp(self.path)
 

@@ -15,6 +15,7 @@ from pydantic import AliasChoices, BaseModel, Field, TypeAdapter, field_validato
 from ..beads.mapping import OUR_METADATA, RESERVED_LABEL_PREFIXES, MemoryType
 from ..ops import Limit, MemoryId, Op, R, Record
 from ..spaces.names import Member, Role
+from .forget import ForgetBeadsMemories
 
 Relationship = Literal["related", "blocks", "discovered-from"]
 SessionId = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\s,]+$")]
@@ -243,6 +244,7 @@ BeadsSyncOp = Annotated[
     | MarkMemoryAccessed
     | LinkMemories
     | DeleteBeadsMemory
+    | ForgetBeadsMemories
     | SearchBeadsMemories
     | ShareSession
     | UnshareSession
@@ -256,5 +258,6 @@ WRITES: tuple[type[Op[Any]], ...] = (
     MarkMemoryAccessed,
     LinkMemories,
     DeleteBeadsMemory,
+    ForgetBeadsMemories,
 )
 """Ops that change the beads file (a retry of one is answered, not applied again)."""

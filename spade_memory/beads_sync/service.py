@@ -35,6 +35,7 @@ from ..storage.answers import RecentAnswers
 from ..storage.faults import DamagedStore
 from ..transport import Transport
 from . import NAME
+from .forget import BeadsForgotten
 from .mirror import Mirror, MirrorBaseMemory, SyncCursor
 from .ops import WRITES, BeadsSyncOp, beads_sync_ops
 from .store import BeadsMemoryStore
@@ -77,7 +78,10 @@ class BeadsSyncService(AppliesOps):
         }
         fresh = [request for index, request in enumerate(requests) if index not in replayed]
         applied = await self.memories.batch(owner, fresh) if fresh else []
-        for request, outcome in zip(fresh, applied, strict=True):
+        for index, (request, outcome) in enumerate(zip(fresh, applied, strict=True)):
+            if isinstance(outcome, BeadsForgotten):  # the answers kept for its retries too
+                replies = self.answers.forget(owner, outcome.dry_run)
+                outcome = applied[index] = outcome.model_copy(update={"replies": replies})
             if isinstance(request.op, WRITES) and not isinstance(outcome, MemoryServiceError):
                 if self.mirror is not None:
                     self.mirror.direct_writes = True

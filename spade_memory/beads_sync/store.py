@@ -23,7 +23,7 @@ from typing import Any
 from ..base_memory.ops import Change, Memory
 from ..beads import mapping as m
 from ..beads.engine import BeadsEngine
-from ..beads.errors import BeadsError
+from ..beads.errors import BeadsError, BeadsFileError
 from ..beads.issue import Issue, IssueChanges, IssueFilter, NewIssue
 from ..beads.timestamps import nanoseconds, now_after
 from ..errors import (
@@ -38,9 +38,11 @@ from ..ops import PERSONAL, AppliesOps, Op, Outcome, Record, Request
 from ..quotas import check_bytes
 from ..spaces.access import Gate
 from ..spaces.directory import SpaceDirectory
+from ..storage.faults import serving_fault
 from ..xml_chars import uncarriable_value
 from . import footprint
 from .access import Reader, reader_of
+from .forget import BeadsForgotten, ForgetBeadsMemories, forget_all, redact
 from .ops import (
     BeadsMemories,
     BeadsMemory,
@@ -70,9 +72,9 @@ MEMORY_REFS = "memory_refs"
 CLOSE_REASONS = {
     "": "deleted from the base memory",
     "expired": "expired in the base memory",
-    "forgotten": "forgotten by filter in the base memory",
 }
-"""Why a mirrored memory's issue was closed, by the change's ``reason``."""
+"""Why a mirrored memory's issue was closed, by the change's ``reason`` (a memory
+``forgotten`` in the base memory has its issue redacted: see ``forget``)."""
 Handler = Callable[[str, Any, str | None], Awaitable[Record]]
 
 
@@ -96,6 +98,9 @@ class BeadsMemoryStore(AppliesOps):
         self.directory = directory
         """Where shared sessions and spaces are kept (None: each agent reads its own only)."""
         self.gate = Gate(directory)
+        self._forgetting = asyncio.Lock()
+        """Held by ``forget`` and ``mirror``: a mirror pass never writes into an issue
+        from what it read before a ``forget`` redacted it."""
         self._handlers: dict[type[Op[Any]], Handler] = {
             BeadsStoreMemory: self.store,
             RetrieveMemories: lambda owner, op, _id: self.retrieve(owner, op),
@@ -104,6 +109,7 @@ class BeadsMemoryStore(AppliesOps):
             MarkMemoryAccessed: lambda owner, op, _id: self.mark_accessed(owner, op.memory_id),
             LinkMemories: lambda owner, op, _id: self.link(owner, op),
             DeleteBeadsMemory: lambda owner, op, _id: self.delete(owner, op.memory_id, op.reason),
+            ForgetBeadsMemories: lambda owner, op, _id: self.forget(owner, op.dry_run),
             SearchBeadsMemories: lambda owner, op, _id: self.search(owner, op.query, op.limit),
             ShareSession: lambda owner, op, _id: self.share(owner, op),
             UnshareSession: lambda owner, op, _id: self.unshare(owner, op),
@@ -113,23 +119,30 @@ class BeadsMemoryStore(AppliesOps):
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Apply the ops in order; the native engine writes its file once, at the end."""
         outcomes: list[Outcome] = []
-        async with self.engine.batch():
-            for request in requests:
-                try:
-                    handler = self._handlers[type(request.op)]
-                    outcomes.append(await handler(owner, request.op, request.id))
-                except MemoryServiceError as error:
-                    outcomes.append(error)
-                except BeadsError as error:
-                    logger.error("beads operation %s failed: %s", request.op.tag(), error)
-                    failed = "the beads tracker could not be read or written"
-                    outcomes.append(InternalServerError(failed))
-                except Exception:
-                    if len(requests) == 1:
-                        raise  # the serving behaviour logs it and answers for it
-                    logger.exception("a batched %s failed", request.op.tag())
-                    outcomes.append(InternalServerError("the memory agent failed"))
+        try:
+            async with self.engine.batch():
+                for request in requests:
+                    outcomes.append(await self._outcome(owner, request, alone=len(requests) == 1))
+        except BeadsFileError as error:  # written at the end: none of the batch is in the file
+            failure = beads_failure(error)
+            logger.warning("beads batch not written: %s", failure.text)
+            return [failure] * len(requests)
         return outcomes
+
+    async def _outcome(self, owner: str, request: Request, *, alone: bool) -> Outcome:
+        try:
+            return await self._handlers[type(request.op)](owner, request.op, request.id)
+        except MemoryServiceError as error:
+            return error
+        except BeadsError as error:
+            failure = beads_failure(error)
+            logger.error("beads operation %s failed: %s", request.op.tag(), error)
+            return failure
+        except Exception:
+            if alone:
+                raise  # the serving behaviour logs it and answers for it
+            logger.exception("a batched %s failed", request.op.tag())
+            return InternalServerError("the memory agent failed")
 
     # -- writes by agents --------------------------------------------------------
 
@@ -194,6 +207,12 @@ class BeadsMemoryStore(AppliesOps):
         if issue.is_open:
             await self.engine.close(issue.id, reason or f"memory deleted by {owner}")
         return Done(id=issue.id)
+
+    async def forget(self, owner: str, dry_run: bool = False) -> BeadsForgotten:
+        """Redact every memory of ``owner`` (see ``forget``); a dry run counts them."""
+        async with self._forgetting:
+            issues = await forget_all(self.engine, owner, dry_run)
+        return BeadsForgotten(issues=issues, dry_run=dry_run)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -277,20 +296,32 @@ class BeadsMemoryStore(AppliesOps):
     # -- the base memory agent's changes ------------------------------------------
 
     async def mirror(self, changes: Iterable[Change]) -> int:
-        """Apply committed base memory changes; each applies once, however often it comes."""
+        """Apply committed base memory changes; each applies once, however often it comes.
+        A memory ``forgotten`` there has its issue redacted; a redacted issue is never
+        written again."""
+        async with self._forgetting:
+            return await self._mirror(changes)
+
+    async def _mirror(self, changes: Iterable[Change]) -> int:
         mirrored = await self.engine.list_issues(IssueFilter(include_closed=True))
         by_ref = {i.external_ref: i for i in mirrored if i.external_ref}
         by_id = {i.id: i for i in mirrored}
         applied = 0
         async with self.engine.batch():
             for change in changes:
-                issue = by_ref.get(m.EXTERNAL_REF_PREFIX + change.memory_id)
-                if change.kind == "deleted":
-                    if issue is not None and issue.is_open:
+                ref = m.EXTERNAL_REF_PREFIX + change.memory_id
+                issue = by_ref.get(ref)
+                if issue is not None and m.is_forgotten(issue):
+                    continue
+                if change.kind == "deleted" and issue is not None:
+                    if change.reason == "forgotten":
+                        by_ref[ref] = by_id[issue.id] = await redact(self.engine, issue)
+                        applied += 1
+                    elif issue.is_open:
                         reason = CLOSE_REASONS.get(change.reason or "", CLOSE_REASONS[""])
                         await self.engine.close(issue.id, reason)
                         applied += 1
-                elif change.memory is not None:
+                elif change.kind != "deleted" and change.memory is not None:
                     uncarriable = uncarriable_value(change.memory.model_dump(mode="json"))
                     if uncarriable is not None:  # stored by an older version
                         logger.warning(
@@ -300,7 +331,7 @@ class BeadsMemoryStore(AppliesOps):
                         )
                         continue
                     written = await self._mirror_memory(change.memory, issue)
-                    by_ref[m.EXTERNAL_REF_PREFIX + change.memory_id] = written
+                    by_ref[ref] = written
                     by_id[written.id] = written
                     await self._link_work_items(change.memory, written, by_id, by_ref)
                     applied += 1
@@ -403,6 +434,17 @@ class BeadsMemoryStore(AppliesOps):
             else []
         )
         return sorted(readable, key=_oldest_first), agents
+
+
+def beads_failure(error: BeadsError) -> MemoryServiceError:
+    """The typed failure for a beads error: the file's named fault when it could not be
+    written (``resource-constraint`` "disk full: issues.jsonl cannot grow" on a full disk,
+    as the stores answer theirs), else ``internal-server-error``."""
+    if isinstance(error, BeadsFileError):
+        fault = serving_fault(error.path, error.cause)
+        if fault is not None:
+            return fault
+    return InternalServerError("the beads tracker could not be read or written")
 
 
 def _memory(issue: Issue) -> BeadsMemory:

@@ -29,6 +29,7 @@ from ..serving import MemoryAgent
 from ..spaces.access import Gate
 from ..spaces.directory import SpaceDirectory
 from ..storage.answers import RecentAnswers
+from ..storage.faults import serving_fault
 from . import NAME
 from .budgeted_files import BudgetedFiles, folder_of
 from .context_dir import ContextDirectory, ContextFile, Pending
@@ -139,6 +140,8 @@ class InteractionMemoryService(AppliesOps):
                 result = await handler(self.context, owner, request, request.id)
         except MemoryServiceError as error:
             return error
+        except OSError as error:  # a full or failing disk under the context directory
+            return self._file_fault(error)
         except Exception:
             if alone:
                 raise
@@ -148,14 +151,26 @@ class InteractionMemoryService(AppliesOps):
             self.answers.keep(owner, request.id, result)
         return result
 
+    def _file_fault(self, error: OSError) -> MemoryServiceError:
+        """The typed failure for a context-directory file that could not be written or
+        read, said in one line of the log: ``resource-constraint`` "disk full: context
+        cannot grow" on a full disk, as the stores answer theirs."""
+        root = self.context.root if self.context is not None else Path("context")
+        failure = serving_fault(root, error) or InternalServerError(f"I/O error on {root.name}")
+        logger.warning("%s: %s", root, failure.text)
+        return failure
+
     async def _forget(self, owner: str, request: Request) -> Record:
-        """The owner's notes and sessions (one transaction), then its context files."""
-        assert isinstance(request.op, ForgetInteractions)
-        outcome = await self.store.apply(owner, request.op, request.id)
-        if self.context is None:
-            return outcome
-        files = await asyncio.to_thread(self.context.forget, owner, request.op.dry_run)
-        return outcome.model_copy(update={"files": files})
+        """The owner's notes, sessions and stored answers (one transaction), then its
+        context files and the answers kept here for its file ops."""
+        op = request.op
+        assert isinstance(op, ForgetInteractions)
+        outcome = await self.store.apply(owner, op, request.id)
+        files = 0
+        if self.context is not None:
+            files = await asyncio.to_thread(self.context.forget, owner, op.dry_run)
+        replies = outcome.replies + self.answers.forget(owner, op.dry_run)
+        return outcome.model_copy(update={"files": files, "replies": replies})
 
     async def _stats(self, owner: str, request: Request) -> Record:
         """The store's counts and usage, its files measured first and counted."""

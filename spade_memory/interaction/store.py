@@ -372,8 +372,9 @@ class InteractionStore(AppliesOps):
 
 
 async def _forget(db: Database, owner: str, request: Request) -> Forgotten:
-    """Count, and unless a dry run delete, ``owner``'s notes and personal sessions (files
-    are counted as 0: the service adds them; expired notes are deleted, not counted)."""
+    """Count, and unless a dry run delete, ``owner``'s notes, personal sessions and the
+    answers the ledger keeps for it (files are counted as 0: the service adds them;
+    expired notes are deleted, not counted)."""
     op = request.op
     assert isinstance(op, ForgetInteractions)
     ((notes, conversations),) = await db.execute_fetchall(
@@ -387,9 +388,11 @@ async def _forget(db: Database, owner: str, request: Request) -> Forgotten:
         await db.execute("DELETE FROM notes WHERE owner = ?", (owner,))
         await db.execute("DELETE FROM working_memories WHERE owner = ?", (owner,))
         await usage.forget(db, owner)  # the service deletes its files next
+    replies = await requests.forget_owner(db, owner, pg_schema.REQUESTS, dry_run=op.dry_run)
     return Forgotten(
-        notes=notes, conversations=conversations, sessions=sessions, files=0, dry_run=op.dry_run
-    )
+        notes=notes, conversations=conversations, sessions=sessions, files=0, replies=replies,
+        dry_run=op.dry_run,
+    )  # fmt: skip
 
 
 def bare_jid(jid: str) -> str:

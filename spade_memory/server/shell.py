@@ -24,9 +24,17 @@ from rich.console import Console
 from rich.table import Table
 
 from ..base_memory.calls import Memories
-from ..base_memory.ops import DeleteMemory, Memory, RecentMemories, Stored, StoreMemory
+from ..base_memory.ops import (
+    DeleteMemory,
+    ForgetAllMemories,
+    Memory,
+    RecentMemories,
+    Stored,
+    StoreMemory,
+)
+from ..beads_sync.forget import BeadsForgotten, ForgetBeadsMemories
 from ..client import MemoryClient
-from ..errors import Condition, MemoryServiceError, MemoryTimeout
+from ..errors import MemoryServiceError, MemoryTimeout
 from ..interaction.forget import ForgetInteractions
 from ..lifecycle import AgentStartError, WrongPassword, stop_agent
 from ..login import log_in
@@ -82,7 +90,8 @@ def add_commands(commands: Any) -> None:
     load.add_argument("file", help="a file, or - for standard input")
     forget = commands.add_parser(
         "forget",
-        help="delete an agent's memories, notes, working memory and context files (asks first)",
+        help="delete an agent's memories, notes, working memory, context files and beads"
+        " memories, and the replies kept for its retries (asks first)",
     )
     _connection(forget)
     forget.add_argument("--yes", action="store_true", help="do not ask")
@@ -249,13 +258,15 @@ async def _import(client: MemoryClient, args: argparse.Namespace, console: Conso
 
 
 async def _forget(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
-    ids = [memory.id async for memory in every_memory(client)]
-    notes = client.interaction_memory_jid
-    counted = await client.request(notes, ForgetInteractions(dry_run=True))
-    assert counted is not None
+    """Count everything of the agent at each memory agent, ask, then forget it there: the
+    base memory first (its mirror then hears of each memory as forgotten), the beads sync
+    agent it names as its mirror, the interaction memory agent."""
+    counted = await _forgetting(client, dry_run=True)
     what = (
-        f"{len(ids)} memories, {counted.notes} notes of {counted.conversations} conversations,"
-        f" {counted.sessions} working-memory sessions and {counted.files} context files"
+        f"{counted['memories']} memories, {counted['notes']} notes of"
+        f" {counted['conversations']} conversations, {counted['sessions']} working-memory"
+        f" sessions, {counted['files']} context files, {counted['beads_issues']} beads"
+        f" issues and {counted['replies']} replies kept for retries"
     )
     if not args.yes:
         if not sys.stdin.isatty():
@@ -264,29 +275,40 @@ async def _forget(client: MemoryClient, args: argparse.Namespace, console: Conso
         if answer.strip() != args.jid:
             console.print("nothing deleted")
             return 1
-    deletes = [DeleteMemory(id=memory_id) for memory_id in ids]
-    await _in_batches(client, deletes, passing=Condition.ITEM_NOT_FOUND)  # gone meanwhile
-    forgotten = await client.request(notes, ForgetInteractions())
-    assert forgotten is not None
-    counts = forgotten.model_dump(exclude={"dry_run"})
-    _said(console, args.json, {"memories": len(ids), **counts})
+    _said(console, args.json, await _forgetting(client, dry_run=False))
     return 0
 
 
-async def _in_batches(
-    client: MemoryClient, ops: Sequence[Op[Any]], passing: Condition | None = None
-) -> list[Record]:
+async def _forgetting(client: MemoryClient, *, dry_run: bool) -> dict[str, int]:
+    """What each memory agent forgot of the sender (a dry run: would forget), summed up."""
+    memories = await client.request(client.base_memory_jid, ForgetAllMemories(dry_run=dry_run))
+    assert memories is not None  # a timeout raises: the client is not degraded
+    beads = BeadsForgotten(issues=0)
+    if memories.mirror is not None:
+        mirrored = await client.request(memories.mirror, ForgetBeadsMemories(dry_run=dry_run))
+        assert mirrored is not None
+        beads = mirrored
+    notes = await client.request(client.interaction_memory_jid, ForgetInteractions(dry_run=dry_run))
+    assert notes is not None
+    return {
+        "memories": memories.memories,
+        **notes.model_dump(include={"notes", "conversations", "sessions", "files"}),
+        "beads_issues": beads.issues,
+        "replies": memories.replies + beads.replies + notes.replies,
+    }
+
+
+async def _in_batches(client: MemoryClient, ops: Sequence[Op[Any]]) -> list[Record]:
     """The results of ``ops`` at the base memory agent, sent ``BATCH`` to a message.
 
-    Raises the first failure, unless its condition is ``passing`` (then it is skipped).
+    Raises the first failure.
     """
     results: list[Record] = []
     for start in range(0, len(ops), BATCH):
         for outcome in await client.batch(client.base_memory_jid, ops[start : start + BATCH]):
-            if not isinstance(outcome, MemoryServiceError):
-                results.append(outcome)
-            elif outcome.condition is not passing:
+            if isinstance(outcome, MemoryServiceError):
                 raise outcome
+            results.append(outcome)
     return results
 
 

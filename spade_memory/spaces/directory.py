@@ -6,13 +6,18 @@ request, whichever agent serves it.
 
 Spaces are keyed by an id that is never reused: the rows a deleted space leaves in
 other stores can never reach a new space of the same name.
+
+A write that meets a named fault of the file (see ``storage.faults``) raises its typed
+failure, as the stores answer theirs: on a full disk ``ResourceConstraint``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,15 +25,19 @@ import aiosqlite
 
 from ..errors import Conflict
 from ..storage.connection import (
+    Database,
     Migration,
     Synchronous,
     Transacting,
     Transactions,
     open_migrated,
 )
+from ..storage.faults import store_errors
 from ..storage.manifest import Manifest
 from ..storage.postgres import is_url, open_pool, statements
 from .names import domain_member, rank
+
+logger = logging.getLogger("spade_memory.spaces")
 
 FILE = "spaces.db"
 """The directory's file in the data directory."""
@@ -143,6 +152,23 @@ class SpaceDirectory:
         """Close the file (or the pool)."""
         await self._tx.close()
 
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[Database]:
+        """A write transaction whose named fault (a full disk, damage, an I/O error: see
+        ``storage.faults``) is raised as its typed failure, said in one line of the log,
+        as the stores answer theirs: a grant on a full disk is ``resource-constraint``
+        "disk full: spaces.db cannot grow", not an unexpected error with a traceback.
+        """
+        try:
+            async with self._tx.write() as db:
+                yield db
+        except store_errors() as error:
+            failure = self._tx.fault(error)
+            if failure is None:
+                raise
+            logger.warning("%s: %s", self._tx.path, failure.text)
+            raise failure from None
+
     # -- spaces ------------------------------------------------------------------------
 
     async def find(self, name: str) -> Space | None:
@@ -168,7 +194,7 @@ class SpaceDirectory:
         existing = await self.find(name)
         if existing is None:
             space = Space(str(uuid.uuid4()), name, owner, description, time.time())
-            async with self._tx.write() as db:
+            async with self._write() as db:
                 made = await db.execute_fetchall(
                     "INSERT INTO spaces (id, name, owner, description, created_at)"
                     " VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING id",
@@ -183,14 +209,14 @@ class SpaceDirectory:
 
     async def delete(self, space_id: str) -> None:
         """Forget the space, its members and subscriptions."""
-        async with self._tx.write() as db:
+        async with self._write() as db:
             await db.execute("DELETE FROM spaces WHERE id = ?", (space_id,))
 
     async def set_quota(
         self, space_id: str, max_memories: int | None, max_bytes: int | None
     ) -> None:
         """The space's own limits (None: the deployment's default)."""
-        async with self._tx.write() as db:
+        async with self._write() as db:
             await db.execute(
                 "UPDATE spaces SET max_memories = ?, max_bytes = ? WHERE id = ?",
                 (max_memories, max_bytes, space_id),
@@ -233,7 +259,7 @@ class SpaceDirectory:
 
     async def grant(self, space: Space, member: str, role: str, by: str) -> None:
         """Give ``member`` ``role`` (replacing the role it had)."""
-        async with self._tx.write() as db:
+        async with self._write() as db:
             await db.execute(
                 "INSERT INTO members VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT (space_id, member) DO UPDATE"
@@ -244,7 +270,7 @@ class SpaceDirectory:
 
     async def revoke(self, space: Space, member: str) -> bool:
         """Take ``member``'s grant away (and its subscription); False if it had none."""
-        async with self._tx.write() as db:
+        async with self._write() as db:
             cursor = await db.execute(
                 "DELETE FROM members WHERE space_id = ? AND member = ?", (space.id, member)
             )
@@ -266,7 +292,7 @@ class SpaceDirectory:
 
     async def subscribe(self, space: Space, subscriber: str, address: str) -> None:
         """Send ``space``'s change notices to ``address`` (the subscriber's full JID)."""
-        async with self._tx.write() as db:
+        async with self._write() as db:
             await db.execute(
                 "INSERT INTO subscriptions VALUES (?, ?, ?)"
                 " ON CONFLICT (space_id, subscriber) DO UPDATE"
@@ -275,7 +301,7 @@ class SpaceDirectory:
             )
 
     async def unsubscribe(self, space: Space, subscriber: str) -> None:
-        async with self._tx.write() as db:
+        async with self._write() as db:
             await db.execute(
                 "DELETE FROM subscriptions WHERE space_id = ? AND subscriber = ?",
                 (space.id, subscriber),
@@ -293,7 +319,7 @@ class SpaceDirectory:
     async def share_session(self, owner: str, session: str, member: str, role: str) -> None:
         """Let ``member`` (a JID or ``*@domain``) read ``owner``'s memories of ``session``
         (``writer``: also link and mark them; ``admin``: also close them)."""
-        async with self._tx.write() as db:
+        async with self._write() as db:
             await db.execute(
                 "INSERT INTO session_shares VALUES (?, ?, ?, ?)"
                 " ON CONFLICT (owner, session, member) DO UPDATE"
@@ -302,7 +328,7 @@ class SpaceDirectory:
             )
 
     async def unshare_session(self, owner: str, session: str, member: str) -> None:
-        async with self._tx.write() as db:
+        async with self._write() as db:
             await db.execute(
                 "DELETE FROM session_shares WHERE owner = ? AND session = ? AND member = ?",
                 (owner, session, member),

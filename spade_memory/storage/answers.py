@@ -56,5 +56,13 @@ class RecentAnswers:
         while len(self._answers) > self.capacity or self.bytes > self.max_bytes:
             self.bytes -= self._answers.popitem(last=False)[1][1]
 
+    def forget(self, owner: str, dry_run: bool = False) -> int:
+        """Delete every answer kept for ``owner`` (unless ``dry_run``); how many there were."""
+        keys = [key for key in self._answers if key[0] == owner]
+        if not dry_run:
+            for key in keys:
+                self.bytes -= self._answers.pop(key)[1]
+        return len(keys)
+
     def __len__(self) -> int:
         return len(self._answers)

@@ -115,3 +115,15 @@ class RequestLog:
 async def forget_old(db: Database, table: str = TABLE) -> None:
     """Delete ids older than ``KEEP_SECONDS`` from ``table``; call in a write transaction."""
     await db.execute(f"DELETE FROM {table} WHERE applied_at < ?", (time.time() - KEEP_SECONDS,))
+
+
+async def forget_owner(db: Database, owner: str, table: str = TABLE, dry_run: bool = False) -> int:
+    """Delete ``owner``'s applied ids, with the results they keep, from ``table`` (unless
+    ``dry_run``); call in a write transaction. Returns how many there were. A retry of
+    one of those requests is then applied again, as after ``KEEP_SECONDS``."""
+    ((count,),) = await db.execute_fetchall(
+        f"SELECT COUNT(*) FROM {table} WHERE owner = ?", (owner,)
+    )
+    if not dry_run:
+        await db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))
+    return int(count)

@@ -7,8 +7,9 @@ registration (``not-acceptable``, with the reason) and at login
 (``not-authorized``), whatever the client did or did not prepare; a PLAIN
 authorization identity other than the account's own is refused too. At most
 ``RegistrationLimit.per_minute`` new accounts are made per source address in
-any minute (``policy-violation``), so one address cannot mint accounts by the
-thousand to get around the per-sender limits of the memory agents.
+any minute (``not-acceptable`` of type ``wait``, as Prosody answers: slixmpp cannot
+read RFC 6120's ``policy-violation`` and fails the registration with a ValueError), so
+one address cannot mint accounts by the thousand.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class CheckedSASL(SASL):  # type: ignore[misc]
                 if wait:
                     why = f"too many new accounts from {address}; try again in {wait:.0f} s"
                     logger.warning("registration of %s refused: %s", username, why)
-                    self._transport.write(_iq_error(element, "wait", "policy-violation", why))
+                    self._transport.write(_iq_error(element, "wait", "not-acceptable", why))
                     return
         await super().handle_iq(element)
 
