@@ -29,13 +29,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
+from ..errors import MemoryServiceError
 from ..expiry import LIVE, PURGE_EVERY_SECONDS, expiry_of
 from ..limits import Limits
 from ..ops import AppliesOps, Op, Outcome, Place, Record, Request
@@ -228,13 +229,30 @@ class InteractionStore(AppliesOps):
 
         Raises ``ResourceConstraint`` with the figures (nothing counted) when that would
         cross its byte budget."""
-        async with self._tx.write() as db:
+        async with self._writing() as db:
             await usage.reserve_files(db, self.limits, place, grown)
 
     async def set_files(self, subject: str, size: int) -> None:
-        """The folder of ``subject`` (a place's key) holds ``size`` bytes, as measured."""
-        async with self._tx.write() as db:
+        """The folder of ``subject`` (a place's key) holds ``size`` bytes, as measured.
+
+        Raises the store's typed failure for a fault of its file (a full disk)."""
+        async with self._writing() as db:
             await usage.set_files(db, subject, size)
+
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[Database]:
+        """A write transaction whose fault of the file (a full disk, damage) is raised as
+        the typed failure the store's batches answer with."""
+        try:
+            async with self._tx.write() as db:
+                yield db
+        except MemoryServiceError:
+            raise
+        except Exception as error:
+            failure = self._tx.fault(error)
+            if failure is None:
+                raise
+            raise failure from None
 
     def applies(self, op: Op[Any]) -> bool:
         """Whether this store applies ``op`` (context-directory ops are the service's)."""
