@@ -374,7 +374,7 @@ async def test_a_retried_change_answers_without_what_expired_since(
 
 
 async def test_the_soonest_expiry_of_an_item_wins(store: InteractionStore) -> None:
-    soon = NOW + timedelta(minutes=5)
+    soon = datetime.now(timezone.utc) + timedelta(minutes=5)  # NOW is the import's time
     ops = [
         AddEntity(session_id="s1", entity=entity("own later", expires_at=FUTURE), ttl_seconds=3600),
         AddEntity(session_id="s1", entity=entity("own sooner", expires_at=soon), expires_at=FUTURE),
