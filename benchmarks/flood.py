@@ -14,7 +14,8 @@ after its ``retry_after``. The bystander (this process) searches its own 1,000
 memories one search after another, never sending one again: first on a quiet
 service, then during each flood. Printed: the bystander's p50 and p99, the
 flooded p99 as a ratio of the quiet p50 and of the quiet p99 measured in the
-same run, and how many of its searches were refused.
+same run, how many of its searches were refused, and the share of a core each
+process used during each flood (the machine has two).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from spade_memory.testing import ChildProcess, MemoryServiceProcess, ProsodyProc
 
 from .corpus import Corpus
 from .peers import FLOOD_DONE
-from .stats import summary_ms
+from .stats import CpuMeter, summary_ms
 from .wire import Requester, peer_process
 
 PROSODY_DIR = Path(__file__).parent.parent / "prosody"
@@ -63,6 +64,8 @@ class Searches:
     """The bystander's searches answered with a failure (not sent again)."""
     flood: dict[str, float] = field(default_factory=dict)
     """The flooder's replies by condition, and its seconds."""
+    busy: dict[str, float] = field(default_factory=dict)
+    """The share of one core each process used during the phase."""
 
 
 @dataclass
@@ -70,6 +73,7 @@ class Setup:
     port: int
     register: ProsodyProcess | None
     """Where accounts must be created first (Prosody: registration is closed)."""
+    server: ChildProcess
 
     def account(self, jid: str, password: str) -> None:
         if self.register is not None:
@@ -86,14 +90,14 @@ def xmpp_server(kind: str, root: Path) -> Iterator[Setup]:
         )
         server.start()
         try:
-            yield Setup(port, None)
+            yield Setup(port, None, server)
         finally:
             server.stop()
         return
     prosody = ProsodyProcess(PROSODY_DIR, root / "prosody")
     prosody.start()
     try:
-        yield Setup(prosody.port, prosody)
+        yield Setup(prosody.port, prosody, prosody)
     finally:
         prosody.stop()
 
@@ -121,7 +125,7 @@ async def run_server(kind: str, floods: Floods, searches: int, *memory_args: str
             for child in (memory, *flooders.values()):
                 child.start(timeout=60)
                 started.append(child)
-            return await _measure(setup, flooders, searches)
+            return await _measure(setup, memory, flooders, searches)
         finally:
             for child in reversed(started):
                 child.stop()
@@ -140,7 +144,7 @@ def _flooder(setup: Setup, how: str, floods: Floods) -> ChildProcess:
 
 
 async def _measure(
-    setup: Setup, flooders: dict[str, ChildProcess], searches: int
+    setup: Setup, memory: ChildProcess, flooders: dict[str, ChildProcess], searches: int
 ) -> list[Searches]:
     jid = f"bystander-{uuid.uuid4().hex[:6]}@localhost"
     setup.account(jid, "bystander")
@@ -176,14 +180,26 @@ async def _measure(
             phase = Searches(f"{how} flood")
             mark = len(flooder.output)
             assert flooder.process is not None
+            meter = CpuMeter(_pids(setup.server, memory, flooder))
+            meter.start()
+            began = time.perf_counter()
             flooder.process.send_signal(signal.SIGUSR1)
             while not (done := _flood_done(flooder, mark)):
                 await search(phase)
+            phase.busy = meter.busy(time.perf_counter() - began)
             phase.flood = done
             phases.append(phase)
         return phases
     finally:
         await stop_agent(agent)
+
+
+def _pids(server: ChildProcess, memory: ChildProcess, flooder: ChildProcess) -> dict[str, int]:
+    pids = {"bystander": os.getpid()}
+    for name, child in (("server", server), ("memory agent", memory), ("flooder", flooder)):
+        if child.process is not None:
+            pids[name] = child.process.pid
+    return pids
 
 
 def _flood_done(flooder: ChildProcess, mark: int) -> dict[str, float]:
@@ -198,7 +214,7 @@ def print_server(console: Console, kind: str, phases: list[Searches]) -> None:
     quiet_p50, quiet_p99 = summary_ms(phases[0].samples)
     table = Table(
         "phase", "searches", "refused", "p50 ms", "p99 ms", "p99 / quiet p50",
-        "p99 / quiet p99", "flood replies", "flood s",
+        "p99 / quiet p99", "flood replies", "flood s", "cores busy",
         title=f"A bystander's search during a flood ({kind} server)", title_justify="left",
     )  # fmt: skip
     for phase in phases:
@@ -210,6 +226,7 @@ def print_server(console: Console, kind: str, phases: list[Searches]) -> None:
             f"{p99 / quiet_p50:.1f}x", f"{p99 / quiet_p99:.1f}x",
             ", ".join(f"{int(n)} {kind}" for kind, n in sorted(flood.items())) or "-",
             "-" if seconds is None else f"{seconds:.1f}",
+            ", ".join(f"{name} {share:.2f}" for name, share in phase.busy.items()) or "-",
         )  # fmt: skip
     console.print(table)
 

@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Callable, Coroutine
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, ClassVar
@@ -205,5 +206,7 @@ def _condition(reply: Message) -> str:
 if __name__ == "__main__":
     role, *args = sys.argv[1:]
     use_uvloop()  # as `spade-memory run` does: every process of the benchmark on one loop kind
-    roles = {"server": server, "echo": echo, "flood": flood, "flood-accounts": flood_accounts}
+    roles: dict[str, Callable[..., Coroutine[Any, Any, None]]] = {
+        "server": server, "echo": echo, "flood": flood, "flood-accounts": flood_accounts
+    }  # fmt: skip
     asyncio.run(roles[role](*args))

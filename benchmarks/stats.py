@@ -40,6 +40,10 @@ class CpuMeter:
     def start(self) -> None:
         self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
 
+    def busy(self, seconds: float) -> dict[str, float]:
+        """The share of one core each process used since ``start``, over ``seconds``."""
+        return {name: us / 1e6 / seconds for name, us in self.per_request_us(1).items()}
+
     def per_request_us(self, requests: int) -> dict[str, float]:
         """µs of CPU per request of each process since ``start``."""
         spent = {}
