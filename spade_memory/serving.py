@@ -15,12 +15,13 @@ sits in front of everyone else's. A sender may have at most
 ``Limits.max_in_flight`` requests waiting or served, and all senders together
 at most ``Limits.max_waiting`` waiting: more are answered ``Busy``
 (``resource-constraint`` with ``retry_after``), and when the room is full the
-sender with the most waiting gives up its newest to one with fewer, so a
-flood from many accounts never turns away a sender under its share. Refusals are sent after the
-requests that arrived with them are under way, one at a time, so refusing a
-flood does not delay the others' requests either. A request id already
-answered, or still being served, gets its first answer before any limit is
-checked: a retry is never refused and never served twice.
+sender with the most waiting gives up its newest to one with fewer, so a flood
+from many accounts never turns away a sender under its share. Refusals are sent
+after the requests that arrived with them are under way, one at a time, so
+refusing a flood does not delay the others' requests either. A request id still
+being served, or a write already answered, gets its first answer before any limit
+is checked: a retried write is never refused and never applied twice (a read
+already answered is simply served again).
 """
 
 from __future__ import annotations
