@@ -24,8 +24,8 @@ import logging
 import os
 from pathlib import Path
 
-from spade_memory.registry import SERVICES
 from spade_memory.server import runtime
+from spade_memory.server.registry import SERVICES
 from spade_memory.storage.private import private_umask
 
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
-from spade_memory.base_memory.classify import Classifier, Example, load_examples
-from spade_memory.base_memory.ops import CATEGORIES, Category
+from spade_memory.base_memory.classify.classifier import Classifier, Example, load_examples
+from spade_memory.protocol.memories import CATEGORIES, Category
 
 from .stats import summary_ms
 

@@ -16,8 +16,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from spade_memory.base_memory.ops import StoreMemory
-from spade_memory.base_memory.store import LongTermStore
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import StoreMemory
 
 from .corpus import Corpus
 

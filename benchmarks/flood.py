@@ -37,12 +37,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from spade_memory import StoreMemory, wire
-from spade_memory.base_memory.ops import SearchMemories
-from spade_memory.lifecycle import start_agent, stop_agent
-from spade_memory.registry import default_jids
+from spade_memory import StoreMemory
+from spade_memory.protocol.memories import SearchMemories
+from spade_memory.protocol.services import default_jids
 from spade_memory.server.runtime import PASSWORD_ENV, use_uvloop
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, ProsodyProcess, free_port
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 from .corpus import Corpus
 from .peers import FLOOD_DONE
@@ -163,7 +164,7 @@ async def _measure(
             op = SearchMemories(query=next(queries), limit=10)
             request = wire.request_message(agent.memory.base_memory_jid, op, uuid.uuid4().hex)
             began = time.perf_counter()
-            reply = await agent.memory.round_trip(request)
+            reply = await agent.memory.transport.round_trip(request)
             if reply is None or reply.get_metadata("performative") != "inform":
                 phase.refused += 1
             else:

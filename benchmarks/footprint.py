@@ -26,8 +26,8 @@ from rich.table import Table
 from spade.agent import Agent
 
 from spade_memory import MemoryMixin, StoreMemory
-from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 from .corpus import Corpus
 from .wire import ECHO_JID, peer_process

@@ -31,9 +31,9 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from spade_memory.base_memory.embeddings import load_embedder
-from spade_memory.base_memory.ops import MemoryList, SearchMemories, Stored, StoreMemory
-from spade_memory.base_memory.store import LongTermStore
+from spade_memory.base_memory.retrieval.embeddings import load_embedder
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import MemoryList, SearchMemories, Stored, StoreMemory
 
 DEFAULT_DATA = Path("../shared/bench/locomo-dev.json")
 KS = (1, 5, 10, 25)

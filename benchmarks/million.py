@@ -35,15 +35,16 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from spade_memory import SearchMemories, StoreMemory, wire
-from spade_memory.base_memory import ann
-from spade_memory.base_memory.embeddings import load_embedder
-from spade_memory.base_memory.ops import MemoryStatsOp
-from spade_memory.base_memory.store import LongTermStore
-from spade_memory.lifecycle import start_agent, stop_agent
-from spade_memory.limits import Limits
-from spade_memory.ops import Request
+from spade_memory import SearchMemories, StoreMemory
+from spade_memory.base_memory.retrieval import ann
+from spade_memory.base_memory.retrieval.embeddings import load_embedder
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.memories import MemoryStatsOp
+from spade_memory.protocol.ops import Request
 from spade_memory.testing import ChildProcess, MemoryServiceProcess
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 from .corpus import Corpus
 from .footprint import rss_mib
@@ -186,7 +187,7 @@ async def over_xmpp(data_dir: Path, queries: int, figures: dict[str, float]) -> 
         async def control() -> None:
             request = wire.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
             request.set_metadata("reply", "ten-memories")
-            assert await memory.round_trip(request) is not None
+            assert await memory.transport.round_trip(request) is not None
 
         samples: dict[str, list[float]] = {"search": [], "control": []}
         for n in range(queries + 50):

@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from spade_memory.interaction.notes import AddInformation
 from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.notes import AddInformation
 
 from .stats import summary_ms
 

@@ -23,12 +23,13 @@ from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
-from spade_memory import MemoryMixin, StoreMemory, wire, xml_escape
-from spade_memory.base_memory.ops import Memory, MemoryList, Stored
-from spade_memory.batch import BatchItem, BatchResults
-from spade_memory.lifecycle import start_agent, stop_agent
+from spade_memory import MemoryMixin, StoreMemory
+from spade_memory.protocol.batch import BatchItem, BatchResults
+from spade_memory.protocol.memories import Memory, MemoryList, Stored
 from spade_memory.server.embedded import EmbeddedXMPPServer
 from spade_memory.server.runtime import use_uvloop
+from spade_memory.xmpp import wire, xml_escape
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 from .corpus import Corpus
 
@@ -143,7 +144,7 @@ async def flood(jid: str, port: str, count: str, how: str) -> None:
             request.sender = f"forged-{uuid.uuid4().hex[:8]}@{agent.jid.domain}"
         requests.append(request)
     started = time.perf_counter()
-    replies = await asyncio.gather(*(memory.round_trip(request) for request in requests))
+    replies = await asyncio.gather(*(memory.transport.round_trip(request) for request in requests))
     outcome: dict[str, float] = {"seconds": time.perf_counter() - started}
     for reply in replies:
         kind = "none" if reply is None else _condition(reply)
@@ -175,7 +176,7 @@ async def flood_accounts(stem: str, port: str, accounts: str, seconds: str) -> N
     async def keep_one_in_flight(memory: Any) -> None:
         while time.perf_counter() < deadline:
             op = StoreMemory(category="fact", content=f"flood {uuid.uuid4().hex}")
-            reply = await memory.round_trip(
+            reply = await memory.transport.round_trip(
                 wire.request_message(memory.base_memory_jid, op, uuid.uuid4().hex)
             )
             kind = "none" if reply is None else _condition(reply)

@@ -30,13 +30,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from spade_memory import StoreMemory, wire
-from spade_memory.base_memory.ops import GetMemory, Memory, MemoryStatsOp
-from spade_memory.errors import MemoryServiceError
-from spade_memory.lifecycle import start_agent, stop_agent
-from spade_memory.reconnect import reconnector_of
+from spade_memory import StoreMemory
+from spade_memory.protocol.errors import MemoryServiceError
+from spade_memory.protocol.memories import GetMemory, Memory, MemoryStatsOp
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
+from spade_memory.xmpp.reconnect import reconnector_of
 
 from .stats import CpuMeter
 from .wire import Requester as Client
@@ -138,7 +139,9 @@ async def _bare_round_trips(clients: list[Client], each: int) -> float:
     async def one_client(client: Client) -> None:
         for _ in range(each):
             request = wire.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
-            assert await client.memory.round_trip(request) is not None, "echo did not answer"
+            assert await client.memory.transport.round_trip(request) is not None, (
+                "echo did not answer"
+            )
 
     started = time.perf_counter()
     await asyncio.gather(*(one_client(c) for c in clients))

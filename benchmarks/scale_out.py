@@ -29,10 +29,9 @@ import asyncpg
 from rich.console import Console
 from rich.table import Table
 
-from spade_memory.base_memory.ops import SearchMemories
-from spade_memory.base_memory.store import LongTermStore
-from spade_memory.errors import MemoryServiceError
-from spade_memory.lifecycle import stop_agent
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.errors import MemoryServiceError
+from spade_memory.protocol.memories import SearchMemories
 from spade_memory.server.migrate import migrate
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import (
@@ -43,6 +42,7 @@ from spade_memory.testing import (
     pgvector_binaries,
     running_postgres,
 )
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .corpus import Corpus
 from .resilience import start_clients
@@ -246,8 +246,8 @@ async def run_search(
     vectors, and one with pgvector, where the database does. Words alone, then hybrid."""
     import numpy as np
 
-    from spade_memory.base_memory.embeddings import load_embedder
-    from spade_memory.base_memory.filters import Selection
+    from spade_memory.base_memory.retrieval.embeddings import load_embedder
+    from spade_memory.base_memory.store.filters import Selection
 
     from .million import add_vectors, clustered
 

@@ -29,12 +29,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from spade_memory.base_memory.ops import SearchMemories, StoreMemory
-from spade_memory.base_memory.store import LongTermStore
-from spade_memory.lifecycle import start_agent, stop_agent
-from spade_memory.ops import Place, Request
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import SearchMemories, StoreMemory
+from spade_memory.protocol.ops import Place, Request
 from spade_memory.server.runtime import use_uvloop
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 from .corpus import Corpus
 from .stats import summary_ms
@@ -61,7 +61,7 @@ async def bench_search(memories: int, queries: int, dense: bool) -> dict[str, li
     space in a store that also holds three spaces, and all four spaces at once."""
     embedder = None
     if dense:
-        from spade_memory.base_memory.embeddings import load_embedder
+        from spade_memory.base_memory.retrieval.embeddings import load_embedder
 
         embedder = load_embedder()
     corpus = Corpus(seed=3)

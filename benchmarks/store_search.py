@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from spade_memory.base_memory.ops import SearchMemories
-from spade_memory.base_memory.schema import content_key
-from spade_memory.base_memory.store import LongTermStore
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.base_memory.store.tables import content_key
+from spade_memory.protocol.memories import SearchMemories
 
 from .corpus import Corpus
 from .stats import summary_ms

@@ -26,19 +26,20 @@ from pathlib import Path
 
 from spade.agent import Agent
 
-from spade_memory import MemoryClient, MemoryMixin, wire
-from spade_memory.base_memory.ops import (
+from spade_memory import MemoryClient, MemoryMixin
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.base_memory.store.tables import content_key
+from spade_memory.protocol.batch import Batch, BatchResults
+from spade_memory.protocol.memories import (
     MemoryList,
     MemoryStatsOp,
     SearchMemories,
     Stored,
     StoreMemory,
 )
-from spade_memory.base_memory.schema import content_key
-from spade_memory.base_memory.store import LongTermStore
-from spade_memory.batch import Batch, BatchResults
-from spade_memory.lifecycle import start_agent, stop_agent
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 from .corpus import Corpus
 from .peers import READY
@@ -138,7 +139,7 @@ async def _measure_with(
         request = wire.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
         if reply is not None:
             request.set_metadata("reply", reply)
-        assert await memory.round_trip(request) is not None, "echo agent did not answer"
+        assert await memory.transport.round_trip(request) is not None, "echo agent did not answer"
 
     async def bare_large() -> None:
         await bare("ten-memories")
@@ -214,7 +215,7 @@ async def _rates(
 
     async def bare() -> None:
         request = wire.request_message(ECHO_JID, MemoryStatsOp(), uuid.uuid4().hex)
-        assert await memory.round_trip(request) is not None
+        assert await memory.transport.round_trip(request) is not None
 
     async def bare_batch() -> None:
         """A batch of stores to the echo agent, answered with a hundred stores' results,
@@ -223,7 +224,7 @@ async def _rates(
         body = Batch(ops=[op.model_dump(mode="json", exclude_none=True) for op in ops])
         request = wire.request_message(ECHO_JID, body, uuid.uuid4().hex)
         request.set_metadata("reply", "hundred-stored")
-        reply = await memory.round_trip(request)
+        reply = await memory.transport.round_trip(request)
         assert reply is not None, "echo agent did not answer"
         results = BatchResults.model_validate_json(reply.body).results
         assert all(Stored.model_validate(item.result) for item in results)

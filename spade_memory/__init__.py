@@ -1,15 +1,44 @@
 """spade_memory: shared, persistent memory for SPADE agents, served by XMPP agents.
 
-The spade_llm integration (``MemoryLLMAgent``, ``memory_tools``,
+This package exports what an agent that *uses* memory needs: the client
+(``MemoryClient``, ``MemoryMixin``), the ops, replies and errors of the protocol,
+and the names of spaces. Importing it loads no store, database driver or model.
+The memory services themselves are imported from their packages
+(``spade_memory.base_memory.service``, ``spade_memory.serving``, ...).
+
+The LLM integration (``MemoryLLMAgent``, ``memory_tools``, ``Recall``,
 ``ScriptedProvider``, ...) is imported on first use: spade_llm pulls in
-litellm, which the memory agents themselves never need.
+litellm, which the memory agents themselves never need; it needs the ``llm`` extra.
 """
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .base_memory.calls import Memories
-from .base_memory.ops import (
+from spade_memory.client.beads import BeadsClient
+from spade_memory.client.changes import SpaceChanges
+from spade_memory.client.memories import FetchedMemories
+from spade_memory.client.memory_client import MemoryClient
+from spade_memory.client.mixin import MemoryMixin
+from spade_memory.client.session import SessionMemory
+from spade_memory.client.spaces import SpaceMemory
+from spade_memory.protocol.beads import SessionShared, ShareSession, UnshareSession
+from spade_memory.protocol.conversation_stats import InteractionStats, InteractionStatsOp
+from spade_memory.protocol.errors import (
+    BadRequest,
+    Condition,
+    Conflict,
+    InternalServerError,
+    ItemNotFound,
+    MemoryServiceError,
+    MemoryTimeout,
+    NotAuthorized,
+    ResourceConstraint,
+    ServiceUnavailable,
+)
+from spade_memory.protocol.interaction import InteractionOp
+from spade_memory.protocol.interaction_forget import ForgetInteractions, InteractionsForgotten
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.memories import (
     CATEGORIES,
     BaseMemoryOp,
     Category,
@@ -30,26 +59,7 @@ from .base_memory.ops import (
     StoreMemory,
     UpdateMemory,
 )
-from .base_memory.service import BaseMemoryAgent, BaseMemoryService
-from .base_memory.store import LongTermStore
-from .beads_sync.calls import BeadsClient
-from .beads_sync.ops import SessionShared, ShareSession, UnshareSession
-from .client import MemoryClient
-from .discovery import protocol_feature
-from .errors import (
-    BadRequest,
-    Condition,
-    Conflict,
-    InternalServerError,
-    ItemNotFound,
-    MemoryServiceError,
-    MemoryTimeout,
-    NotAuthorized,
-    ResourceConstraint,
-    ServiceUnavailable,
-)
-from .interaction.forget import ForgetInteractions, Forgotten
-from .interaction.notes import (
+from spade_memory.protocol.notes import (
     AddInformation,
     ClearConversation,
     ConversationInfo,
@@ -59,26 +69,9 @@ from .interaction.notes import (
     GetInformation,
     InteractionsFile,
 )
-from .interaction.ops import InteractionOp
-from .interaction.service import InteractionMemoryAgent, InteractionMemoryService
-from .interaction.session import SessionMemory
-from .interaction.stats import InteractionStats, InteractionStatsOp
-from .interaction.store import InteractionStore
-from .interaction.working_memory import Clarification, EntityRef, Finding, Focus, WorkingMemory
-from .interaction.working_ops import WorkingMemoryState
-from .limits import Limits
-from .llm.chat_user import ChatUser
-from .llm.recall import Recall
-from .mixin import MemoryMixin
-from .ops import Op, Record, Request
-from .plugin import MemoryService, ServicePlugin
-from .serving import MemoryAgent
-from .spaces import EVERY, PERSONAL
-from .spaces.calls import SpaceMemory
-from .spaces.changes import SpaceChanges
-from .spaces.declared import SpacesFile, SpacesFileError
-from .spaces.names import Role
-from .spaces.ops import (
+from spade_memory.protocol.ops import PERSONAL, Op, Record, Request
+from spade_memory.protocol.space_names import EVERY, Role
+from spade_memory.protocol.spaces import (
     CreateSpace,
     DeleteSpace,
     Grant,
@@ -95,15 +88,34 @@ from .spaces.ops import (
     Subscribed,
     Unsubscribe,
 )
-from .wire import ONTOLOGY
+from spade_memory.protocol.working import WorkingMemoryState
+from spade_memory.protocol.working_memory import (
+    Clarification,
+    EntityRef,
+    Finding,
+    Focus,
+    WorkingMemory,
+)
+from spade_memory.xmpp.discovery import protocol_feature
+from spade_memory.xmpp.wire import ONTOLOGY
 
 if TYPE_CHECKING:
-    from .llm.agent import MemoryLLMAgent, MemoryLLMBehaviour
-    from .llm.drop_in import AgentBaseMemory, AgentInteractionMemory
-    from .llm.providers import Reply, ScriptedProvider, ToolCall, provider_from_env
-    from .llm.tools import TOOL_SPECS, MemoryConnection, MemoryTool, ToolSpec, memory_tools
+    from spade_memory.llm.agent import MemoryLLMAgent, MemoryLLMBehaviour
+    from spade_memory.llm.chat_user import ChatUser
+    from spade_memory.llm.drop_in import AgentBaseMemory, AgentInteractionMemory
+    from spade_memory.llm.providers import Reply, ScriptedProvider, ToolCall, provider_from_env
+    from spade_memory.llm.recall import Recall
+    from spade_memory.llm.tools import (
+        TOOL_SPECS,
+        MemoryConnection,
+        MemoryTool,
+        ToolSpec,
+        memory_tools,
+    )
 
-_NEEDS_SPADE_LLM = {
+_LLM = {
+    "ChatUser": "llm.chat_user",
+    "Recall": "llm.recall",
     "AgentBaseMemory": "llm.drop_in",
     "AgentInteractionMemory": "llm.drop_in",
     "MemoryLLMAgent": "llm.agent",
@@ -121,7 +133,7 @@ _NEEDS_SPADE_LLM = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _NEEDS_SPADE_LLM.get(name)
+    module = _LLM.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(import_module(f".{module}", __name__), name)
@@ -137,9 +149,7 @@ __all__ = [
     "AgentBaseMemory",
     "AgentInteractionMemory",
     "BadRequest",
-    "BaseMemoryAgent",
     "BaseMemoryOp",
-    "BaseMemoryService",
     "BeadsClient",
     "Category",
     "Change",
@@ -157,40 +167,34 @@ __all__ = [
     "Deleted",
     "EntityRef",
     "ExportConversation",
+    "FetchedMemories",
     "Finding",
     "Focus",
     "ForgetInteractions",
-    "Forgotten",
     "GetAllConversations",
     "GetContextSummary",
     "GetInformation",
     "GetMemory",
     "Grant",
-    "InteractionMemoryAgent",
-    "InteractionMemoryService",
     "InteractionOp",
     "InteractionStats",
     "InteractionStatsOp",
-    "InteractionStore",
     "InteractionsFile",
+    "InteractionsForgotten",
     "InternalServerError",
     "ItemNotFound",
     "LeaveSpace",
     "Limits",
     "ListMemories",
     "ListSpaces",
-    "LongTermStore",
     "Membership",
-    "Memories",
     "Memory",
-    "MemoryAgent",
     "MemoryClient",
     "MemoryConnection",
     "MemoryLLMAgent",
     "MemoryLLMBehaviour",
     "MemoryList",
     "MemoryMixin",
-    "MemoryService",
     "MemoryServiceError",
     "MemoryStats",
     "MemoryStatsOp",
@@ -208,7 +212,6 @@ __all__ = [
     "Role",
     "ScriptedProvider",
     "SearchMemories",
-    "ServicePlugin",
     "ServiceUnavailable",
     "SessionMemory",
     "SessionShared",
@@ -220,8 +223,6 @@ __all__ = [
     "SpaceList",
     "SpaceMemory",
     "SpaceSummary",
-    "SpacesFile",
-    "SpacesFileError",
     "StoreMemory",
     "Stored",
     "Subscribe",

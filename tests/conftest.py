@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.base_memory.embeddings import Embedder, load_embedder
-from spade_memory.lifecycle import stop_agent
+from spade_memory.base_memory.retrieval.embeddings import Embedder, load_embedder
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import (
     MemoryServiceProcess,
@@ -21,6 +20,7 @@ from spade_memory.testing import (
     postgres_binaries,
     running_postgres,
 )
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from . import prosody
 from .harness import ClientAgent, start_client, unique_jid

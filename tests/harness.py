@@ -9,8 +9,8 @@ from spade.agent import Agent
 from spade.message import Message
 
 from spade_memory import MemoryClient, MemoryMixin
-from spade_memory.lifecycle import start_agent
-from spade_memory.wire import LANGUAGE, ONTOLOGY
+from spade_memory.xmpp.lifecycle import start_agent
+from spade_memory.xmpp.wire import LANGUAGE, ONTOLOGY
 
 from .prosody import register_on
 
@@ -51,7 +51,7 @@ async def send_raw(
     )
     if sender is not None:
         request.sender = sender
-    reply = await client.round_trip(request)
+    reply = await client.transport.round_trip(request)
     assert reply is not None, f"{to} did not answer {body[:200]!r} (from: {sender})"
     return reply
 

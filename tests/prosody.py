@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from spade_memory.registry import SERVICES
+from spade_memory.server.registry import SERVICES
 from spade_memory.testing import ProsodyProcess as _Prosody
 
 PROSODY_DIR = Path(__file__).parent.parent / "prosody"

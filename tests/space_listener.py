@@ -14,7 +14,7 @@ import sys
 from spade.agent import Agent
 
 from spade_memory import MemoryMixin
-from spade_memory.lifecycle import start_agent, stop_agent
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 READY = "listener subscribed"
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from spade.agent import Agent
 
-from spade_memory.lifecycle import WrongPassword, start_agent, stop_agent
 from spade_memory.server.account_database import FILE
 from spade_memory.storage.manifest import Manifest
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import WrongPassword, start_agent, stop_agent
 
 from .harness import start_client, unique_jid
 from .test_faults import one_line_naming, run_once, spade_memory

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.lifecycle import stop_agent
 from spade_memory.server.embedded.names import name_refusal, speaker_refusal
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import start_client
 from .raw_xmpp import RawXMPP, login

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from slixmpp.exceptions import IqError
 
-from spade_memory import wire
-from spade_memory.base_memory.ops import MemoryStatsOp
-from spade_memory.lifecycle import stop_agent
+from spade_memory.protocol.memories import MemoryStatsOp
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, start_client, unique_jid
 
@@ -50,7 +50,9 @@ async def person(any_memory_service: MemoryServiceProcess) -> AsyncIterator[Pers
     agent.client.register_plugin("xep_0004")
     agent.client.register_plugin("xep_0050")
     to = agent.memory.jids["base-memory"]
-    reply = await agent.memory.round_trip(wire.request_message(to, MemoryStatsOp(), "find-it"))
+    reply = await agent.memory.transport.round_trip(
+        wire.request_message(to, MemoryStatsOp(), "find-it")
+    )
     assert reply is not None
     yield Person(agent, str(reply.sender))  # commands live at the agent's full JID
     await stop_agent(agent)

@@ -9,17 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_memory.base_memory import ann, ranking
-from spade_memory.base_memory.dense import ExactIndex
-from spade_memory.base_memory.embeddings import MiniLMEmbedder
-from spade_memory.base_memory.ops import (
+from spade_memory.base_memory.retrieval import ann, ranking
+from spade_memory.base_memory.retrieval.dense import ExactIndex
+from spade_memory.base_memory.retrieval.embeddings import MiniLMEmbedder
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import (
     DeleteMemory,
     MemoryList,
     SearchMemories,
     Stored,
     StoreMemory,
 )
-from spade_memory.base_memory.store import LongTermStore
 
 ALICE = "alice@localhost"
 

@@ -23,17 +23,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_memory.base_memory import backfill, model_file
-from spade_memory.base_memory.dense import ExactIndex, Vector, fuse
-from spade_memory.base_memory.embeddings import Embedder, MiniLMEmbedder
-from spade_memory.base_memory.ops import (
+from spade_memory.base_memory.retrieval import backfill, model_file
+from spade_memory.base_memory.retrieval.dense import ExactIndex, Vector, fuse
+from spade_memory.base_memory.retrieval.embeddings import Embedder, MiniLMEmbedder
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import (
     MemoryList,
     SearchMemories,
     Stored,
     StoreMemory,
     UpdateMemory,
 )
-from spade_memory.base_memory.store import LongTermStore
 
 ALICE = "alice@localhost"
 DOG = "The family dog is called Rex and loves the beach"
@@ -166,9 +166,9 @@ async def test_a_search_embeds_the_few_memories_still_waiting(
 
 CRASHING_WRITER = """
 import asyncio, os, sys, threading
-from spade_memory.base_memory.embeddings import MiniLMEmbedder
-from spade_memory.base_memory.ops import StoreMemory
-from spade_memory.base_memory.store import LongTermStore
+from spade_memory.base_memory.retrieval.embeddings import MiniLMEmbedder
+from spade_memory.protocol.memories import StoreMemory
+from spade_memory.base_memory.store.long_term import LongTermStore
 
 class Never(MiniLMEmbedder):
     def embed(self, texts):

@@ -1,7 +1,7 @@
 """A batch's stores write their bookkeeping once per batch, and it means the same.
 
 On SQLite the request ids, personal changes and usage of a batch's stores are
-written in one statement per table before the commit (``base_memory/ledger.py``);
+written in one statement per table before the commit (``base_memory/store/ledger.py``);
 on PostgreSQL each store writes its own. Either way: a retried batch applies
 nothing twice, a request id repeated inside a batch is applied once, quotas count
 what the batch stored so far, a failed op leaves no bookkeeping, and the change
@@ -16,16 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory import (
-    ItemNotFound,
-    Limits,
-    LongTermStore,
-    Request,
-    ResourceConstraint,
-    StoreMemory,
-)
-from spade_memory.base_memory.ops import DeleteMemory, Memory, MemoryStatsOp, Stored, UpdateMemory
-from spade_memory.ops import Place
+from spade_memory import ItemNotFound, Limits, Request, ResourceConstraint, StoreMemory
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import DeleteMemory, Memory, MemoryStatsOp, Stored, UpdateMemory
+from spade_memory.protocol.ops import Place
 
 from .conftest import Location
 from .test_store_batches import Statements

@@ -11,9 +11,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from spade_memory.lifecycle import stop_agent
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import start_client, unique_jid
 

@@ -9,21 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory import LongTermStore, StoreMemory
-from spade_memory.base_memory.ops import (
+from spade_memory import StoreMemory
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.beads import mapping as m
+from spade_memory.beads.engine import BeadsEngine
+from spade_memory.beads.engines import open_engine
+from spade_memory.beads.issue import IssueFilter, NewIssue
+from spade_memory.beads_sync.service import BeadsSyncService
+from spade_memory.beads_sync.store import BeadsMemoryStore
+from spade_memory.protocol.beads import BeadsStoreMemory, ForgetBeadsMemories
+from spade_memory.protocol.memories import (
     DeleteMemory,
     ForgetAllMemories,
     ForgetMemories,
     UpdateMemory,
 )
-from spade_memory.beads import mapping as m
-from spade_memory.beads.engine import BeadsEngine
-from spade_memory.beads.engines import open_engine
-from spade_memory.beads.issue import IssueFilter, NewIssue
-from spade_memory.beads_sync.forget import ForgetBeadsMemories
-from spade_memory.beads_sync.ops import BeadsStoreMemory
-from spade_memory.beads_sync.service import BeadsSyncService
-from spade_memory.beads_sync.store import BeadsMemoryStore
 
 from .test_beads_cli import bd_log  # noqa: F401 (a fixture: the stand-in bd on PATH)
 

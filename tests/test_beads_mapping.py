@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.base_memory.ops import CATEGORIES
 from spade_memory.beads import mapping as m
 from spade_memory.beads.issue import Issue
 from spade_memory.beads.native import NativeEngine
-from spade_memory.beads_sync.ops import BeadsStoreMemory, RetrieveMemories
 from spade_memory.beads_sync.store import BeadsMemoryStore
+from spade_memory.protocol.beads import BeadsStoreMemory, RetrieveMemories
+from spade_memory.protocol.memories import CATEGORIES
 
 IMPORTANCE_TO_PRIORITY = {10: 0, 9: 0, 8: 1, 7: 1, 6: 2, 5: 2, 4: 2, 3: 3, 2: 3, 1: 4}
 PRIORITY_TO_IMPORTANCE = {0: 9, 1: 7, 2: 5, 3: 3, 4: 1}

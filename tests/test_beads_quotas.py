@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from spade_memory import Limits, ResourceConstraint
-from spade_memory.base_memory.ops import Change, Memory
 from spade_memory.beads.native import NativeEngine
-from spade_memory.beads_sync.ops import BeadsMemoryStats, BeadsStats, BeadsStoreMemory
 from spade_memory.beads_sync.service import BeadsSyncService
 from spade_memory.beads_sync.store import BeadsMemoryStore
+from spade_memory.protocol.beads import BeadsMemoryStats, BeadsStats, BeadsStoreMemory
+from spade_memory.protocol.memories import Change, Memory
 
 ALICE, BOB = "alice@localhost", "bob@localhost"
 

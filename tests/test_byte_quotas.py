@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory import Limits, LongTermStore, Request, ResourceConstraint, StoreMemory
-from spade_memory.base_memory import pg_schema
-from spade_memory.base_memory.ops import (
+from spade_memory import Limits, Request, ResourceConstraint, StoreMemory
+from spade_memory.base_memory.store import pg_tables as pg_schema
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.base_memory.store.tables import MIGRATIONS
+from spade_memory.protocol.memories import (
     DeleteMemory,
     ForgetMemories,
     Memory,
@@ -27,9 +29,8 @@ from spade_memory.base_memory.ops import (
     Stored,
     UpdateMemory,
 )
-from spade_memory.base_memory.schema import MIGRATIONS
-from spade_memory.ops import Op, Place, Record
-from spade_memory.tags import dumps
+from spade_memory.protocol.ops import Op, Place, Record
+from spade_memory.protocol.tags import dumps
 
 from .conftest import Location, query
 

@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.base_memory.ops import (
+from spade_memory.base_memory.service import BaseMemoryService
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.base_memory.store.tables import MIGRATIONS
+from spade_memory.protocol.errors import NotAuthorized
+from spade_memory.protocol.memories import (
     ChangesSince,
     DeleteMemory,
     Stored,
     StoreMemory,
     UpdateMemory,
 )
-from spade_memory.base_memory.schema import MIGRATIONS
-from spade_memory.base_memory.service import BaseMemoryService
-from spade_memory.base_memory.store import LongTermStore
-from spade_memory.errors import NotAuthorized
 from spade_memory.storage.connection import open_migrated
 
 from .conftest import Location

@@ -10,14 +10,14 @@ from collections import Counter
 
 import pytest
 
-from spade_memory.base_memory.classify import (
+from spade_memory.base_memory.classify.classifier import (
     Classification,
     Classifier,
     Example,
     classify,
     load_examples,
 )
-from spade_memory.base_memory.ops import CATEGORIES, Category
+from spade_memory.protocol.memories import CATEGORIES, Category
 
 EXAMPLES = load_examples()
 
@@ -119,7 +119,7 @@ def test_results_are_deterministic(tuned: Classifier) -> None:
 def test_results_do_not_depend_on_the_hash_seed() -> None:
     """Sets of features iterate in a per-process order: the figures must not follow it."""
     script = (
-        "from spade_memory.base_memory.classify import classify, load_examples\n"
+        "from spade_memory.base_memory.classify.classifier import classify, load_examples\n"
         "for e in load_examples(): print(classify(e.text))\n"
     )
     outputs = {

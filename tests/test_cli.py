@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from spade_memory.interaction.notes import ExportConversation
 from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.notes import ExportConversation
 from spade_memory.testing import MemoryServiceProcess, free_port
 
 from .prosody import ProsodyProcess

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from spade_memory.lifecycle import stop_agent
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, send_raw, start, unique_jid
 

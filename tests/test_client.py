@@ -10,9 +10,10 @@ from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour, OneShotBehaviour
 from spade.message import Message
 
-from spade_memory import InternalServerError, Stored, StoreMemory, wire
-from spade_memory.lifecycle import start_agent, stop_agent
+from spade_memory import InternalServerError, Stored, StoreMemory
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 from .harness import ClientAgent, start_client, unique_jid
 
@@ -55,7 +56,7 @@ async def alice(memory_service: MemoryServiceProcess, peer: Agent) -> AsyncItera
 async def test_a_reply_from_another_sender_is_ignored(alice: ClientAgent, peer: Agent) -> None:
     target = unique_jid("absent")  # nobody answers for it
     request = wire.request_message(target, StoreMemory(category="fact", content="x"), "t-1")
-    waiting = asyncio.create_task(alice.memory.round_trip(request))
+    waiting = asyncio.create_task(alice.memory.transport.round_trip(request))
     await asyncio.sleep(0.1)
     spoof = wire.inform(request, Stored(id="forged"))
     spoof.to, spoof.sender = alice.jid, peer.jid  # right thread, wrong replier

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spade_memory import LongTermStore, StoreMemory
-from spade_memory.base_memory import pg_schema
-from spade_memory.base_memory.ops import Stored
-from spade_memory.base_memory.schema import MIGRATIONS, content_key, folded, hash_content_keys
+from spade_memory import StoreMemory
+from spade_memory.base_memory.store import pg_tables as pg_schema
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.base_memory.store.tables import MIGRATIONS, content_key, folded, hash_content_keys
+from spade_memory.protocol.memories import Stored
 
 from .conftest import Location, query
 

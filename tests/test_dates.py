@@ -11,8 +11,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from spade_memory.base_memory import dates
-from spade_memory.base_memory.dates import (
+from spade_memory.base_memory.retrieval import dates
+from spade_memory.base_memory.retrieval.dates import (
     Span,
     contenders,
     days_named,
@@ -20,8 +20,8 @@ from spade_memory.base_memory.dates import (
     favoured,
     named_span,
 )
-from spade_memory.base_memory.ops import MemoryList, SearchMemories, Stored, StoreMemory
-from spade_memory.base_memory.store import LongTermStore
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import MemoryList, SearchMemories, Stored, StoreMemory
 
 from .conftest import Location
 

@@ -56,7 +56,7 @@ def test_the_agents_read_what_compose_sets() -> None:
             assert variable in environment, (name, variable)
     example = (ROOT / "examples" / "llm_agent.py").read_text()
     providers = (ROOT / "spade_memory" / "llm" / "providers.py").read_text()
-    pools = (ROOT / "spade_memory" / "failover.py").read_text()
+    pools = (ROOT / "spade_memory" / "client/failover.py").read_text()
     for variable in compose()["services"]["llm-agent"]["environment"]:
         assert variable in example + providers + pools, variable
 
@@ -65,7 +65,7 @@ def test_the_example_agent_uses_both_agents_of_each_service_unthrottled() -> Non
     """Its clients name every agent compose runs for a service, and Prosody limits none
     of the memory agents (it limits the first of each by name, the rest through
     PROSODY_UNLIMITED)."""
-    from spade_memory.failover import pool_from_environment
+    from spade_memory.client.failover import pool_from_environment
 
     services = compose()["services"]
     environment = services["llm-agent"]["environment"]
@@ -84,7 +84,7 @@ def test_the_example_agent_uses_both_agents_of_each_service_unthrottled() -> Non
 
 def test_prosody_creates_the_account_of_every_agent_compose_runs() -> None:
     """In-band registration is closed: compose names each account for start.sh."""
-    from spade_memory.registry import SERVICES
+    from spade_memory.server.registry import SERVICES
 
     listed = compose()["services"]["xmpp"]["environment"]["PROSODY_ACCOUNTS"].split()
     accounts = dict(entry.split(":", 1) for entry in listed)

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from spade_memory import wire
-from spade_memory.base_memory.ops import MemoryStatsOp
-from spade_memory.discovery import package_version, protocol_feature
-from spade_memory.interaction.notes import GetAllConversations
-from spade_memory.lifecycle import stop_agent
-from spade_memory.ops import Op
+from spade_memory.protocol.memories import MemoryStatsOp
+from spade_memory.protocol.notes import GetAllConversations
+from spade_memory.protocol.ops import Op
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.discovery import package_version, protocol_feature
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, start_client, unique_jid
 
@@ -36,7 +36,7 @@ async def test_a_memory_agent_says_what_it_serves_and_its_version(
     peer: ClientAgent, service: str, op: Op[Any]
 ) -> None:
     to = peer.memory.jids[service]
-    reply = await peer.memory.round_trip(wire.request_message(to, op, "whoami-1"))
+    reply = await peer.memory.transport.round_trip(wire.request_message(to, op, "whoami-1"))
     assert reply is not None
     agent = reply.sender  # its full JID: a client's bare JID is answered by its server
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 import spade_memory
-from spade_memory.lifecycle import stop_agent
 from spade_memory.llm import drop_in
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import start_client, unique_jid
 

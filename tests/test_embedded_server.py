@@ -4,9 +4,9 @@ alone and in a batch, between processes (the service runs in its own)."""
 from __future__ import annotations
 
 from spade_memory import StoreMemory
-from spade_memory.base_memory.ops import Stored
-from spade_memory.lifecycle import stop_agent
+from spade_memory.protocol.memories import Stored
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import start_client, unique_jid
 

@@ -14,13 +14,13 @@ from slixmpp.xmlstream.tostring import tostring
 from spade.behaviour import CyclicBehaviour
 from spade.message import Message
 
-from spade_memory import wire
-from spade_memory.base_memory.ops import MemoryStatsOp, SearchMemories, base_memory_ops
-from spade_memory.errors import NotAuthorized
-from spade_memory.lifecycle import stop_agent
-from spade_memory.limits import Limits
-from spade_memory.serving import MemoryAgent, OutOfService, ServeRequests
+from spade_memory.protocol.errors import NotAuthorized
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.memories import MemoryStatsOp, SearchMemories, base_memory_ops
+from spade_memory.serving.agent import MemoryAgent, OutOfService, ServeRequests
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, start, unique_jid
 

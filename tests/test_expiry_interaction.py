@@ -19,9 +19,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from spade_memory.errors import BadRequest, ItemNotFound
-from spade_memory.interaction.forget import ForgetInteractions, Forgotten
-from spade_memory.interaction.notes import (
+from spade_memory.interaction.store import MIGRATIONS, InteractionStore
+from spade_memory.protocol.errors import BadRequest, ItemNotFound
+from spade_memory.protocol.interaction import interaction_ops
+from spade_memory.protocol.interaction_forget import ForgetInteractions, InteractionsForgotten
+from spade_memory.protocol.notes import (
     AddInformation,
     ClearConversation,
     Cleared,
@@ -34,10 +36,8 @@ from spade_memory.interaction.notes import (
     InteractionsFile,
     Notes,
 )
-from spade_memory.interaction.ops import interaction_ops
-from spade_memory.interaction.store import MIGRATIONS, InteractionStore
-from spade_memory.interaction.working_memory import EntityRef, Finding, WorkingMemory
-from spade_memory.interaction.working_ops import (
+from spade_memory.protocol.ops import parse_op
+from spade_memory.protocol.working import (
     AddEntity,
     AddFinding,
     Entities,
@@ -47,7 +47,7 @@ from spade_memory.interaction.working_ops import (
     UpdateContext,
     WorkingMemoryState,
 )
-from spade_memory.ops import parse_op
+from spade_memory.protocol.working_memory import EntityRef, Finding, WorkingMemory
 from spade_memory.storage.connection import open_migrated
 
 from .conftest import Location, query
@@ -124,7 +124,9 @@ async def test_an_expired_note_is_hidden_from_every_read(store: InteractionStore
     (c1,) = listed.conversations
     assert c1.last_note_at == exported.interactions["c1"][-1].timestamp  # not the expired one's
     counted = await store.apply(ALICE, ForgetInteractions(dry_run=True))
-    assert counted == Forgotten(notes=3, conversations=1, sessions=0, files=0, dry_run=True)
+    assert counted == InteractionsForgotten(
+        notes=3, conversations=1, sessions=0, files=0, dry_run=True
+    )
     # a conversation whose notes all expired has nothing to clear
     assert await store.apply(ALICE, ClearConversation(conversation_id="gone")) == Cleared(
         cleared=False

@@ -10,13 +10,13 @@ import pytest
 from spade.agent import Agent
 
 from spade_memory import MemoryClient
-from spade_memory.failover import (
+from spade_memory.client.failover import (
     BASE_POOL_ENV,
     INTERACTION_POOL_ENV,
     AgentPool,
     pool_from_environment,
 )
-from spade_memory.transport import Transport
+from spade_memory.client.xmpp_transport import XmppTransport
 
 A, B, C = "a@d", "b@d", "c@d"
 
@@ -44,7 +44,7 @@ def test_an_empty_pool_is_refused() -> None:
 
 
 async def test_any_agent_of_a_pool_names_the_whole_pool() -> None:
-    transport = Transport(Agent("client@d", "secret"), {"base-memory": [A, B], "other": C})
+    transport = XmppTransport(Agent("client@d", "secret"), {"base-memory": [A, B], "other": C})
     assert transport.jids == {"base-memory": A, "other": C}
     assert transport.agents(A) == transport.agents(B) == (A, B)
     assert transport.agents(f"{B}/resource") == (A, B)
@@ -60,10 +60,10 @@ async def test_a_deployment_names_the_pools_in_the_environment(
     monkeypatch.setenv(BASE_POOL_ENV, f"{A} {B}")
     monkeypatch.setenv(INTERACTION_POOL_ENV, C)
     pooled = MemoryClient(Agent("client@d", "secret"))
-    assert pooled.agents(A) == (A, B)
+    assert pooled.transport.agents(A) == (A, B)
     assert pooled.jids["interaction-memory"] == C
     named = MemoryClient(Agent("client@d", "secret"), C, interaction_memory_jid=A)
-    assert named.jids["base-memory"] == C and named.agents(C) == (C,)  # code wins
+    assert named.jids["base-memory"] == C and named.transport.agents(C) == (C,)  # code wins
     assert named.jids["interaction-memory"] == A
     monkeypatch.delenv(BASE_POOL_ENV)
     assert MemoryClient(Agent("client@d", "secret")).jids["base-memory"] == "base-memory@d"

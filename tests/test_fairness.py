@@ -10,13 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from spade_memory import wire
-from spade_memory.base_memory.ops import SearchMemories, base_memory_ops
-from spade_memory.fairness import FairQueue
-from spade_memory.lifecycle import stop_agent
-from spade_memory.limits import Limits
-from spade_memory.serving import OutOfService, ServeRequests
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.memories import SearchMemories, base_memory_ops
+from spade_memory.serving.agent import OutOfService, ServeRequests
+from spade_memory.serving.fairness import FairQueue
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import send_raw, start_client, unique_jid
 

@@ -21,24 +21,18 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory import (
-    InteractionStore,
-    LongTermStore,
-    MemoryTimeout,
-    Request,
-    ResourceConstraint,
-    ServiceUnavailable,
-    StoreMemory,
-)
-from spade_memory.base_memory.ops import GetMemory, MemoryStatsOp, SearchMemories
+from spade_memory import MemoryTimeout, Request, ResourceConstraint, ServiceUnavailable, StoreMemory
+from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.beads.errors import BeadsFileError
 from spade_memory.beads.issue import NewIssue
 from spade_memory.beads.native import NativeEngine
-from spade_memory.interaction.notes import AddInformation, GetInformation
-from spade_memory.lifecycle import stop_agent
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.memories import GetMemory, MemoryStatsOp, SearchMemories
+from spade_memory.protocol.notes import AddInformation, GetInformation
 from spade_memory.storage.faults import DamagedStore
 from spade_memory.storage.manifest import Manifest
 from spade_memory.testing import MemoryServiceProcess, free_port
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import send_raw, start_client, unique_jid
 

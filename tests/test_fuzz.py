@@ -34,15 +34,15 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 from spade.message import Message
 
-from spade_memory.base_memory.ops import base_memory_ops
-from spade_memory.batch import batch_op
-from spade_memory.beads_sync.ops import beads_sync_ops
 from spade_memory.interaction.context_index import INDEX_FOLDER
-from spade_memory.interaction.ops import interaction_ops
-from spade_memory.lifecycle import stop_agent
-from spade_memory.limits import Limits
+from spade_memory.protocol.batch import batch_op
+from spade_memory.protocol.beads import beads_sync_ops
+from spade_memory.protocol.interaction import interaction_ops
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.memories import base_memory_ops
 from spade_memory.testing import MemoryServiceProcess
-from spade_memory.wire import Failure
+from spade_memory.xmpp.lifecycle import stop_agent
+from spade_memory.xmpp.wire import Failure
 
 from .harness import ClientAgent, send_raw, start_client, unique_jid
 

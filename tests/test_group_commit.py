@@ -18,16 +18,11 @@ from typing import Any
 
 import pytest
 
-from spade_memory import (
-    InteractionStore,
-    ItemNotFound,
-    LongTermStore,
-    Request,
-    ResourceConstraint,
-    StoreMemory,
-)
-from spade_memory.base_memory.ops import MemoryStatsOp, Stored
-from spade_memory.interaction.notes import AddInformation, GetInformation
+from spade_memory import ItemNotFound, Request, ResourceConstraint, StoreMemory
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.memories import MemoryStatsOp, Stored
+from spade_memory.protocol.notes import AddInformation, GetInformation
 from spade_memory.storage.connection import Transactions, connect
 
 from .test_store_batches import Statements
@@ -159,9 +154,9 @@ async def test_closing_while_the_first_write_is_still_running_loses_no_write(
         await db.execute("CREATE TABLE rows (n INTEGER)")
     run_alone = tx._run_inline
 
-    def slowly(body: Any) -> Any:
+    def slowly(*args: Any) -> Any:
         time.sleep(0.2)  # in the database's thread: the close comes meanwhile
-        return run_alone(body)
+        return run_alone(*args)
 
     monkeypatch.setattr(tx, "_run_inline", slowly)
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.base_memory.embeddings import Embedder
-from spade_memory.base_memory.ops import (
+from spade_memory.base_memory.retrieval.embeddings import Embedder
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import (
     Category,
     DeleteMemory,
     MemoryList,
@@ -20,7 +21,6 @@ from spade_memory.base_memory.ops import (
     StoreMemory,
     UpdateMemory,
 )
-from spade_memory.base_memory.store import LongTermStore
 
 from .conftest import Location, query
 

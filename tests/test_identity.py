@@ -23,10 +23,10 @@ import pytest
 from spade.message import Message
 
 from spade_memory import Clarification, EntityRef, Finding, Focus
-from spade_memory.lifecycle import stop_agent
-from spade_memory.ops import op_types
-from spade_memory.registry import SERVICES
+from spade_memory.protocol.ops import op_types
+from spade_memory.server.registry import SERVICES
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, send_raw, start_client, unique_jid
 

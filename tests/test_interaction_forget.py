@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from spade_memory.interaction.context_dir import ContextDirectory
-from spade_memory.interaction.context_ops import SaveKnowledge, SearchContext
-from spade_memory.interaction.forget import ForgetInteractions
 from spade_memory.interaction.service import InteractionMemoryService
 from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.context import SaveKnowledge, SearchContext
+from spade_memory.protocol.interaction_forget import ForgetInteractions
 
 ALICE, BOB = "alice@localhost", "bob@localhost"
 

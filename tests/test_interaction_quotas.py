@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 
 from spade_memory import Limits, ResourceConstraint
-from spade_memory.interaction import pg_schema
+from spade_memory.interaction import pg_tables as pg_schema
 from spade_memory.interaction.context_dir import ContextDirectory
-from spade_memory.interaction.context_ops import SaveKnowledge, SavePreferences
-from spade_memory.interaction.forget import ForgetInteractions
-from spade_memory.interaction.notes import AddInformation, ClearConversation, GetInformation
 from spade_memory.interaction.service import InteractionMemoryService
-from spade_memory.interaction.stats import InteractionStats, InteractionStatsOp
 from spade_memory.interaction.store import MIGRATIONS, InteractionStore
-from spade_memory.interaction.working_memory import Finding
-from spade_memory.interaction.working_ops import AddFinding, GetWorkingMemory
-from spade_memory.ops import Place, Request
+from spade_memory.protocol.context import SaveKnowledge, SavePreferences
+from spade_memory.protocol.conversation_stats import InteractionStats, InteractionStatsOp
+from spade_memory.protocol.interaction_forget import ForgetInteractions
+from spade_memory.protocol.notes import AddInformation, ClearConversation, GetInformation
+from spade_memory.protocol.ops import Place, Request
+from spade_memory.protocol.working import AddFinding, GetWorkingMemory
+from spade_memory.protocol.working_memory import Finding
 
 from .conftest import Location, query
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.interaction.forget import ForgetInteractions
-from spade_memory.interaction.notes import (
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.interaction_forget import ForgetInteractions
+from spade_memory.protocol.notes import (
     AddInformation,
     ClearConversation,
     Cleared,
@@ -24,7 +25,6 @@ from spade_memory.interaction.notes import (
     InteractionsFile,
     Notes,
 )
-from spade_memory.interaction.store import InteractionStore
 
 from .conftest import Location
 

@@ -19,10 +19,10 @@ from spade_memory import (
     Stored,
     StoreMemory,
 )
-from spade_memory.base_memory.ops import GetMemory
-from spade_memory.interaction.notes import AddInformation, GetInformation, Notes
-from spade_memory.lifecycle import stop_agent
+from spade_memory.protocol.memories import GetMemory
+from spade_memory.protocol.notes import AddInformation, GetInformation, Notes
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, condition_of, send_raw, start_client, unique_jid
 

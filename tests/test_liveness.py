@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.lifecycle import stop_agent
-from spade_memory.liveness import INTERVAL, TIMEOUT
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
+from spade_memory.xmpp.liveness import INTERVAL, TIMEOUT
 
 from .harness import start_client, unique_jid
 from .servers import AGENTS_PASSWORD, Server

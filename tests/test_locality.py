@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spade_memory.base_memory import locality
-from spade_memory.base_memory.locality import lifted
-from spade_memory.base_memory.ops import MemoryList, SearchMemories, Stored, StoreMemory
-from spade_memory.base_memory.store import LongTermStore
+from spade_memory.base_memory.retrieval import locality
+from spade_memory.base_memory.retrieval.locality import lifted
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import MemoryList, SearchMemories, Stored, StoreMemory
 
 from .conftest import Location
 

@@ -14,8 +14,12 @@ import pytest
 from pydantic import ValidationError
 from spade.message import Message
 
-from spade_memory.base_memory.access import AccessLog
-from spade_memory.base_memory.ops import (
+from spade_memory.base_memory.service import BaseMemoryService
+from spade_memory.base_memory.store.access_counts import AccessLog
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.errors import BadRequest, ItemNotFound, MemoryServiceError
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.memories import (
     SQL_INTEGER,
     DeleteMemory,
     ForgetAllMemories,
@@ -30,12 +34,8 @@ from spade_memory.base_memory.ops import (
     StoreMemory,
     UpdateMemory,
 )
-from spade_memory.base_memory.service import BaseMemoryService
-from spade_memory.base_memory.store import LongTermStore
-from spade_memory.errors import BadRequest, ItemNotFound, MemoryServiceError
-from spade_memory.limits import Limits
-from spade_memory.ops import Place, Request
-from spade_memory.serving import ServeRequests
+from spade_memory.protocol.ops import Place, Request
+from spade_memory.serving.agent import ServeRequests
 
 from .conftest import Location
 

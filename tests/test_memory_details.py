@@ -16,13 +16,17 @@ from typing import Any
 
 import pytest
 
-from spade_memory.base_memory.imports import ImportMemory
-from spade_memory.base_memory.ops import (
+from spade_memory.base_memory.store.imports import ImportMemory
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.base_memory.work_items import WorkItems, WorkLink, beads_pattern
+from spade_memory.protocol.errors import BadRequest, ItemNotFound
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.memories import (
     DeleteMemory,
     ForgetMemories,
-    Forgotten,
     GetMemory,
     ListMemories,
+    MemoriesForgotten,
     MemoryHistory,
     MemoryHistoryOp,
     MemoryList,
@@ -35,11 +39,7 @@ from spade_memory.base_memory.ops import (
     UpdateMemory,
     base_memory_ops,
 )
-from spade_memory.base_memory.store import LongTermStore
-from spade_memory.base_memory.work_items import WorkItems, WorkLink, beads_pattern
-from spade_memory.errors import BadRequest, ItemNotFound
-from spade_memory.limits import Limits
-from spade_memory.ops import parse_op
+from spade_memory.protocol.ops import parse_op
 
 from .conftest import Location, everything, query
 
@@ -270,7 +270,7 @@ async def test_forget_by_filter_counts_first_then_deletes_only_what_matched(
     month_ago = datetime.now(timezone.utc) - timedelta(days=30)
 
     dry = await store.apply(ALICE, ForgetMemories(tags_any=["scratch"]))
-    assert isinstance(dry, Forgotten) and dry.dry_run and dry.ids == [tagged.id]
+    assert isinstance(dry, MemoriesForgotten) and dry.dry_run and dry.ids == [tagged.id]
     assert await ids(store, RecentMemories()) == {old.id, tagged.id, kept.id}  # counted only
     stale = ForgetMemories(created_before=month_ago, dry_run=False)
     assert (await store.apply(ALICE, stale)).ids == [old.id]

@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.base_memory.embeddings import Embedder
-from spade_memory.base_memory.ops import (
+from spade_memory.base_memory.retrieval.embeddings import Embedder
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.memories import (
     DeleteMemory,
     MemoryList,
     SearchMemories,
@@ -29,16 +31,10 @@ from spade_memory.base_memory.ops import (
     StoreMemory,
     UpdateMemory,
 )
-from spade_memory.base_memory.store import LongTermStore
-from spade_memory.interaction.notes import AddInformation, Confirmation, GetInformation, Notes
-from spade_memory.interaction.store import InteractionStore
-from spade_memory.interaction.working_memory import Finding
-from spade_memory.interaction.working_ops import (
-    AddFinding,
-    GetWorkingMemory,
-    WorkingMemoryState,
-)
-from spade_memory.ops import Request
+from spade_memory.protocol.notes import AddInformation, Confirmation, GetInformation, Notes
+from spade_memory.protocol.ops import Request
+from spade_memory.protocol.working import AddFinding, GetWorkingMemory, WorkingMemoryState
+from spade_memory.protocol.working_memory import Finding
 from spade_memory.server.backup import lock
 from spade_memory.spaces.directory import SpaceDirectory
 from spade_memory.testing import PostgresServer

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.base_memory.embeddings import Embedder
-from spade_memory.base_memory.filters import Selection
-from spade_memory.base_memory.ops import MemoryList, MemoryStats, MemoryStatsOp, SearchMemories
+from spade_memory.base_memory.retrieval.embeddings import Embedder
 from spade_memory.base_memory.service import DATABASE
-from spade_memory.base_memory.store import LongTermStore
+from spade_memory.base_memory.store.filters import Selection
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import MemoryList, MemoryStats, MemoryStatsOp, SearchMemories
 from spade_memory.server.migrate import migrate
 from spade_memory.storage.postgres import numbered
 from spade_memory.testing import PostgresServer
@@ -58,7 +58,7 @@ async def test_the_database_searches_with_an_hnsw_index_it_really_uses(
     import asyncpg
     import numpy as np
 
-    from spade_memory.base_memory.pgvector import as_vector
+    from spade_memory.base_memory.retrieval.pgvector import as_vector
 
     store = await LongTermStore.open(url, embedder=embedder)
     try:

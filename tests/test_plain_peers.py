@@ -18,10 +18,10 @@ from xml.etree import ElementTree
 import pytest
 from slixmpp.stanza import Message as Stanza
 
-from spade_memory import wire
-from spade_memory.lifecycle import stop_agent
-from spade_memory.registry import default_jids
+from spade_memory.protocol.services import default_jids
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, start_client, unique_jid
 from .prosody import register_on

@@ -21,10 +21,10 @@ from rich.console import Console
 from spade.behaviour import CyclicBehaviour
 
 from benchmarks.scale_out import print_failover, run_failover
-from spade_memory import wire
-from spade_memory.base_memory import pg_schema
-from spade_memory.base_memory.notices import EVENTS_ONTOLOGY
-from spade_memory.base_memory.ops import (
+from spade_memory.base_memory.store import pg_tables as pg_schema
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.errors import ServiceUnavailable
+from spade_memory.protocol.memories import (
     Change,
     DeleteMemory,
     GetMemory,
@@ -34,13 +34,13 @@ from spade_memory.base_memory.ops import (
     Stored,
     StoreMemory,
 )
-from spade_memory.base_memory.store import LongTermStore
-from spade_memory.errors import ServiceUnavailable
-from spade_memory.interaction.working_memory import EntityRef
-from spade_memory.lifecycle import stop_agent
-from spade_memory.ops import Request
+from spade_memory.protocol.ops import Request
+from spade_memory.protocol.working_memory import EntityRef
 from spade_memory.server.runtime import PASSWORD_ENV, MemoryRuntime, RunConfig
 from spade_memory.testing import MemoryServiceProcess, PostgresServer, running_postgres
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.lifecycle import stop_agent
+from spade_memory.xmpp.notices import EVENTS_ONTOLOGY
 
 from .conftest import query
 from .harness import start_client, unique_jid

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.lifecycle import stop_agent
 from spade_memory.storage.private import tighten
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import start_client, unique_jid
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from spade_memory.lifecycle import WrongPassword, start_agent, stop_agent
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import WrongPassword, start_agent, stop_agent
 
 from . import prosody
 from .harness import ClientAgent, send_raw, start_client, unique_jid

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spade_memory.base_memory import query_encoder
-from spade_memory.base_memory.embeddings import Embedder, MiniLMEmbedder, load_embedder
-from spade_memory.base_memory.ops import MemoryList, SearchMemories, Stored, StoreMemory
-from spade_memory.base_memory.ranking import Ranking
-from spade_memory.base_memory.store import LongTermStore
+from spade_memory.base_memory.retrieval import query_encoder
+from spade_memory.base_memory.retrieval.embeddings import Embedder, MiniLMEmbedder, load_embedder
+from spade_memory.base_memory.retrieval.ranking import Ranking
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import MemoryList, SearchMemories, Stored, StoreMemory
 
 ALICE = "alice@localhost"
 MEMORIES = [

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.lifecycle import stop_agent
-from spade_memory.reconnect import reconnector_of
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
+from spade_memory.xmpp.reconnect import reconnector_of
 
 from . import prosody
 from .harness import start_client, unique_jid

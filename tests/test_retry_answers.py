@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import uuid
 
-from spade_memory.base_memory.ops import Stored
-from spade_memory.lifecycle import stop_agent
+from spade_memory.protocol.memories import Stored
 from spade_memory.storage.answers import RecentAnswers
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import send_raw, start_client, unique_jid
 

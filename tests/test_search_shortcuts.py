@@ -12,15 +12,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import pytest
 
-from spade_memory.base_memory import ranking
-from spade_memory.base_memory.dense import ExactIndex, Similar
-from spade_memory.base_memory.embeddings import Embedder
-from spade_memory.base_memory.ops import MemoryList, SearchMemories, Stored, StoreMemory
-from spade_memory.base_memory.store import LongTermStore
-from spade_memory.storage.connection import InlineConnection, run_to_completion
+from spade_memory.base_memory.retrieval import ranking
+from spade_memory.base_memory.retrieval.dense import ExactIndex, Similar
+from spade_memory.base_memory.retrieval.embeddings import Embedder
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import MemoryList, SearchMemories, Stored, StoreMemory
+from spade_memory.storage.connection import InlineConnection, connect, run_to_completion
 
 from .conftest import Location
 
@@ -105,7 +104,8 @@ async def test_the_file_holds_only_the_spaces_named(tmp_path: Path) -> None:
         await store_all(store, "c@x", ["two"])
     finally:
         await store.close()
-    async with aiosqlite.connect(path) as db:
+    db = await connect(path)
+    try:
         assert await ranking._holds_only(db, ["a@x", "c@x"])
         assert await ranking._holds_only(db, ["c@x", "a@x", "b@x", "z@x"])
         assert not await ranking._holds_only(db, ["a@x"])
@@ -117,6 +117,8 @@ async def test_the_file_holds_only_the_spaces_named(tmp_path: Path) -> None:
         assert await ranking._holds_only(db, ["a@x", "b@x"])
         await db.execute("UPDATE memories SET space = NULL WHERE space = 'b@x'")
         assert not await ranking._holds_only(db, ["a@x", "b@x"])
+    finally:
+        await db.close()
 
 
 async def _never(db: object, spaces: object) -> bool:
@@ -173,8 +175,11 @@ async def test_the_answer_of_the_dense_thread_is_waited_for_where_the_search_run
     tmp_path: Path,
 ) -> None:
     future = ranking._dense_thread().submit(lambda: threading.current_thread().name)
-    async with aiosqlite.connect(tmp_path / "wait.db") as db:  # on the event loop
+    db = await connect(tmp_path / "wait.db")  # awaited on the event loop
+    try:
         assert (await ranking._outcome(db, future)).startswith("spade-memory-dense")
+    finally:
+        await db.close()
     future = ranking._dense_thread().submit(lambda: 7)
     inline = InlineConnection(sqlite3.connect(":memory:"))  # in the database's thread
     assert run_to_completion(ranking._outcome(inline, future)) == 7

@@ -13,9 +13,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from spade_memory.base_memory import pg_schema
-from spade_memory.base_memory.embeddings import Embedder
-from spade_memory.base_memory.ops import (
+from spade_memory.base_memory.retrieval.embeddings import Embedder
+from spade_memory.base_memory.store import pg_tables as pg_schema
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.interaction import pg_tables as interaction_schema
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.memories import (
     Memory,
     MemoryList,
     SearchMemories,
@@ -23,17 +26,14 @@ from spade_memory.base_memory.ops import (
     StoreMemory,
     UpdateMemory,
 )
-from spade_memory.base_memory.store import LongTermStore
-from spade_memory.interaction import pg_schema as interaction_schema
-from spade_memory.interaction.notes import AddInformation, GetInformation, Notes
-from spade_memory.interaction.store import InteractionStore
-from spade_memory.interaction.working_memory import EntityRef, Finding
-from spade_memory.interaction.working_ops import (
+from spade_memory.protocol.notes import AddInformation, GetInformation, Notes
+from spade_memory.protocol.working import (
     AddEntity,
     AddFinding,
     GetWorkingMemory,
     WorkingMemoryState,
 )
+from spade_memory.protocol.working_memory import EntityRef, Finding
 from spade_memory.testing import PostgresServer
 
 from .conftest import query

@@ -11,7 +11,7 @@ import asyncio
 
 import pytest
 
-from spade_memory.errors import Conflict
+from spade_memory.protocol.errors import Conflict
 from spade_memory.spaces.directory import SpaceDirectory
 
 from .conftest import Location, query

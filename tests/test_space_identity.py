@@ -27,13 +27,13 @@ from typing import Any
 import pytest
 
 from spade_memory import Finding, Focus
-from spade_memory.beads_sync.ops import ShareSession, UnshareSession
-from spade_memory.lifecycle import stop_agent
-from spade_memory.ops import Op, op_types
-from spade_memory.registry import SERVICES
-from spade_memory.spaces.names import rank
-from spade_memory.spaces.ops import SPACE_OPS
+from spade_memory.protocol.beads import ShareSession, UnshareSession
+from spade_memory.protocol.ops import Op, op_types
+from spade_memory.protocol.space_names import rank
+from spade_memory.protocol.spaces import SPACE_OPS
+from spade_memory.server.registry import SERVICES
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, send_raw, start_client, unique_jid
 

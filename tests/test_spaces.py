@@ -17,17 +17,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from spade_memory import (
-    BadRequest,
-    Finding,
-    Focus,
-    ItemNotFound,
-    MemoryServiceError,
-    NotAuthorized,
-)
-from spade_memory.errors import Conflict
-from spade_memory.lifecycle import stop_agent
+from spade_memory import BadRequest, Finding, Focus, ItemNotFound, MemoryServiceError, NotAuthorized
+from spade_memory.protocol.errors import Conflict
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, condition_of, start_client, unique_jid
 from .space_listener import READY

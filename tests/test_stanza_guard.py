@@ -13,7 +13,7 @@ from slixmpp import JID
 from slixmpp.jid import InvalidJID
 from spade.xmpp_client import XMPPClient
 
-from spade_memory import stanza_guard
+from spade_memory.xmpp import stanza_guard
 
 UNREADABLE = ("a@b@localhost/x", "@localhost", "alice@/r", "alice@localhost/")
 

@@ -14,17 +14,14 @@ from typing import Any
 import pytest
 from spade.message import Message
 
-from spade_memory import (
-    BaseMemoryService,
-    InteractionStore,
-    InternalServerError,
-    ItemNotFound,
-    LongTermStore,
-    Request,
-    StoreMemory,
-)
-from spade_memory.base_memory import store_runs
-from spade_memory.base_memory.ops import (
+from spade_memory import InternalServerError, ItemNotFound, Request, StoreMemory
+from spade_memory.base_memory.service import BaseMemoryService
+from spade_memory.base_memory.store import runs as store_runs
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.base_memory.store.tables import MIGRATIONS
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.batch import BatchResults
+from spade_memory.protocol.memories import (
     Deleted,
     DeleteMemory,
     Memory,
@@ -34,11 +31,9 @@ from spade_memory.base_memory.ops import (
     Stored,
     UpdateMemory,
 )
-from spade_memory.base_memory.schema import MIGRATIONS
-from spade_memory.batch import BatchResults
-from spade_memory.interaction.notes import AddInformation, GetInformation
-from spade_memory.ops import AppliesOps
-from spade_memory.serving import ServeRequests
+from spade_memory.protocol.notes import AddInformation, GetInformation
+from spade_memory.protocol.ops import AppliesOps
+from spade_memory.serving.agent import ServeRequests
 from spade_memory.storage.connection import open_migrated, run_to_completion
 from spade_memory.storage.postgres import PgTransactions
 
@@ -57,7 +52,8 @@ class Statements:
         if isinstance(store._tx, PgTransactions):  # type: ignore[attr-defined]
             store._tx.trace = self.seen.append  # type: ignore[attr-defined]
             return
-        await store._tx.db.set_trace_callback(self.seen.append)  # type: ignore[attr-defined]
+        db = store._tx.db  # type: ignore[attr-defined]
+        await db.run(lambda conn: conn.set_trace_callback(self.seen.append))
 
     @property
     def commits(self) -> int:

@@ -1,7 +1,7 @@
 """A run of plain stores in a batch is applied in one pass and answers as one by one.
 
 On SQLite a batch's consecutive stores into the sender's personal space are one
-read and one insert (``base_memory/store_runs.py``); on PostgreSQL each store is
+read and one insert (``base_memory/store/runs.py``); on PostgreSQL each store is
 applied alone. Either way each store answers what it would alone, and the rows
 end up the same.
 """
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spade_memory import LongTermStore, Request, StoreMemory
-from spade_memory.base_memory.ops import MemoryList, RecentMemories, Stored
+from spade_memory import Request, StoreMemory
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import MemoryList, RecentMemories, Stored
 
 from .conftest import Location, query
 from .test_store_batches import Statements

@@ -136,7 +136,7 @@ def test_spaces_default_where_the_tools_read_and_store() -> None:
 def test_importing_spade_memory_leaves_spade_llm_unloaded() -> None:
     """The memory agents never pay for litellm; the LLM names load on first use."""
     check = (
-        "import sys, spade_memory, spade_memory.server.runtime, spade_memory.registry;"
+        "import sys, spade_memory, spade_memory.server.runtime, spade_memory.server.registry;"
         "assert 'spade_llm' not in sys.modules, 'loaded early';"
         "spade_memory.MemoryLLMAgent;"
         "assert 'spade_llm' in sys.modules, 'not loaded on use'"

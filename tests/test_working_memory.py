@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
-from spade_memory.interaction.working_memory import (
+from spade_memory.protocol.working_memory import (
     Clarification,
     EntityRef,
     Finding,

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from spade_memory.errors import ItemNotFound
 from spade_memory.interaction.store import InteractionStore
-from spade_memory.interaction.working_memory import Focus
-from spade_memory.interaction.working_ops import (
+from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.working import (
     CreateWorkingMemory,
     GetWorkingMemory,
     SetFocus,
     UpdateContext,
     WorkingMemoryState,
 )
+from spade_memory.protocol.working_memory import Focus
 
 from .conftest import Location
 

@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory import BadRequest, LongTermStore, StoreMemory
-from spade_memory.base_memory.ops import Stored
-from spade_memory.lifecycle import stop_agent
-from spade_memory.reconnect import reconnector_of
+from spade_memory import BadRequest, StoreMemory
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import Stored
+from spade_memory.protocol.xml_chars import carriable, uncarriable_in
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.storage.manifest import Manifest
 from spade_memory.testing import MemoryServiceProcess
-from spade_memory.xml_chars import carriable, uncarriable_in
+from spade_memory.xmpp.lifecycle import stop_agent
+from spade_memory.xmpp.reconnect import reconnector_of
 
 from .harness import start_client, unique_jid
 from .servers import AGENTS_PASSWORD, Server

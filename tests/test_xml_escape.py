@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from spade_memory import xml_escape
+from spade_memory.xmpp import xml_escape
 
 TRICKY = [
     "",
@@ -51,7 +51,7 @@ def test_installed_by_a_memory_agent_not_by_importing() -> None:
         "import importlib\n"
         "import spade_memory\n"
         "from spade_memory import xml_escape\n"
-        "from spade_memory.serving import MemoryAgent\n"
+        "from spade_memory.serving.agent import MemoryAgent\n"
         "tostring = importlib.import_module('slixmpp.xmlstream.tostring')\n"
         "assert tostring.escape is not xml_escape.escape, 'patched at import'\n"
         "MemoryAgent('someone@localhost', 'secret', service=None)\n"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import sys
 
-from spade_memory.errors import ItemNotFound
+from spade_memory.protocol.errors import ItemNotFound
 from spade_memory.server.cli import main
-from spade_memory.spaces import access
+from spade_memory.spaces import gate as access
 from spade_memory.spaces.directory import Space
 
 

@@ -1,10 +1,13 @@
 """The base memory service: long-term memories (fact, pattern, preference, capability).
 
-``ops`` (its ops and replies), ``store`` (SQLite, FTS5, one transaction per
-batch) with ``schema``, ``ranking``, ``dense``, ``access`` and
-``embeddings``; ``service`` (what its agent serves, and its registry entry);
-``calls`` (the client's typed calls); ``notices`` (change notices to its mirror).
+``service`` (what its agent serves, its behaviours and its registry entry),
+``commands`` (its XEP-0050 forms), ``spaces`` (the space ops applied), ``work_items``
+(ids of work a memory came from); ``store/`` (the long-term store), ``retrieval/``
+(ranking), ``classify/`` (categories guessed offline). Its ops are in
+``protocol.memories``; the client's calls in ``client.memories``.
 """
 
-NAME = "base-memory"
+from spade_memory.protocol.services import BASE_MEMORY
+
+NAME = BASE_MEMORY
 """The service's name, and the default local part of its agent's JID."""

@@ -7,10 +7,10 @@ from typing import Any
 
 from slixmpp.plugins.xep_0004 import Form
 
-from ..adhoc import Command, Field
-from ..ops import Record
-from ..spaces.ops import SpaceDetails, SpaceList
-from .ops import CATEGORIES, MemoryList, MemoryStats
+from spade_memory.protocol.memories import CATEGORIES, MemoryList, MemoryStats
+from spade_memory.protocol.ops import Record
+from spade_memory.protocol.spaces import SpaceDetails, SpaceList
+from spade_memory.xmpp.adhoc import Command, Field
 
 COLUMNS = ("id", "category", "content", "confidence")
 """The columns a list of memories shows."""

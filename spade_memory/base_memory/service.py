@@ -19,22 +19,18 @@ from slixmpp.jid import InvalidJID
 from spade.agent import Agent
 from spade.behaviour import CyclicBehaviour
 
-from .. import wire
-from ..errors import BadRequest, MemoryServiceError, NotAuthorized
-from ..expiry import PURGE_EVERY_SECONDS
-from ..limits import Limits
-from ..ops import AppliesOps, Outcome, Request, in_place
-from ..plugin import Behaviours, MemoryService, ServiceConfig, ServiceContext, ServicePlugin
-from ..serving import MemoryAgent
-from ..spaces.access import Gate
-from ..spaces.directory import SpaceDirectory
-from ..spaces.ops import SPACE_OPS, DeleteSpace
-from . import NAME
-from .commands import COMMANDS
-from .embeddings import load_embedder
-from .journal import SpaceEvent
-from .notices import EVENTS_ONTOLOGY, change_notice
-from .ops import (
+from spade_memory.base_memory import NAME
+from spade_memory.base_memory.commands import COMMANDS
+from spade_memory.base_memory.retrieval.embeddings import load_embedder
+from spade_memory.base_memory.spaces import SpaceOps
+from spade_memory.base_memory.store.journal import SpaceEvent
+from spade_memory.base_memory.store.listeners import Listeners
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.base_memory.work_items import DEFAULT_PATTERNS, WorkItems, WorkLink
+from spade_memory.protocol.errors import BadRequest, MemoryServiceError, NotAuthorized
+from spade_memory.protocol.expiry import PURGE_EVERY_SECONDS
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.memories import (
     WRITE_OPS,
     AllForgotten,
     BaseMemoryOp,
@@ -42,9 +38,20 @@ from .ops import (
     ChangesSince,
     base_memory_ops,
 )
-from .spaces import SpaceOps
-from .store import LongTermStore
-from .work_items import DEFAULT_PATTERNS, WorkItems, WorkLink
+from spade_memory.protocol.ops import AppliesOps, Outcome, Request, in_place
+from spade_memory.protocol.spaces import SPACE_OPS, DeleteSpace
+from spade_memory.serving.agent import MemoryAgent
+from spade_memory.serving.plugin import (
+    Behaviours,
+    MemoryService,
+    ServiceConfig,
+    ServiceContext,
+    ServicePlugin,
+)
+from spade_memory.spaces.directory import SpaceDirectory
+from spade_memory.spaces.gate import Gate
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.notices import EVENTS_ONTOLOGY, change_notice
 
 T = TypeVar("T")
 logger = logging.getLogger("spade_memory.base_memory")
@@ -55,13 +62,48 @@ DATABASE = "base-memory.db"
 """The store's file in the data directory."""
 
 
+class Committed:
+    """What the store tells of its commits, kept for the agent's behaviours: the mirror's
+    wake-up (``changed``), shared spaces' events and work-item links (the queues of
+    ``NotifySubscribers`` and ``NotifyWorkEngine``). Made before the store, which is
+    opened with its ``listeners()``."""
+
+    def __init__(self, work_items: WorkItems | None = None) -> None:
+        self.work_items = work_items or WorkItems()
+        self.changed = asyncio.Event()
+        """Set after a write the mirror should read."""
+        self.events: asyncio.Queue[SpaceEvent | None] = asyncio.Queue()
+        """Committed writes in shared spaces, for ``NotifySubscribers``."""
+        self.links: asyncio.Queue[list[WorkLink] | None] = asyncio.Queue()
+        """Committed links to work items, for ``NotifyWorkEngine`` (with a JID to tell)."""
+
+    def listeners(self) -> Listeners:
+        """Returns the store's listeners feeding these queues (links only when a work
+        engine's JID is to be told)."""
+        return Listeners(
+            events=self._committed,
+            links=None if self.work_items.notify_jid is None else self._linked,
+            purged=self.changed.set,  # expired memories' deletions reach the mirror
+        )
+
+    def _linked(self, links: list[WorkLink]) -> None:
+        if self.work_items.notify is not None:
+            self.work_items.notify(links)
+        self.links.put_nowait(links)
+
+    def _committed(self, events: list[SpaceEvent]) -> None:
+        for event in events:
+            self.events.put_nowait(event)
+
+
 class BaseMemoryService(AppliesOps):
     """Serves the base memory ops from an injected long-term store, and the space ops
     from the directory of spaces (none given: personal spaces only).
 
     ``mirror`` (the beads sync agent's JID) is the one sender allowed to read
     the whole change feed; it is told after every committed write. Subscribers
-    of a space are told of each committed write in it.
+    of a space are told of each committed write in it, when the store was opened
+    with the ``listeners()`` of ``committed``.
     """
 
     name = NAME
@@ -72,31 +114,20 @@ class BaseMemoryService(AppliesOps):
         limits: Limits | None = None,
         mirror: str | None = None,
         directory: SpaceDirectory | None = None,
+        committed: Committed | None = None,
     ) -> None:
         self.store = store
         self.limits = limits or Limits()
         self.ops: TypeAdapter[BaseMemoryOp] = base_memory_ops
         self.mirror = None if mirror is None else wire.bare(mirror)
-        self.changed = asyncio.Event()
+        committed = committed or Committed(store.work_items)
+        self.changed = committed.changed
         self.gate = Gate(directory)
         self.spaces = None if directory is None else SpaceOps(directory, store)
-        self.events: asyncio.Queue[SpaceEvent | None] = asyncio.Queue()
+        self.events = committed.events
         """Committed writes in shared spaces, for ``NotifySubscribers``."""
-        store.on_events = self._committed
-        store.on_purged = self.changed.set  # expired memories' deletions reach the mirror
-        self.links: asyncio.Queue[list[WorkLink] | None] = asyncio.Queue()
+        self.links = committed.links
         """Committed links to work items, for ``NotifyWorkEngine`` (with a JID to tell)."""
-        if store.work_items.notify_jid is not None:
-            store.on_links = self._linked
-
-    def _linked(self, links: list[WorkLink]) -> None:
-        if self.store.work_items.notify is not None:
-            self.store.work_items.notify(links)
-        self.links.put_nowait(links)
-
-    def _committed(self, events: list[SpaceEvent]) -> None:
-        for event in events:
-            self.events.put_nowait(event)
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Runs of memory ops in one store transaction each; space ops one by one, in order."""
@@ -291,7 +322,8 @@ class NotifyWorkEngine(Drains[list[WorkLink]]):
 
 
 class BaseMemoryAgent(MemoryAgent):
-    """A memory agent serving long-term memories from ``store``."""
+    """A memory agent serving long-term memories from ``store`` (opened with the
+    ``listeners()`` of ``committed``, for its notices to reach their behaviours)."""
 
     def __init__(
         self,
@@ -302,9 +334,10 @@ class BaseMemoryAgent(MemoryAgent):
         *,
         mirror: str | None = None,
         directory: SpaceDirectory | None = None,
+        committed: Committed | None = None,
         **agent_options: Any,
     ) -> None:
-        service = BaseMemoryService(store, limits, mirror, directory)
+        service = BaseMemoryService(store, limits, mirror, directory, committed)
         super().__init__(jid, password, service, **agent_options)
 
 
@@ -337,13 +370,14 @@ class BaseMemoryPlugin(ServicePlugin):
         path = context.database or context.data_dir / DATABASE
         patterns = [*DEFAULT_PATTERNS, *context.work_item_patterns, *config.work_item_patterns]
         work_items = WorkItems(tuple(dict.fromkeys(patterns)), notify_jid=config.work_engine)
+        committed = Committed(work_items)
         store = await LongTermStore.open(
-            path, context.synchronous, embedder, context.manifest, context.limits, work_items
-        )
-        store.purge_every = config.purge_every
+            path, context.synchronous, embedder, context.manifest, context.limits, work_items,
+            listeners=committed.listeners(), purge_every=config.purge_every,
+        )  # fmt: skip
         context.closing.push_async_callback(store.close)
         mirror = config.mirror or next(iter(context.followers), None)
-        return BaseMemoryService(store, context.limits, mirror, context.spaces)
+        return BaseMemoryService(store, context.limits, mirror, context.spaces, committed)
 
     def add_arguments(self, parser: argparse._ActionsContainer) -> None:
         parser.add_argument(

@@ -11,13 +11,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import BadRequest, ItemNotFound, NotAuthorized
-from ..ops import Op, Record
-from ..serving import reply_address
-from ..spaces.access import Gate
-from ..spaces.directory import Space, SpaceDirectory
-from ..spaces.names import is_domain_member, rank
-from ..spaces.ops import (
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.errors import BadRequest, ItemNotFound, NotAuthorized
+from spade_memory.protocol.ops import Op, Record
+from spade_memory.protocol.space_names import is_domain_member, rank
+from spade_memory.protocol.spaces import (
     CreateSpace,
     DeleteSpace,
     Grant,
@@ -34,7 +32,9 @@ from ..spaces.ops import (
     Subscribed,
     Unsubscribe,
 )
-from .store import LongTermStore
+from spade_memory.serving.agent import reply_address
+from spade_memory.spaces.directory import Space, SpaceDirectory
+from spade_memory.spaces.gate import Gate
 
 
 class SpaceOps:

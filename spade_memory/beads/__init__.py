@@ -7,9 +7,9 @@ is on PATH (``bd_cli``), and a native engine that reads and writes
 memory is an issue. This package's own import loads no engine.
 """
 
-from .engine import BeadsEngine, EngineName
-from .errors import BeadsError, IssueNotFound
-from .issue import Dependency, Issue, IssueChanges, IssueFilter, NewIssue
+from spade_memory.beads.engine import BeadsEngine, EngineName
+from spade_memory.beads.errors import BeadsError, IssueNotFound
+from spade_memory.beads.issue import Dependency, Issue, IssueChanges, IssueFilter, NewIssue
 
 __all__ = [
     "BeadsEngine",

@@ -16,8 +16,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import BeadsError, IssueNotFound
-from .issue import Issue, IssueChanges, IssueFilter, NewIssue
+from spade_memory.beads.errors import BeadsError, IssueNotFound
+from spade_memory.beads.issue import Issue, IssueChanges, IssueFilter, NewIssue
 
 
 class BdCliEngine:

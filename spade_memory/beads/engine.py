@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Literal, Protocol
 
-from .issue import Issue, IssueChanges, IssueFilter, NewIssue
+from spade_memory.beads.issue import Issue, IssueChanges, IssueFilter, NewIssue
 
 EngineName = Literal["auto", "native", "bd"]
 

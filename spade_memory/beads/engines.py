@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .bd_cli import BdCliEngine
-from .engine import BeadsEngine, EngineName
-from .errors import BeadsError
-from .native import NativeEngine
+from spade_memory.beads.bd_cli import BdCliEngine
+from spade_memory.beads.engine import BeadsEngine, EngineName
+from spade_memory.beads.errors import BeadsError
+from spade_memory.beads.native import NativeEngine
 
 
 def open_engine(project: Path, engine: EngineName = "auto", prefix: str = "mem") -> BeadsEngine:

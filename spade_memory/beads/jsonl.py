@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..storage.files import write_atomically
+from spade_memory.storage.files import write_atomically
 
 logger = logging.getLogger("spade_memory.beads")
 

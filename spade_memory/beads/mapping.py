@@ -21,11 +21,34 @@ of other issues' dependencies, and bd, git merges and the mirror find it by id.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
-from .issue import Issue, IssueChanges
+from spade_memory.beads.issue import Issue, IssueChanges
+from spade_memory.protocol.beads_labels import (  # the labels, for the mapping's users
+    AGENT_LABEL as AGENT_LABEL,
+)
+from spade_memory.protocol.beads_labels import (
+    CATEGORY_LABEL as CATEGORY_LABEL,
+)
+from spade_memory.protocol.beads_labels import (
+    MEMORY_LABEL as MEMORY_LABEL,
+)
+from spade_memory.protocol.beads_labels import (
+    OUR_METADATA as OUR_METADATA,
+)
+from spade_memory.protocol.beads_labels import (
+    RESERVED_LABEL_PREFIXES as RESERVED_LABEL_PREFIXES,
+)
+from spade_memory.protocol.beads_labels import (
+    SESSION_LABEL as SESSION_LABEL,
+)
+from spade_memory.protocol.beads_labels import (
+    SPACE_LABEL as SPACE_LABEL,
+)
+from spade_memory.protocol.beads_labels import (
+    MemoryType as MemoryType,
+)
 
-MemoryType = Literal["conversation", "decision", "pattern", "context", "learning", "artifact"]
 MEMORY_TYPES: tuple[MemoryType, ...] = get_args(MemoryType)
 
 ISSUE_TYPE: dict[MemoryType, str] = {
@@ -53,15 +76,6 @@ CATEGORY_MEMORY_TYPE: dict[str, MemoryType] = {
 }
 """Base memory category → memory type (the category itself is kept as a label)."""
 
-MEMORY_LABEL, AGENT_LABEL, SESSION_LABEL, CATEGORY_LABEL, SPACE_LABEL = (
-    "memory:",
-    "agent:",
-    "session:",
-    "category:",
-    "space:",
-)
-RESERVED_LABEL_PREFIXES = (MEMORY_LABEL, AGENT_LABEL, SESSION_LABEL, CATEGORY_LABEL, SPACE_LABEL)
-OUR_METADATA = "spade_memory"
 EXTERNAL_REF_PREFIX = "spade-memory:"
 LINK_TYPES = ("related", "blocks", "discovered-from")
 FORGOTTEN_TITLE = "forgotten memory"

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import BeadsError, BeadsFileError, IssueNotFound
-from .issue import Issue, IssueChanges, IssueFilter, NewIssue
-from .jsonl import Line, common_prefix, id_prefix, read_lines, write_lines
-from .timestamps import nanoseconds, now_after
+from spade_memory.beads.errors import BeadsError, BeadsFileError, IssueNotFound
+from spade_memory.beads.issue import Issue, IssueChanges, IssueFilter, NewIssue
+from spade_memory.beads.jsonl import Line, common_prefix, id_prefix, read_lines, write_lines
+from spade_memory.beads.timestamps import nanoseconds, now_after
 
 
 @dataclass

@@ -1,10 +1,12 @@
 """The beads sync service: memories kept as issues of a beads tracker, travelling with git.
 
-``ops`` (its ops and replies), ``store`` (memories as issues, who reads
-what), ``mirror`` (the debounced mirror of the base memory change feed),
-``service`` (what its agent serves, and its registry entry) and ``calls``
-(the client's typed calls, ``client.beads``).
+``service`` (what its agent serves, and its registry entry), ``store`` (memories as
+issues), ``read_rules`` (who reads what), ``mirror`` (the debounced mirror of the
+base memory change feed), ``footprint`` (bytes held), ``forget`` (redaction). Its
+ops are in ``protocol.beads``; the client's calls in ``client.beads``.
 """
 
-NAME = "beads-sync"
+from spade_memory.protocol.services import BEADS_SYNC
+
+NAME = BEADS_SYNC
 """The service's name, and the default local part of its agent's JID."""

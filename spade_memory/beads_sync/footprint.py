@@ -14,8 +14,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..beads import mapping as m
-from ..beads.issue import Issue, NewIssue
+from spade_memory.beads import mapping as m
+from spade_memory.beads.issue import Issue, NewIssue
 
 
 def bytes_of(issue: Issue | NewIssue) -> int:

@@ -12,30 +12,9 @@ owner's to do.
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
-
-from ..beads import mapping as m
-from ..beads.engine import BeadsEngine
-from ..beads.issue import Issue, IssueFilter
-from ..ops import Op, SenderForgotten
-
-
-class BeadsForgotten(SenderForgotten):
-    """Result of ``forget_all_memories``: the issues redacted (a dry run: to redact)."""
-
-    issues: int
-
-
-class ForgetBeadsMemories(Op[BeadsForgotten]):
-    """Redact every beads memory of the sender - those it stored here and those mirrored
-    from its own space of the base memory - and forget the answers kept for its
-    requests: what ``spade-memory forget`` asks; ``dry_run`` only counts. Memories
-    mirrored from a shared space stay: they are the space's."""
-
-    op: Literal["forget_all_memories"] = "forget_all_memories"
-    dry_run: bool = Field(default=False, description="Count only; redact nothing")
+from spade_memory.beads import mapping as m
+from spade_memory.beads.engine import BeadsEngine
+from spade_memory.beads.issue import Issue, IssueFilter
 
 
 async def forget_all(engine: BeadsEngine, owner: str, dry_run: bool = False) -> int:

@@ -17,14 +17,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base_memory.ops import ChangesSince
-from ..beads.errors import BeadsError
-from ..beads.git import GitCommitter
-from ..errors import MemoryServiceError
-from ..lifecycle import WakesWhenKilled
-from ..storage.files import write_atomically
-from ..transport import Transport
-from .store import BeadsMemoryStore
+from spade_memory.beads.errors import BeadsError
+from spade_memory.beads.git import GitCommitter
+from spade_memory.beads_sync.store import BeadsMemoryStore
+from spade_memory.client.xmpp_transport import XmppTransport
+from spade_memory.protocol.errors import MemoryServiceError
+from spade_memory.protocol.memories import ChangesSince
+from spade_memory.storage.files import write_atomically
+from spade_memory.xmpp.lifecycle import WakesWhenKilled
 
 logger = logging.getLogger("spade_memory.beads")
 
@@ -70,7 +70,9 @@ class MirrorBaseMemory(WakesWhenKilled):
     PAGE = 500
     RETRY_AFTER = 2.0
 
-    def __init__(self, memories: BeadsMemoryStore, mirror: Mirror, transport: Transport) -> None:
+    def __init__(
+        self, memories: BeadsMemoryStore, mirror: Mirror, transport: XmppTransport
+    ) -> None:
         super().__init__()
         self.memories = memories
         self.mirror = mirror

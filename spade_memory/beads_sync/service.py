@@ -18,27 +18,32 @@ from pathlib import Path
 from pydantic import TypeAdapter
 from spade.agent import Agent
 
-from .. import base_memory
-from ..base_memory.notices import change_notice_template
-from ..base_memory.work_items import beads_pattern
-from ..beads.engine import BeadsEngine, EngineName
-from ..beads.engines import open_engine
-from ..beads.errors import BeadsError
-from ..beads.git import GitCommitter
-from ..beads.issue import IssueFilter
-from ..beads.native import NativeEngine, prefixes_of
-from ..errors import MemoryServiceError
-from ..limits import Limits
-from ..ops import AppliesOps, Outcome, Request, in_place
-from ..plugin import Behaviours, MemoryService, ServiceConfig, ServiceContext, ServicePlugin
-from ..storage.answers import RecentAnswers
-from ..storage.faults import DamagedStore
-from ..transport import Transport
-from . import NAME
-from .forget import BeadsForgotten
-from .mirror import Mirror, MirrorBaseMemory, SyncCursor
-from .ops import WRITES, BeadsSyncOp, beads_sync_ops
-from .store import BeadsMemoryStore
+from spade_memory import base_memory
+from spade_memory.base_memory.work_items import beads_pattern
+from spade_memory.beads.engine import BeadsEngine, EngineName
+from spade_memory.beads.engines import open_engine
+from spade_memory.beads.errors import BeadsError
+from spade_memory.beads.git import GitCommitter
+from spade_memory.beads.issue import IssueFilter
+from spade_memory.beads.native import NativeEngine, prefixes_of
+from spade_memory.beads_sync import NAME
+from spade_memory.beads_sync.mirror import Mirror, MirrorBaseMemory, SyncCursor
+from spade_memory.beads_sync.store import BeadsMemoryStore
+from spade_memory.client.xmpp_transport import XmppTransport
+from spade_memory.protocol.beads import WRITES, BeadsForgotten, BeadsSyncOp, beads_sync_ops
+from spade_memory.protocol.errors import MemoryServiceError
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.ops import AppliesOps, Outcome, Request, in_place
+from spade_memory.serving.plugin import (
+    Behaviours,
+    MemoryService,
+    ServiceConfig,
+    ServiceContext,
+    ServicePlugin,
+)
+from spade_memory.storage.answers import RecentAnswers
+from spade_memory.storage.faults import DamagedStore
+from spade_memory.xmpp.notices import change_notice_template
 
 CURSOR = "beads-sync-cursor.json"
 """The mirror's cursor file in the data directory."""
@@ -93,7 +98,7 @@ class BeadsSyncService(AppliesOps):
         if self.mirror is None:
             return []
         base = base_memory.NAME
-        transport = Transport(agent, {base: self.mirror.base_memory_jid}, timeout=5.0)
+        transport = XmppTransport(agent, {base: self.mirror.base_memory_jid}, timeout=5.0)
         behaviour = MirrorBaseMemory(self.memories, self.mirror, transport)
         return [(behaviour, change_notice_template())]
 

@@ -20,30 +20,16 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from ..base_memory.ops import Change, Memory
-from ..beads import mapping as m
-from ..beads.engine import BeadsEngine
-from ..beads.errors import BeadsError, BeadsFileError
-from ..beads.issue import Issue, IssueChanges, IssueFilter, NewIssue
-from ..beads.timestamps import nanoseconds, now_after
-from ..errors import (
-    BadRequest,
-    InternalServerError,
-    ItemNotFound,
-    MemoryServiceError,
-    NotAuthorized,
-)
-from ..limits import Limits
-from ..ops import PERSONAL, AppliesOps, Op, Outcome, Record, Request
-from ..quotas import check_bytes
-from ..spaces.access import Gate
-from ..spaces.directory import SpaceDirectory
-from ..storage.faults import serving_fault
-from ..xml_chars import uncarriable_value
-from . import footprint
-from .access import Reader, reader_of
-from .forget import BeadsForgotten, ForgetBeadsMemories, forget_all, redact
-from .ops import (
+from spade_memory.beads import mapping as m
+from spade_memory.beads.engine import BeadsEngine
+from spade_memory.beads.errors import BeadsError, BeadsFileError
+from spade_memory.beads.issue import Issue, IssueChanges, IssueFilter, NewIssue
+from spade_memory.beads.timestamps import nanoseconds, now_after
+from spade_memory.beads_sync import footprint
+from spade_memory.beads_sync.forget import forget_all, redact
+from spade_memory.beads_sync.read_rules import Reader, reader_of
+from spade_memory.protocol.beads import (
+    BeadsForgotten,
     BeadsMemories,
     BeadsMemory,
     BeadsMemoryStats,
@@ -52,6 +38,7 @@ from .ops import (
     BeadsStoreMemory,
     DeleteBeadsMemory,
     Done,
+    ForgetBeadsMemories,
     GetSessionContext,
     IssueSummary,
     Link,
@@ -65,6 +52,21 @@ from .ops import (
     ShareSession,
     UnshareSession,
 )
+from spade_memory.protocol.errors import (
+    BadRequest,
+    InternalServerError,
+    ItemNotFound,
+    MemoryServiceError,
+    NotAuthorized,
+)
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.memories import Change, Memory
+from spade_memory.protocol.ops import PERSONAL, AppliesOps, Op, Outcome, Record, Request
+from spade_memory.protocol.xml_chars import uncarriable_value
+from spade_memory.spaces.directory import SpaceDirectory
+from spade_memory.spaces.gate import Gate
+from spade_memory.storage.faults import serving_fault
+from spade_memory.storage.quotas import check_bytes
 
 logger = logging.getLogger("spade_memory.beads")
 MEMORY_REFS = "memory_refs"

@@ -1,12 +1,14 @@
 """The interaction memory service: conversation notes, working memory, context directory.
 
-``notes`` (note ops and replies), ``working_memory`` (the model),
-``working_ops``, ``context_ops`` and ``ops`` (the union); ``store`` (notes and,
-through ``working_store``, working memories: SQLite, one transaction per
-batch); ``context_dir`` (the human-readable files); ``service`` (what its
-agent serves, and its registry entry); ``session`` and ``calls`` (the client's
-typed calls).
+``service`` (what its agent serves, and its registry entry), ``store`` (notes and,
+through ``working_store``, working memories; ``usage`` counts their bytes;
+``pg_tables`` for PostgreSQL), ``context_dir``, ``context_index`` and
+``budgeted_files`` (the human-readable files and their search). Its ops are in
+``protocol.notes``, ``protocol.working``, ``protocol.context`` and
+``protocol.interaction``; the client's calls in ``client.conversations``.
 """
 
-NAME = "interaction-memory"
+from spade_memory.protocol.services import INTERACTION_MEMORY
+
+NAME = INTERACTION_MEMORY
 """The service's name, and the default local part of its agent's JID."""

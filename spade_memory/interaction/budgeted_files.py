@@ -16,10 +16,10 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from ..ops import Place
-from .context_dir import ContextDirectory, Pending
-from .context_index import Measure
-from .store import InteractionStore
+from spade_memory.interaction.context_dir import ContextDirectory, Pending
+from spade_memory.interaction.context_index import Measure
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.ops import Place
 
 T = TypeVar("T")
 

@@ -27,10 +27,10 @@ from typing import Any, cast
 
 import yaml
 
-from ..storage.files import write_atomically
-from ..storage.fts import match_expression
-from .context_index import ContextIndex, Measure
-from .context_ops import ContextType
+from spade_memory.interaction.context_index import ContextIndex, Measure
+from spade_memory.protocol.context import ContextType
+from spade_memory.storage.files import write_atomically
+from spade_memory.storage.fts import match_expression
 
 FOLDERS: dict[ContextType, str] = {
     "conversation": "conversations",

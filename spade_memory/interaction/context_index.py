@@ -1,12 +1,12 @@
 """The context directory's index: each folder's files in SQLite FTS5, with their sizes.
 
-A search used to read and parse every file of its folder and build an FTS5 table in
-memory for one query (0.94 s at 2,000 files). Now each folder (an owner's, a shared
-space's) has an index file holding what a search needs of each file (type, title,
-text) and what shows whether it changed since (size, modification and change times,
-inode: a file written atomically is a new inode). Before a folder is searched or
-measured it is listed, one ``stat`` per file and no read: only the files new or
-changed since are read and parsed again, and those gone are dropped. So hand edits
+A search that read and parsed every file of its folder and built an FTS5 table in memory
+for one query would cost more the more files the folder holds. So each folder (an
+owner's, a shared space's) has an index file holding what a search needs of each file
+(type, title, text) and what shows whether it changed since (size, modification and
+change times, inode: a file written atomically is a new inode). Before a folder is
+searched or measured it is listed, one ``stat`` per file and no read: only the files new
+or changed since are read and parsed again, and those gone are dropped. So hand edits
 are still found, a search reads nothing that did not change, and the folder's bytes
 (what it holds against the byte budget) are known without reading it.
 

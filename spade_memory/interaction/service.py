@@ -21,19 +21,11 @@ from typing import Any
 from pydantic import TypeAdapter
 from spade.agent import Agent
 
-from ..errors import BadRequest, InternalServerError, ItemNotFound, MemoryServiceError
-from ..limits import Limits
-from ..ops import AppliesOps, Op, Outcome, Place, Record, Request, in_place
-from ..plugin import Behaviours, MemoryService, ServiceConfig, ServiceContext, ServicePlugin
-from ..serving import MemoryAgent
-from ..spaces.access import Gate
-from ..spaces.directory import SpaceDirectory
-from ..storage.answers import RecentAnswers
-from ..storage.faults import serving_fault
-from . import NAME
-from .budgeted_files import BudgetedFiles, folder_of
-from .context_dir import ContextDirectory, ContextFile, Pending
-from .context_ops import (
+from spade_memory.interaction import NAME
+from spade_memory.interaction.budgeted_files import BudgetedFiles, folder_of
+from spade_memory.interaction.context_dir import ContextDirectory, ContextFile, Pending
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.context import (
     ContextEntries,
     ContextEntry,
     EndConversation,
@@ -43,11 +35,30 @@ from .context_ops import (
     SavePreferences,
     SearchContext,
 )
-from .forget import ForgetInteractions
-from .notes import ClearConversation, GetInformation, context_summary
-from .ops import InteractionOp, interaction_ops
-from .stats import InteractionStatsOp
-from .store import InteractionStore
+from spade_memory.protocol.conversation_stats import InteractionStatsOp
+from spade_memory.protocol.errors import (
+    BadRequest,
+    InternalServerError,
+    ItemNotFound,
+    MemoryServiceError,
+)
+from spade_memory.protocol.interaction import InteractionOp, interaction_ops
+from spade_memory.protocol.interaction_forget import ForgetInteractions
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.notes import ClearConversation, GetInformation, context_summary
+from spade_memory.protocol.ops import AppliesOps, Op, Outcome, Place, Record, Request, in_place
+from spade_memory.serving.agent import MemoryAgent
+from spade_memory.serving.plugin import (
+    Behaviours,
+    MemoryService,
+    ServiceConfig,
+    ServiceContext,
+    ServicePlugin,
+)
+from spade_memory.spaces.directory import SpaceDirectory
+from spade_memory.spaces.gate import Gate
+from spade_memory.storage.answers import RecentAnswers
+from spade_memory.storage.faults import serving_fault
 
 logger = logging.getLogger("spade_memory.interaction")
 DATABASE = "interaction-memory.db"

@@ -34,28 +34,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
-
-from ..errors import MemoryServiceError
-from ..expiry import LIVE, PURGE_EVERY_SECONDS, expiry_of
-from ..limits import Limits
-from ..ops import AppliesOps, Op, Outcome, Place, Record, Request
-from ..quotas import byte_budget
-from ..storage import requests
-from ..storage.batches import apply_all
-from ..storage.connection import (
-    Database,
-    Migration,
-    Synchronous,
-    Transacting,
-)
-from ..storage.engines import open_transactions
-from ..storage.manifest import Manifest
-from ..storage.postgres import dialect
-from ..storage.purging import purge_now_and_then
-from . import pg_schema, usage, working_store
-from .forget import ForgetInteractions, Forgotten
-from .notes import (
+from spade_memory.interaction import pg_tables as pg_schema
+from spade_memory.interaction import usage, working_store
+from spade_memory.protocol.conversation_stats import InteractionStats, InteractionStatsOp
+from spade_memory.protocol.errors import MemoryServiceError
+from spade_memory.protocol.expiry import LIVE, PURGE_EVERY_SECONDS, expiry_of
+from spade_memory.protocol.interaction_forget import ForgetInteractions, InteractionsForgotten
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.notes import (
     AddInformation,
     ClearConversation,
     Cleared,
@@ -72,7 +58,15 @@ from .notes import (
     Notes,
     context_summary,
 )
-from .stats import InteractionStats, InteractionStatsOp
+from spade_memory.protocol.ops import AppliesOps, Op, Outcome, Place, Record, Request
+from spade_memory.storage import requests
+from spade_memory.storage.batches import apply_all
+from spade_memory.storage.connection import Database, Migration, Synchronous, Transacting
+from spade_memory.storage.engines import open_transactions
+from spade_memory.storage.manifest import Manifest
+from spade_memory.storage.postgres import dialect
+from spade_memory.storage.purging import purge_now_and_then
+from spade_memory.storage.quotas import byte_budget
 
 _V1 = (
     """CREATE TABLE notes (
@@ -87,16 +81,16 @@ _V1 = (
 )
 
 
-async def _create_v1(db: aiosqlite.Connection) -> None:
+async def _create_v1(db: Database) -> None:
     for statement in _V1:
         await db.execute(statement)
 
 
-async def _create_v2(db: aiosqlite.Connection) -> None:
+async def _create_v2(db: Database) -> None:
     await db.execute(working_store.CREATE_TABLE)
 
 
-async def _add_expiry_v3(db: aiosqlite.Connection) -> None:
+async def _add_expiry_v3(db: Database) -> None:
     await db.execute("ALTER TABLE notes ADD COLUMN expires_at REAL")  # epoch; NULL: never
     await db.execute(
         "CREATE INDEX notes_by_expiry ON notes(expires_at) WHERE expires_at IS NOT NULL"
@@ -105,7 +99,7 @@ async def _add_expiry_v3(db: aiosqlite.Connection) -> None:
         await db.execute(statement)
 
 
-async def _own_request_table_v4(db: aiosqlite.Connection) -> None:
+async def _own_request_table_v4(db: Database) -> None:
     """The table of applied request ids takes the name it has on PostgreSQL, where the
     long-term store's ``applied_requests`` may sit in the same database."""
     await db.execute(f"ALTER TABLE applied_requests RENAME TO {pg_schema.REQUESTS}")
@@ -389,7 +383,7 @@ class InteractionStore(AppliesOps):
         return added, len(rows) - added
 
 
-async def _forget(db: Database, owner: str, request: Request) -> Forgotten:
+async def _forget(db: Database, owner: str, request: Request) -> InteractionsForgotten:
     """Count, and unless a dry run delete, ``owner``'s notes, personal sessions and the
     answers the ledger keeps for it (files are counted as 0: the service adds them;
     expired notes are deleted, not counted)."""
@@ -407,7 +401,7 @@ async def _forget(db: Database, owner: str, request: Request) -> Forgotten:
         await db.execute("DELETE FROM working_memories WHERE owner = ?", (owner,))
         await usage.forget(db, owner)  # the service deletes its files next
     replies = await requests.forget_owner(db, owner, pg_schema.REQUESTS, dry_run=op.dry_run)
-    return Forgotten(
+    return InteractionsForgotten(
         notes=notes, conversations=conversations, sessions=sessions, files=0, replies=replies,
         dry_run=op.dry_run,
     )  # fmt: skip

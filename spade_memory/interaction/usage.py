@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..limits import Limits
-from ..ops import Place
-from ..quotas import byte_budget, check_bytes
-from ..storage.connection import Database
-from ..storage.postgres import Dialect, dialect
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.ops import Place
+from spade_memory.storage.connection import Database
+from spade_memory.storage.postgres import Dialect, dialect
+from spade_memory.storage.quotas import byte_budget, check_bytes
 
 TABLE = "interaction_usage"
 """Its table (the long-term store's ``usage`` may share a PostgreSQL database)."""

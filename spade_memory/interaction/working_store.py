@@ -29,15 +29,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import ItemNotFound
-from ..limits import Limits
-from ..ops import Op, Record, Request
-from ..storage import requests
-from ..storage.connection import Database
-from ..storage.postgres import dialect
-from . import usage
-from .working_memory import WorkingMemory, expiring, expiry_moment
-from .working_ops import (
+from spade_memory.interaction import usage
+from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.ops import Op, Record, Request
+from spade_memory.protocol.working import (
     AddEntity,
     AddFinding,
     ClearClarification,
@@ -52,6 +48,10 @@ from .working_ops import (
     UpdateContext,
     WorkingMemoryState,
 )
+from spade_memory.protocol.working_memory import WorkingMemory, expiring, expiry_moment
+from spade_memory.storage import requests
+from spade_memory.storage.connection import Database
+from spade_memory.storage.postgres import dialect
 
 Handler = Callable[[Database, str, Request], Awaitable[Record]]
 """Applies one request of one owner inside the store's open transaction."""

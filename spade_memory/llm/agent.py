@@ -6,11 +6,11 @@ memory agents over XMPP instead of local files: the memory tools are
 registered automatically and, before each turn, the conversation's notes and
 the most relevant long-term memories are recalled into the context.
 
-It also mends spade_llm 0.3.0 traps measured here (RUNTIME.md): messages
-de-duplicated by ``id(message)`` were dropped, ``add_tool`` registered a tool
-twice, the XMPP ``port`` was ignored, and replies tagged ``message_type=llm``
-started new LLM turns (memory replies carry only the memory ontology and go to
-the client's reply router, never to the LLM behaviour).
+It also mends traps of spade_llm 0.3.0: messages de-duplicated by
+``id(message)`` were dropped, ``add_tool`` registered a tool twice, the XMPP
+``port`` was ignored, and replies tagged ``message_type=llm`` started new LLM
+turns (memory replies carry only the memory ontology and go to the client's
+reply router, never to the LLM behaviour).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from spade_llm.behaviour import LLMBehaviour
 from spade_llm.providers.base_provider import BaseLLMProvider
 from spade_llm.tools import LLMTool
 
-from ..client import MemoryClient
-from .recall import Recall, recall_text
-from .tools import MemoryConnection, memory_tools
+from spade_memory.client.memory_client import MemoryClient
+from spade_memory.llm.recall import Recall, recall_text
+from spade_memory.llm.tools import MemoryConnection, memory_tools
 
 RECALL_MARK = "spade_memory_recall"
 """Key marking the recall message in spade_llm's context (not sent to the model)."""

@@ -13,7 +13,7 @@ from spade.agent import Agent
 from spade.message import Message
 from spade.template import Template
 
-from ..lifecycle import WakesWhenKilled
+from spade_memory.xmpp.lifecycle import WakesWhenKilled
 
 
 class _Listen(WakesWhenKilled):

@@ -25,10 +25,10 @@ from typing import Any
 from spade.agent import Agent
 from spade_llm.memory.backends.base import MemoryEntry
 
-from ..base_memory.ops import CATEGORIES, Memory
-from ..client import MemoryClient
-from ..lifecycle import stop_agent
-from ..login import LoginAgent, log_in
+from spade_memory.client.login import LoginAgent, log_in
+from spade_memory.client.memory_client import MemoryClient
+from spade_memory.protocol.memories import CATEGORIES, Memory
+from spade_memory.xmpp.lifecycle import stop_agent
 
 TITLES = {
     "fact": "Facts I remember",

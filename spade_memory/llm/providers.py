@@ -21,7 +21,7 @@ from spade_llm.providers import LLMProvider
 from spade_llm.providers.base_provider import BaseLLMProvider
 from spade_llm.tools import LLMTool
 
-from .recall import RECALL_HEADER
+from spade_memory.llm.recall import RECALL_HEADER
 
 Prompt = list[dict[str, Any]]
 """The messages the model is shown, as spade_llm builds them."""

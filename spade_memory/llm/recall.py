@@ -13,8 +13,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from ..client import MemoryClient
-from ..ops import PERSONAL
+from spade_memory.client.memory_client import MemoryClient
+from spade_memory.protocol.ops import PERSONAL
 
 log = logging.getLogger("spade_memory.recall")
 

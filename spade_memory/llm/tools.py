@@ -20,17 +20,20 @@ from pydantic import ValidationError
 from spade.agent import Agent
 from spade_llm.tools import LLMTool
 
-from .. import base_memory, interaction
-from ..base_memory.ops import ListMemories, MemoryList, SearchMemories, Stored, StoreMemory
-from ..client import MemoryClient
-from ..errors import MemoryServiceError, MemoryTimeout
-from ..interaction.notes import AddInformation, Confirmation
-from ..ops import PERSONAL, Op, describe
+from spade_memory.client.memory_client import MemoryClient
+from spade_memory.protocol.errors import MemoryServiceError, MemoryTimeout
+from spade_memory.protocol.memories import (
+    ListMemories,
+    MemoryList,
+    SearchMemories,
+    Stored,
+    StoreMemory,
+)
+from spade_memory.protocol.notes import AddInformation, Confirmation
+from spade_memory.protocol.ops import PERSONAL, Op, describe
+from spade_memory.protocol.services import BASE_MEMORY, INTERACTION_MEMORY
 
 log = logging.getLogger("spade_memory.tools")
-
-BASE_MEMORY = base_memory.NAME
-INTERACTION_MEMORY = interaction.NAME
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,7 @@ class MemoryConnection:
         self.default_space = default_space
         """Where ``store_memory`` stores when the model names no space (None: personal)."""
         self.client: MemoryClient | None = None
+        self._bound_to: Agent | None = None
 
     @classmethod
     def from_flags(
@@ -243,7 +247,8 @@ class MemoryConnection:
 
     def bind(self, agent: Agent) -> MemoryClient:
         """The agent's client, created on first use (one reply router per agent)."""
-        if self.client is None or self.client.agent is not agent:
+        if self.client is None or self._bound_to is not agent:
+            self._bound_to = agent
             self.client = MemoryClient(
                 agent,
                 self.base_memory_jid,
@@ -288,7 +293,7 @@ class MemoryTool(LLMTool):  # type: ignore[misc]
         except MemoryTimeout:
             return (
                 f"{name} was not done: memory is unavailable right now ({to} did not answer "
-                f"within {client.timeout:g} s). Continue without it."
+                f"within {self.connection.timeout:g} s). Continue without it."
             )
         except MemoryServiceError as error:
             return f"{name} was not done: {error.text} ({error.condition.value})."

@@ -21,9 +21,9 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from ..storage.faults import DamagedStore
-from ..storage.manifest import Manifest
-from .lock import lock
+from spade_memory.server.lock import lock
+from spade_memory.storage.faults import DamagedStore
+from spade_memory.storage.manifest import Manifest
 
 FILE = "xmpp-server.db"
 """The account database's name in the data directory (pyjabber's SQLite file)."""

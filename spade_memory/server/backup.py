@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..storage.manifest import FILE as MANIFEST
-from ..storage.manifest import Manifest
-from ..storage.private import tighten
-from . import account_database
-from .lock import LOCK, lock
+from spade_memory.server import account_database
+from spade_memory.server.lock import LOCK, lock
+from spade_memory.storage.manifest import FILE as MANIFEST
+from spade_memory.storage.manifest import Manifest
+from spade_memory.storage.private import tighten
 
 BACKUP = "backup.json"
 _SKIP = {LOCK}

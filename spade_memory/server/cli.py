@@ -20,17 +20,24 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .. import wire
-from ..discovery import package_version
-from ..limits import Limits
-from ..registry import NAMES, SERVICES
-from ..schema import json_schemas
-from ..storage.faults import StoreFault, free_bytes
-from ..storage.postgres import is_url, shown
-from ..storage.private import private_umask
-from . import account_database, backup, imports, shell
-from .embedded import OfflineLimits
-from .runtime import EXIT_AT_ONCE, PASSWORD_ENV, STEP_SECONDS, RunConfig, run_service, use_uvloop
+from spade_memory.protocol.limits import Limits
+from spade_memory.server import account_database, backup, imports, shell
+from spade_memory.server.embedded import OfflineLimits
+from spade_memory.server.json_schema import json_schemas
+from spade_memory.server.registry import NAMES, SERVICES
+from spade_memory.server.runtime import (
+    EXIT_AT_ONCE,
+    PASSWORD_ENV,
+    STEP_SECONDS,
+    RunConfig,
+    run_service,
+    use_uvloop,
+)
+from spade_memory.storage.faults import StoreFault, free_bytes
+from spade_memory.storage.postgres import is_url, shown
+from spade_memory.storage.private import private_umask
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.discovery import package_version
 
 DATA_ENV = "SPADE_MEMORY_DATA"
 
@@ -402,10 +409,20 @@ def _reset_accounts(data_dir: Path) -> int:
     return 0
 
 
+LLM_EXTRA = "spade-memory[llm]"
+"""What to install for LLM agents with memory."""
+
+
 def _demo(data_dir: Path | None) -> int:
     # spade_llm imports litellm, which otherwise fetches a price list from the network.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    from .demo import run_demo
+    try:
+        from spade_memory.server.demo import run_demo
+    except ModuleNotFoundError as missing:
+        if not (missing.name or "").startswith("spade_llm"):
+            raise
+        print(f"spade-memory demo needs spade_llm: pip install '{LLM_EXTRA}'", file=sys.stderr)
+        return 2
 
     logging.basicConfig(level=logging.ERROR)
     console = Console()
@@ -434,7 +451,7 @@ def _import(args: argparse.Namespace) -> int:
 
 def _migrate(data_dir: Path, url: str) -> int:
     """A data directory into PostgreSQL: the rows moved per table, or one sentence."""
-    from . import migrate
+    from spade_memory.server import migrate
 
     logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
     console = Console(stderr=True)

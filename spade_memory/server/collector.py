@@ -1,16 +1,13 @@
 """The garbage collector set for a long-running service.
 
-When ``spade-memory run`` has started, its process tracks about 150,000 objects
+When ``spade-memory run`` has started, its process tracks a great many objects
 (its libraries, their schemas, the agents) that live as long as it does, and
 every op allocates dozens that die at once. CPython's defaults (a young
 collection every 700 allocations, an older one every tenth) kept walking the
-long-lived ones: a batch of a hundred stores took 89 and 93 µs a store with the
-setting below against 102 and 112 without (in the agent's process, without XMPP,
-alternating runs), and 5,865 and 5,530 stores a second over XMPP against 5,370 and
-5,027 (the wire benchmark's batches, by hand). So once started the
-service moves what it holds to the permanent generation (``gc.freeze``), which
-no collection walks, and collects the young every 10,000 allocations.
-Cycles made later are still collected.
+long-lived ones, which slowed every store, in the agent's process as over XMPP.
+So once started the service moves what it holds to the permanent generation
+(``gc.freeze``), which no collection walks, and collects the young every 10,000
+allocations. Cycles made later are still collected.
 """
 
 from __future__ import annotations

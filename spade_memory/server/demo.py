@@ -17,12 +17,12 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from ..lifecycle import start_agent, stop_agent
-from ..llm.agent import MemoryLLMAgent
-from ..llm.chat_user import ChatUser
-from ..llm.providers import Prompt, Reply, ScriptedProvider, ToolCall, provider_from_env
-from ..testing import free_port
-from .runtime import MemoryRuntime, RunConfig
+from spade_memory.llm.agent import MemoryLLMAgent
+from spade_memory.llm.chat_user import ChatUser
+from spade_memory.llm.providers import Prompt, Reply, ScriptedProvider, ToolCall, provider_from_env
+from spade_memory.server.runtime import MemoryRuntime, RunConfig
+from spade_memory.testing import free_port
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 ASSISTANT = "assistant@localhost"
 USER = "user@localhost"

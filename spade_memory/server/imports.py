@@ -11,15 +11,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..base_memory.imports import read_spade_llm_file
-from ..base_memory.ops import Stored
-from ..base_memory.service import DATABASE as BASE_DATABASE
-from ..base_memory.store import LongTermStore
-from ..errors import MemoryServiceError
-from ..interaction.service import DATABASE as NOTES_DATABASE
-from ..interaction.store import InteractionStore
-from ..ops import Request
-from .lock import lock
+from spade_memory.base_memory.service import DATABASE as BASE_DATABASE
+from spade_memory.base_memory.store.imports import read_spade_llm_file
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.interaction.service import DATABASE as NOTES_DATABASE
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.errors import MemoryServiceError
+from spade_memory.protocol.memories import Stored
+from spade_memory.protocol.ops import Request
+from spade_memory.server.lock import lock
 
 CHUNK = 500
 """Memories per transaction."""

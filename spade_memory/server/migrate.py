@@ -26,20 +26,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..base_memory import pg_schema as base_schema
-from ..base_memory import pgvector
-from ..base_memory.service import DATABASE
-from ..base_memory.store import LongTermStore
-from ..interaction import pg_schema as interaction_schema
-from ..interaction.service import DATABASE as NOTES_DATABASE
-from ..interaction.store import InteractionStore
-from ..spaces.directory import FILE as SPACES_FILE
-from ..spaces.directory import PG_MIGRATIONS as SPACES_MIGRATIONS
-from ..spaces.directory import PG_STORE as SPACES_STORE
-from ..spaces.directory import SpaceDirectory
-from ..storage.postgres import PgMigration, is_url, open_pool, shown
-from ..storage.postgres import migrate as migrate_schema
-from .lock import lock
+from spade_memory.base_memory.retrieval import pgvector
+from spade_memory.base_memory.service import DATABASE
+from spade_memory.base_memory.store import pg_tables as base_schema
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.interaction import pg_tables as interaction_schema
+from spade_memory.interaction.service import DATABASE as NOTES_DATABASE
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.server.lock import lock
+from spade_memory.spaces.directory import FILE as SPACES_FILE
+from spade_memory.spaces.directory import PG_MIGRATIONS as SPACES_MIGRATIONS
+from spade_memory.spaces.directory import PG_STORE as SPACES_STORE
+from spade_memory.spaces.directory import SpaceDirectory
+from spade_memory.storage.postgres import PgMigration, is_url, open_pool, shown
+from spade_memory.storage.postgres import migrate as migrate_schema
 
 CHUNK = 5000
 """Rows read from SQLite and sent to PostgreSQL at a time."""

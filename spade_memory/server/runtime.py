@@ -21,22 +21,22 @@ from pathlib import Path
 
 from spade.agent import Agent
 
-from ..lifecycle import WrongPassword, start_agent, stop_agent
-from ..limits import Limits
-from ..plugin import MemoryService, ServiceConfig, ServiceContext
-from ..registry import NAMES, SERVICES, service
-from ..serving import MemoryAgent, OutOfService
-from ..spaces.declared import apply_spaces, read_spaces_file
-from ..spaces.directory import FILE as SPACES_FILE
-from ..spaces.directory import SpaceDirectory
-from ..storage.connection import Synchronous
-from ..storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
-from ..storage.manifest import Manifest
-from ..storage.postgres import is_url
-from ..storage.private import tighten_and_say
-from . import account_database, collector
-from .embedded import EmbeddedXMPPServer, OfflineLimits
-from .lock import lock
+from spade_memory.protocol.limits import Limits
+from spade_memory.server import account_database, collector
+from spade_memory.server.embedded import EmbeddedXMPPServer, OfflineLimits
+from spade_memory.server.lock import lock
+from spade_memory.server.registry import NAMES, SERVICES, service
+from spade_memory.serving.agent import MemoryAgent, OutOfService
+from spade_memory.serving.plugin import MemoryService, ServiceConfig, ServiceContext
+from spade_memory.spaces.declared import apply_spaces, read_spaces_file
+from spade_memory.spaces.directory import FILE as SPACES_FILE
+from spade_memory.spaces.directory import SpaceDirectory
+from spade_memory.storage.connection import Synchronous
+from spade_memory.storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
+from spade_memory.storage.manifest import Manifest
+from spade_memory.storage.postgres import is_url
+from spade_memory.storage.private import tighten_and_say
+from spade_memory.xmpp.lifecycle import WrongPassword, start_agent, stop_agent
 
 logger = logging.getLogger("spade_memory.runtime")
 PASSWORD_ENV = "SPADE_MEMORY_PASSWORD"

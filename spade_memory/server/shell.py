@@ -23,8 +23,13 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from ..base_memory.calls import Memories
-from ..base_memory.ops import (
+from spade_memory.client.login import log_in
+from spade_memory.client.memories import FetchedMemories
+from spade_memory.client.memory_client import MemoryClient
+from spade_memory.protocol.beads import BeadsForgotten, ForgetBeadsMemories
+from spade_memory.protocol.errors import MemoryServiceError, MemoryTimeout
+from spade_memory.protocol.interaction_forget import ForgetInteractions
+from spade_memory.protocol.memories import (
     DeleteMemory,
     ForgetAllMemories,
     Memory,
@@ -32,13 +37,8 @@ from ..base_memory.ops import (
     Stored,
     StoreMemory,
 )
-from ..beads_sync.forget import BeadsForgotten, ForgetBeadsMemories
-from ..client import MemoryClient
-from ..errors import MemoryServiceError, MemoryTimeout
-from ..interaction.forget import ForgetInteractions
-from ..lifecycle import AgentStartError, WrongPassword, stop_agent
-from ..login import log_in
-from ..ops import Op, Record
+from spade_memory.protocol.ops import Op, Record
+from spade_memory.xmpp.lifecycle import AgentStartError, WrongPassword, stop_agent
 
 JID_ENV = "SPADE_MEMORY_JID"
 PASSWORD_ENV = "SPADE_MEMORY_AGENT_PASSWORD"
@@ -364,7 +364,7 @@ def _opened(name: str, mode: str) -> AbstractContextManager[IO[str]]:
         raise ShellError(f"cannot open {name}: {error.strerror or error}") from None
 
 
-def _dumped(memories: Memories) -> list[dict[str, Any]]:
+def _dumped(memories: FetchedMemories) -> list[dict[str, Any]]:
     return [memory.model_dump(mode="json") for memory in memories]
 
 
@@ -381,7 +381,7 @@ def _said(console: Console, as_json: bool, counts: dict[str, Any]) -> None:
         )
 
 
-def _table(console: Console, memories: Memories) -> None:
+def _table(console: Console, memories: FetchedMemories) -> None:
     table = Table("category", "content", "confidence", "last used", "uses")
     table.add_column("id", no_wrap=True, min_width=36)  # whole: it is what show takes
     table.columns.insert(0, table.columns.pop())

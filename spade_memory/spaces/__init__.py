@@ -5,12 +5,13 @@ reader, a writer or an admin; a member is a bare JID or a whole domain
 (``*@example.org``). Every agent also keeps its personal space, where
 nothing is shared: it is what an op acts on when it names no space. The
 directory of spaces (``directory``) is one SQLite file that every memory
-service of a deployment reads; ``access.Gate`` is the one place that decides,
-for every op of every service, which spaces a sender may use and how.
+service of a deployment reads; ``gate.Gate`` is the one place that decides,
+for every op of every service, which spaces a sender may use and how; ``declared``
+reads a spaces file. The ops are in ``protocol.spaces``, the client's calls in
+``client.spaces``. It imports ``protocol`` and ``storage``.
 """
 
-from ..ops import PERSONAL
+from spade_memory.protocol.ops import PERSONAL
+from spade_memory.protocol.space_names import EVERY
 
 __all__ = ["EVERY", "PERSONAL"]
-EVERY = "*"
-"""As a space selector of a read: every space the sender can read, its own included."""

@@ -24,9 +24,9 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import Conflict
-from .directory import SpaceDirectory
-from .names import Member, Role, SpaceName, is_domain_member
+from spade_memory.protocol.errors import Conflict
+from spade_memory.protocol.space_names import Member, Role, SpaceName, is_domain_member
+from spade_memory.spaces.directory import SpaceDirectory
 
 if sys.version_info >= (3, 11):
     import tomllib

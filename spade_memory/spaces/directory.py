@@ -21,10 +21,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import aiosqlite
-
-from ..errors import Conflict
-from ..storage.connection import (
+from spade_memory.protocol.errors import Conflict
+from spade_memory.protocol.space_names import domain_member, rank
+from spade_memory.storage.connection import (
     Database,
     Migration,
     Synchronous,
@@ -32,10 +31,9 @@ from ..storage.connection import (
     Transactions,
     open_migrated,
 )
-from ..storage.faults import store_errors
-from ..storage.manifest import Manifest
-from ..storage.postgres import is_url, open_pool, statements
-from .names import domain_member, rank
+from spade_memory.storage.faults import store_errors
+from spade_memory.storage.manifest import Manifest
+from spade_memory.storage.postgres import is_url, open_pool, statements
 
 logger = logging.getLogger("spade_memory.spaces")
 
@@ -79,7 +77,7 @@ _V1 = (
 )
 
 
-async def _create_v1(db: aiosqlite.Connection) -> None:
+async def _create_v1(db: Database) -> None:
     for statement in _V1:
         await db.execute(statement)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..ops import Record
+from spade_memory.protocol.ops import Record
 
 DEFAULT_CAPACITY = 10_000
 DEFAULT_BYTES = 16 << 20

@@ -30,10 +30,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InternalServerError, MemoryServiceError
-from ..ops import Outcome, Record, Request
-from .connection import Database, Transacting
-from .faults import free_bytes, is_damage
+from spade_memory.protocol.errors import InternalServerError, MemoryServiceError
+from spade_memory.protocol.ops import Outcome, Record, Request
+from spade_memory.storage.connection import Database, Transacting
+from spade_memory.storage.faults import free_bytes, is_damage
 
 logger = logging.getLogger("spade_memory.storage")
 

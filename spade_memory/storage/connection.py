@@ -1,4 +1,5 @@
-"""One long-lived aiosqlite connection with the settings every store wants.
+"""One long-lived SQLite connection, in a thread of its own (``sqlite_thread``), with the
+settings every store wants.
 
 WAL lets readers run beside the writer; ``busy_timeout`` waits instead of
 failing with "database is locked" when another process holds the lock;
@@ -9,19 +10,18 @@ version lives in ``PRAGMA user_version`` and advances through a list of
 migrations, each run in its own transaction.
 
 A whole batch can also run in the connection's own thread in one trip
-(``Transactions.inline``): each trip to aiosqlite's thread costs a thread
-wake-up on both sides (tens of microseconds, more on a busy machine), which
-for a short statement is most of its cost.
+(``Transactions.inline``): each trip to that thread costs a thread wake-up on
+both sides, which for a short statement is most of its cost.
 
 Opening checks the file (``PRAGMA quick_check``, bounded in time) and, with a
 ``Manifest``, that it still holds what it held; any failure closes the new
-connection (its thread would otherwise keep the process alive) and is raised
-as a named ``StoreFault``.
+connection (and ends its thread) and is raised as a named ``StoreFault``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sqlite3
 import time
@@ -30,23 +30,21 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-import aiosqlite
-
-from ..errors import MemoryServiceError
-from .checkpoints import SAFETY_NET_PAGES, WAL_LIMIT_BYTES, Checkpoints
-from .faults import DamagedStore, StoreFault, opening_fault, serving_fault
-from .manifest import Manifest
+from spade_memory.protocol.errors import MemoryServiceError
+from spade_memory.storage.checkpoints import SAFETY_NET_PAGES, WAL_LIMIT_BYTES, Checkpoints
+from spade_memory.storage.faults import DamagedStore, StoreFault, opening_fault, serving_fault
+from spade_memory.storage.manifest import Manifest
+from spade_memory.storage.sqlite_thread import ThreadedConnection
 
 logger = logging.getLogger("spade_memory.storage")
 CACHE_KIB = 32 * 1024
 """Page cache of a connection, grown as pages are read (SQLite's default is 2 MB). A
 word search at a million memories reads a page of FTS5's document sizes for each match:
-with 2 MB most were read again from the file, and a search of two words took 7.4 ms
-p50 instead of 5.4 (measured by hand, 300 queries; 64 and 256 MB gained nothing more)."""
+with the default cache most of those pages were read again from the file at every
+search, which made word searches slower; a larger cache than this gained nothing more."""
 QUICK_CHECK_SECONDS = 5.0
 """How long the check at open may take; a larger file is checked fully by ``spade-memory check``."""
 
-Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
 Synchronous = Literal["NORMAL", "FULL"]
 T = TypeVar("T")
 GROUPED = "grouped"
@@ -54,7 +52,8 @@ GROUPED = "grouped"
 
 
 class Database(Protocol):
-    """What the stores' code uses of a connection: aiosqlite's, or ``InlineConnection``."""
+    """What the stores' code uses of a connection: ``ThreadedConnection``, or
+    ``InlineConnection`` (or ``postgres.PgConnection``)."""
 
     @property
     def in_transaction(self) -> bool: ...
@@ -68,6 +67,9 @@ class Database(Protocol):
     def commit(self) -> Awaitable[None]: ...
 
     def rollback(self) -> Awaitable[None]: ...
+
+
+Migration = Callable[[Database], Awaitable[None]]
 
 
 class Transacting(Protocol):
@@ -91,7 +93,7 @@ class Transacting(Protocol):
 
 
 class InlineConnection:
-    """aiosqlite's API over the plain sqlite3 connection, for code that runs in that
+    """``Database`` over the plain sqlite3 connection, for code that runs in that
     connection's own thread (``Transactions.inline``): every call is done when it returns,
     so the coroutines using it finish without ever suspending."""
 
@@ -146,10 +148,10 @@ def run_to_completion(coroutine: Coroutine[Any, Any, T]) -> T:
 
 async def connect(
     path: str | Path, synchronous: Synchronous = "NORMAL", manifest: Manifest | None = None
-) -> aiosqlite.Connection:
+) -> ThreadedConnection:
     """Open a checked connection whose first write statement begins an IMMEDIATE transaction.
 
-    Letting sqlite3 issue the BEGIN itself saves a round trip to aiosqlite's
+    Letting sqlite3 issue the BEGIN itself saves a round trip to the connection's
     thread per write transaction (each trip is a thread wake-up). Returns the
     connection; raises ``StoreFault`` (``DamagedStore``, ``UnreachableStore``)
     naming the file and the way out.
@@ -159,7 +161,7 @@ async def connect(
         if str(path) != ":memory:":
             path.parent.mkdir(parents=True, exist_ok=True)
             _still_there(path, manifest)
-        db = await aiosqlite.connect(str(path), isolation_level="IMMEDIATE")
+        db = await ThreadedConnection.open(str(path), isolation_level="IMMEDIATE")
     except StoreFault:
         raise
     except Exception as error:
@@ -190,22 +192,28 @@ def _still_there(path: Path, manifest: Manifest | None) -> None:
         raise DamagedStore(path, f"{state}, but held {held} pages when the service last ran")
 
 
-async def _quick_check(db: aiosqlite.Connection, path: Path) -> None:
+async def _quick_check(db: ThreadedConnection, path: Path) -> None:
     """``PRAGMA quick_check``, given up (and said) after ``QUICK_CHECK_SECONDS``."""
-    deadline = time.monotonic() + QUICK_CHECK_SECONDS
-    await db.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
     try:
-        rows = await db.execute_fetchall("PRAGMA quick_check")
-    except aiosqlite.OperationalError as error:
+        rows = await db.run(_checked)
+    except sqlite3.OperationalError as error:
         if "interrupted" not in str(error):
             raise
         logger.warning("%s is too large to check at start; run spade-memory check", path)
         return
-    finally:
-        await db.set_progress_handler(None, 0)  # type: ignore[arg-type]
     problems = [str(row[0]) for row in rows if str(row[0]) != "ok"]
     if problems:
         raise DamagedStore(path, f"fails its integrity check ({problems[0]})")
+
+
+def _checked(conn: sqlite3.Connection) -> list[Any]:
+    """The rows of ``PRAGMA quick_check``, interrupted after ``QUICK_CHECK_SECONDS``."""
+    deadline = time.monotonic() + QUICK_CHECK_SECONDS
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+    try:
+        return conn.execute("PRAGMA quick_check").fetchall()
+    finally:
+        conn.set_progress_handler(None, 0)
 
 
 async def open_migrated(
@@ -214,7 +222,7 @@ async def open_migrated(
     synchronous: Synchronous = "NORMAL",
     manifest: Manifest | None = None,
     on_open: Migration | None = None,
-) -> aiosqlite.Connection:
+) -> ThreadedConnection:
     """``connect`` and ``migrate``, hold the store to what the manifest says it held, and
     run ``on_open`` (in a transaction of its own).
 
@@ -237,7 +245,7 @@ async def open_migrated(
     return db
 
 
-async def _holds_what_it_held(db: aiosqlite.Connection, path: Path, manifest: Manifest) -> None:
+async def _holds_what_it_held(db: Database, path: Path, manifest: Manifest) -> None:
     pages = await page_count(db)
     held = manifest.pages(path)
     if pages < held:
@@ -245,17 +253,16 @@ async def _holds_what_it_held(db: aiosqlite.Connection, path: Path, manifest: Ma
     manifest.record(path, pages)
 
 
-async def page_count(db: aiosqlite.Connection) -> int:
+async def page_count(db: Database) -> int:
     """How many pages the database holds (with what is still in its WAL)."""
     (row,) = await db.execute_fetchall("PRAGMA page_count")
     return int(row[0])
 
 
-async def migrate(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> int:
+async def migrate(db: Database, migrations: Sequence[Migration]) -> int:
     """Apply the migrations the database has not seen yet; return the new version."""
-    async with db.execute("PRAGMA user_version") as cursor:
-        row = await cursor.fetchone()
-    version = int(row[0]) if row else 0
+    (row,) = await db.execute_fetchall("PRAGMA user_version")
+    version = int(row[0])
     for number, migration in enumerate(migrations[version:], start=version + 1):
         await db.execute("BEGIN IMMEDIATE")
         try:
@@ -271,13 +278,13 @@ async def migrate(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> 
 class Transactions:
     """A store's connection: serialises the transactions of coroutines sharing it.
 
-    aiosqlite runs statements one at a time, but two coroutines could still
+    Its thread runs statements one at a time, but two coroutines could still
     interleave their statements inside each other's BEGIN ... COMMIT; the lock
     keeps each transaction whole.
     """
 
     def __init__(
-        self, db: aiosqlite.Connection, path: Path | None = None, manifest: Manifest | None = None
+        self, db: ThreadedConnection, path: Path | None = None, manifest: Manifest | None = None
     ) -> None:
         self.db = db
         self.path = path or Path(":memory:")
@@ -326,10 +333,8 @@ class Transactions:
         transaction and one commit for all of them, each body in a savepoint of its own
         (group commit). A body that raises is rolled back alone, unless the error is a
         named fault of the file, which rolls back and fails the whole group (none of it
-        was committed). ``body`` may await only the connection it is given. aiosqlite
-        has no public way to run a function in its thread; its own ``_execute`` is what
-        every one of its calls uses. Returns what ``body`` returns; raises what it
-        raises, or the group's fault.
+        was committed). ``body`` may await only the connection it is given. Returns what
+        ``body`` returns; raises what it raises, or the group's fault.
         """
         if self._grouping:
             joined: asyncio.Future[T] = asyncio.get_running_loop().create_future()
@@ -339,7 +344,7 @@ class Transactions:
         self._idle.clear()
         try:
             async with self._lock:
-                result: T = await self.db._execute(self._run_inline, body)  # type: ignore[no-untyped-call]
+                result = await self.db.run(functools.partial(self._run_inline, body))
             self._committed()
         finally:
             self._next_group()
@@ -365,8 +370,8 @@ class Transactions:
                 group, self._pending = self._pending, []
                 try:
                     async with self._lock:
-                        outcomes: list[Any] = await self.db._execute(  # type: ignore[no-untyped-call]
-                            self._run_group, [body for body, _ in group]
+                        outcomes = await self.db.run(
+                            functools.partial(self._run_group, [body for body, _ in group])
                         )
                     self._committed()
                 except BaseException as error:  # none of the group was committed
@@ -388,8 +393,7 @@ class Transactions:
             self._grouping = False
             self._idle.set()
 
-    def _run_inline(self, body: Body[T]) -> T:
-        conn = self.db._conn
+    def _run_inline(self, body: Body[T], conn: sqlite3.Connection) -> T:
         try:
             result = run_to_completion(body(InlineConnection(conn)))
         except BaseException:
@@ -399,10 +403,9 @@ class Transactions:
             conn.commit()
         return result
 
-    def _run_group(self, bodies: list[Body[Any]]) -> list[Any]:
+    def _run_group(self, bodies: list[Body[Any]], conn: sqlite3.Connection) -> list[Any]:
         """Each body in a savepoint of one transaction: what each returned or raised.
         Raises, the whole group rolled back, on a fault of the file or a failed commit."""
-        conn = self.db._conn
         outcomes: list[Any] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -430,7 +433,7 @@ class Transactions:
                 logger.warning("%s: rollback failed (%s)", self.path, failed)
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def write(self) -> AsyncIterator[ThreadedConnection]:
         """A write transaction: committed on success, rolled back on any error.
 
         It begins with its first INSERT, UPDATE or DELETE; reads before that

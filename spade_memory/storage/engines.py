@@ -5,9 +5,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-from .connection import Database, Migration, Synchronous, Transactions, open_migrated
-from .manifest import Manifest
-from .postgres import PgMigration, PgTransactions, is_url, open_pool
+from spade_memory.storage.connection import (
+    Database,
+    Migration,
+    Synchronous,
+    Transactions,
+    open_migrated,
+)
+from spade_memory.storage.manifest import Manifest
+from spade_memory.storage.postgres import PgMigration, PgTransactions, is_url, open_pool
 
 
 async def open_transactions(

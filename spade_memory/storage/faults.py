@@ -16,7 +16,12 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from ..errors import InternalServerError, MemoryServiceError, ResourceConstraint, ServiceUnavailable
+from spade_memory.protocol.errors import (
+    InternalServerError,
+    MemoryServiceError,
+    ResourceConstraint,
+    ServiceUnavailable,
+)
 
 SQLITE_PERM, SQLITE_READONLY, SQLITE_IOERR = 3, 8, 10
 SQLITE_CORRUPT, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_NOTADB = 11, 13, 14, 26

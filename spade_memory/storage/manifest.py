@@ -14,7 +14,7 @@ import json
 import logging
 from pathlib import Path
 
-from .files import write_atomically
+from spade_memory.storage.files import write_atomically
 
 logger = logging.getLogger("spade_memory.storage")
 

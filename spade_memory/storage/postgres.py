@@ -1,6 +1,6 @@
 """PostgreSQL as a store's engine: a pool of asyncpg connections behind the stores' API.
 
-A store written for SQLite speaks through ``Database`` (aiosqlite's calls) and
+A store written for SQLite speaks through ``Database`` (sqlite3's calls, awaited) and
 ``Transactions`` (one write transaction at a time). Here the same calls run on a
 connection taken from an asyncpg pool, so several memory agents (in several
 processes or machines) can share one database, each with its own pool:
@@ -29,8 +29,13 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import BadRequest, MemoryServiceError, ResourceConstraint, ServiceUnavailable
-from .faults import StoreFault
+from spade_memory.protocol.errors import (
+    BadRequest,
+    MemoryServiceError,
+    ResourceConstraint,
+    ServiceUnavailable,
+)
+from spade_memory.storage.faults import StoreFault
 
 if TYPE_CHECKING:
     import asyncpg
@@ -88,7 +93,7 @@ def numbered(sql: str) -> str:
 
 
 class Status:
-    """What ``execute`` returns: the rows a statement changed, as aiosqlite's cursor."""
+    """What ``execute`` returns: the rows a statement changed, as sqlite3's cursor."""
 
     __slots__ = ("rowcount",)
 
@@ -98,7 +103,7 @@ class Status:
 
 
 class PgConnection:
-    """aiosqlite's calls over one asyncpg connection, in one transaction at a time."""
+    """``Database``'s calls over one asyncpg connection, in one transaction at a time."""
 
     def __init__(self, conn: asyncpg.Connection, trace: Callable[[str], None] | None = None):
         self._conn = conn

@@ -8,8 +8,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from ..errors import MemoryServiceError
-from .faults import store_errors
+from spade_memory.protocol.errors import MemoryServiceError
+from spade_memory.storage.faults import store_errors
 
 logger = logging.getLogger("spade_memory.storage")
 

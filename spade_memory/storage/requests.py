@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..ops import Record
-from .connection import Database
-from .postgres import dialect
+from spade_memory.protocol.ops import Record
+from spade_memory.storage.connection import Database
+from spade_memory.storage.postgres import dialect
 
 R = TypeVar("R")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.failover import BASE_POOL_ENV, INTERACTION_POOL_ENV
+from spade_memory.client.failover import BASE_POOL_ENV, INTERACTION_POOL_ENV
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess, PostgresServer
 

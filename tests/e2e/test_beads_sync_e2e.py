@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.errors import ItemNotFound
-from spade_memory.lifecycle import stop_agent
+from spade_memory.protocol.errors import ItemNotFound
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from ..harness import condition_of, send_raw, start_client, unique_jid
 from .conftest import NewService

@@ -19,9 +19,9 @@ from spade_memory import (
     ResourceConstraint,
     StoreMemory,
 )
-from spade_memory.lifecycle import stop_agent
 from spade_memory.testing import MemoryServiceProcess
-from spade_memory.wire import ONTOLOGY, request_message
+from spade_memory.xmpp.lifecycle import stop_agent
+from spade_memory.xmpp.wire import ONTOLOGY, request_message
 
 from ..harness import ClientAgent, send_raw, start_client, unique_jid
 from .conftest import NewService
@@ -145,8 +145,8 @@ async def test_a_retried_request_id_does_not_store_twice(alice: ClientAgent) -> 
     request = request_message(
         memory.base_memory_jid, StoreMemory(category="fact", content="stored once"), "retry-1"
     )
-    first = await memory.round_trip(request)
-    second = await memory.round_trip(request)
+    first = await memory.transport.round_trip(request)
+    second = await memory.transport.round_trip(request)
     assert first is not None and second is not None
     assert first.body == second.body
     assert [m.content for m in await memory.search_memories("stored once")] == ["stored once"]

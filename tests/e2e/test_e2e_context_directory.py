@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from spade_memory import ItemNotFound
-from spade_memory.lifecycle import stop_agent
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from ..harness import ClientAgent, condition_of, start_client, unique_jid
 from .conftest import NewService

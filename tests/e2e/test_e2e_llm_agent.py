@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from spade_memory import ChatUser, MemoryLLMAgent, Recall, Reply, ScriptedProvider, ToolCall
-from spade_memory.lifecycle import stop_agent
 from spade_memory.llm.providers import last_tool_result, last_user_message, recalled
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from ..harness import start, unique_jid
 

@@ -6,14 +6,7 @@ import asyncio
 
 import pytest
 
-from spade_memory import (
-    Clarification,
-    EntityRef,
-    Finding,
-    Focus,
-    ItemNotFound,
-    WorkingMemory,
-)
+from spade_memory import Clarification, EntityRef, Finding, Focus, ItemNotFound, WorkingMemory
 
 from ..harness import ClientAgent, condition_of
 

@@ -16,21 +16,21 @@ from typing import Any
 import pytest
 from spade.behaviour import CyclicBehaviour
 
-from spade_memory import wire
-from spade_memory.base_memory.ops import (
+from spade_memory.base_memory.service import WORK_ONTOLOGY
+from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.memories import (
     ForgetMemories,
-    Forgotten,
+    MemoriesForgotten,
     MemoryList,
     MemoryRefs,
     SearchMemories,
     Stored,
     StoreMemory,
 )
-from spade_memory.base_memory.service import WORK_ONTOLOGY
-from spade_memory.errors import ItemNotFound
-from spade_memory.lifecycle import stop_agent
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.lifecycle import stop_agent
 
 from ..harness import start_client, unique_jid
 from .conftest import NewService
@@ -236,7 +236,9 @@ async def test_the_work_engine_hears_each_link_and_batches_carry_the_new_fields(
         assert found.memories[0].metadata == {"risk": "high"}
         assert found.memories[0].expires_at is not None
         assert isinstance(refs, MemoryList) and [m.id for m in refs.memories] == [stored.id]
-        assert isinstance(forgotten, Forgotten) and forgotten.dry_run and forgotten.count == 1
+        assert (
+            isinstance(forgotten, MemoriesForgotten) and forgotten.dry_run and forgotten.count == 1
+        )
         await eventually(lambda: len(heard.bodies) >= 1)
         assert heard.bodies == [{
             "event": "memory_linked", "work_id": "SEC-9", "memory_id": stored.id,

@@ -3,8 +3,8 @@ each answering part of every client's calls, and no SQLite store beside them."""
 
 from __future__ import annotations
 
-from spade_memory import wire
 from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp import wire
 
 from ..harness import ClientAgent, send_raw
 
@@ -22,7 +22,7 @@ async def test_each_service_answers_through_every_agent_of_the_run(
         answered = [wire.bare((await send_raw(alice.memory, to, body)).sender) for _ in range(4)]
         expected = 2 if engine == "postgresql" else 1
         assert len(set(answered)) == expected, (service, answered)
-        assert set(answered) == set(alice.memory.agents(to))
+        assert set(answered) == set(alice.memory.transport.agents(to))
     databases = {path.name for path in memory_service.data_dir.glob("*.db")}
     if engine == "postgresql":
         assert databases.isdisjoint({"base-memory.db", "interaction-memory.db"})

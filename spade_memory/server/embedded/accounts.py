@@ -32,7 +32,7 @@ from pyjabber.features.SASL.SASL import SASL
 from pyjabber.stream.negotiators.StreamNegotiator import StreamNegotiator
 from sqlalchemy import select
 
-from .names import name_refusal
+from spade_memory.server.embedded.names import name_refusal
 
 logger = logging.getLogger("spade_memory.xmpp_server")
 _REGISTER = "{jabber:iq:register}"

@@ -1,13 +1,13 @@
 """Messages kept for an account until one of its sessions is available, within bounds.
 
 pyjabber kept every message to a JID with no available session in a dict of
-lists, without bound and keyed by the full address: 1,000 messages of 100 KB
-to invented JIDs held 114 MB for ever, and a reply to a session that had gone
-waited for a resource that never comes back. Here a message is kept only for
-an account that exists, under its bare JID (RFC 6121 §8.5.3.2.1: a message to
-a resource that is not there is handled as one to the bare JID), in arrival
-order, and refused (the sender gets an error) once the account's share or the
-server's total would be exceeded.
+lists, without bound and keyed by the full address: messages to invented JIDs
+held their memory for ever, and a reply to a session that had gone waited for a
+resource that never comes back. Here a message is kept only for an account that
+exists, under its bare JID (RFC 6121 §8.5.3.2.1: a message to a resource that is
+not there is handled as one to the bare JID), in arrival order, and refused (the
+sender gets an error) once the account's share or the server's total would be
+exceeded.
 """
 
 from __future__ import annotations

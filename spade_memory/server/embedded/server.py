@@ -1,6 +1,6 @@
 """SPADE's embedded XMPP server (pyjabber), run inside our event loop.
 
-Differences from ``spade run``, each for a measured reason (see the README):
+Differences from ``spade run``, each for a reason (see ``docs/operations/identity.md``):
 the domain is ``localhost`` (``0.0.0.0`` would become the XMPP domain and
 lose every message to ``@localhost``); accounts live in a file database in
 the data directory (the in-memory one can lose its tables); certificates go
@@ -37,12 +37,12 @@ from pyjabber.queues.workers.ServerConnectionWorker import server_connection_wor
 from pyjabber.server import Server
 from pyjabber.server_parameters import Parameters
 
-from .. import account_database
-from . import accounts
-from .connections import compare_exactly
-from .offline import OfflineLimits, OfflineMessages
-from .stanzas import StampingStanzaHandler
-from .streams import ClientConnection
+from spade_memory.server import account_database
+from spade_memory.server.embedded import accounts
+from spade_memory.server.embedded.connections import compare_exactly
+from spade_memory.server.embedded.offline import OfflineLimits, OfflineMessages
+from spade_memory.server.embedded.stanzas import StampingStanzaHandler
+from spade_memory.server.embedded.streams import ClientConnection
 
 
 class EmbeddedXMPPServer:

@@ -31,9 +31,9 @@ from pyjabber.stream.handlers.StanzaHandler import StanzaHandler
 from pyjabber.stream.JID import JID as RoutedJID
 from slixmpp.jid import JID, InvalidJID
 
-from .accounts import account_exists
-from .names import speaker_refusal
-from .offline import OfflineMessages
+from spade_memory.server.embedded.accounts import account_exists
+from spade_memory.server.embedded.names import speaker_refusal
+from spade_memory.server.embedded.offline import OfflineMessages
 
 logger = logging.getLogger("spade_memory.xmpp_server")
 _CLIENT_STANZAS = frozenset("{jabber:client}" + kind for kind in ("message", "presence", "iq"))

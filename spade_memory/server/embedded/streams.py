@@ -8,8 +8,8 @@ from typing import Any
 from pyjabber.network.parsers.XMLParser import XMLParser
 from pyjabber.network.protocols.XMLProtocol import XMLProtocol
 
-from .accounts import CheckedStreamNegotiator
-from .stanzas import StampingStanzaHandler
+from spade_memory.server.embedded.accounts import CheckedStreamNegotiator
+from spade_memory.server.embedded.stanzas import StampingStanzaHandler
 
 
 class TextJoiningParser(XMLParser):  # type: ignore[misc]

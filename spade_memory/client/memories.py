@@ -1,0 +1,232 @@
+"""The client's calls to the base memory agent; they mirror spade_llm's ``AgentBaseMemory``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from spade_memory.client.calls import Calls
+from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.memories import (
+    Category,
+    DeleteMemory,
+    ForgetMemories,
+    GetMemory,
+    ListMemories,
+    MemoriesForgotten,
+    Memory,
+    MemoryHistory,
+    MemoryHistoryOp,
+    MemoryRefs,
+    MemoryStats,
+    MemoryStatsOp,
+    Reasoning,
+    RecentMemories,
+    SearchMemories,
+    Stored,
+    StoreMemory,
+    UpdateMemory,
+)
+from spade_memory.protocol.services import BASE_MEMORY as NAME
+
+
+class FetchedMemories(list[Memory]):
+    """A list of memories that says whether it is a degraded (empty) answer."""
+
+    def __init__(
+        self,
+        memories: list[Memory] | None = None,
+        *,
+        degraded: bool = False,
+        next_offset: int | None = None,
+        reasoning: Reasoning | None = None,
+    ) -> None:
+        super().__init__(memories or [])
+        self.degraded = degraded
+        """True when memory did not answer and the client is in degraded mode."""
+        self.next_offset = next_offset
+        """The ``offset`` of the next page of a list, when there may be one."""
+        self.reasoning = reasoning
+        """For a search: how the answer was made (strategy, candidates, mode)."""
+
+
+class BaseMemoryCalls(Calls):
+    """Long-term memories of the sender, at the base memory agent.
+
+    Every call raises the reply's typed error (``MemoryServiceError``) or
+    ``MemoryTimeout``; a degraded client returns None or an empty, degraded
+    ``FetchedMemories`` instead of raising a timeout.
+    """
+
+    @property
+    def base_memory_jid(self) -> str:
+        """The base memory agent's JID."""
+        return self.jids[NAME]
+
+    async def _memories(
+        self, op: SearchMemories | ListMemories | RecentMemories | MemoryRefs
+    ) -> FetchedMemories:
+        result = await self.request(self.base_memory_jid, op)
+        if result is None:
+            return FetchedMemories(degraded=True)
+        return FetchedMemories(
+            result.memories, next_offset=result.next_offset, reasoning=result.reasoning
+        )
+
+    async def store_memory(
+        self,
+        category: Category | None,
+        content: str,
+        context: str | None = None,
+        confidence: float = 1.0,
+        *,
+        space: str | None = None,
+        **described: Any,
+    ) -> str | None:
+        """Store a memory in the sender's personal space, or in a shared ``space`` where it
+        is a writer (the same content in the same category is reinforced, not added
+        twice); ``category`` None has the agent classify it. ``described`` takes any of
+        ``tags``, ``metadata``, ``source``, ``ttl_seconds``, ``expires_at``.
+
+        Returns its id; raises ``ResourceConstraint`` over a quota, ``BadRequest`` for a
+        bad field."""
+        result = await self.store(category, content, context, confidence, space=space, **described)
+        return None if result is None else result.id
+
+    async def store(
+        self,
+        category: Category | None,
+        content: str,
+        context: str | None = None,
+        confidence: float = 1.0,
+        *,
+        space: str | None = None,
+        **described: Any,
+    ) -> Stored | None:
+        """As ``store_memory``; returns the whole reply: the id, the category (and
+        whether it was classified, how surely), the work items linked."""
+        op = StoreMemory(
+            category=category, content=content, context=context, confidence=confidence,
+            space=space, **described,
+        )  # fmt: skip
+        return await self.request(self.base_memory_jid, op)
+
+    async def search_memories(
+        self,
+        query: str,
+        limit: int = 10,
+        category: Category | None = None,
+        mode: str = "semantic",
+        *,
+        space: str | list[str] | None = None,
+        **filters: Any,
+    ) -> FetchedMemories:
+        """Memories ranked by relevance to ``query``, best first (see ``SearchMemories.mode``);
+        each has its ``score``, and the answer its ``reasoning``.
+
+        ``space``: a space's name, several (``personal`` is the sender's own), or ``*``
+        for every space it reads; each memory says its ``space`` and ``author``.
+        ``filters``: any of ``tags_any``, ``tags_all``, ``metadata_equals``,
+        ``created_after``, ``created_before``, ``accessed_after``, ``accessed_before``.
+        """
+        op = SearchMemories(
+            query=query, limit=limit, category=category, mode=mode, space=space, **filters
+        )
+        return await self._memories(op)
+
+    async def get_memories_by_category(
+        self,
+        category: Category,
+        limit: int = 50,
+        *,
+        offset: int = 0,
+        space: str | list[str] | None = None,
+        **filters: Any,
+    ) -> FetchedMemories:
+        """Memories of one category, most recently used first (``space`` and ``filters``
+        as in search), ``offset`` skipped: the answer's ``next_offset`` is the next page's."""
+        return await self._memories(
+            ListMemories(category=category, limit=limit, offset=offset, space=space, **filters)
+        )
+
+    async def get_recent_memories(
+        self,
+        limit: int = 10,
+        *,
+        offset: int = 0,
+        space: str | list[str] | None = None,
+        **filters: Any,
+    ) -> FetchedMemories:
+        """Memories of any category, most recently used first (``space`` and ``filters`` as
+        in search), ``offset`` skipped: the answer's ``next_offset`` is the next page's."""
+        return await self._memories(
+            RecentMemories(limit=limit, offset=offset, space=space, **filters)
+        )
+
+    async def memory_history(
+        self, memory_id: str, *, space: str | None = None
+    ) -> MemoryHistory | None:
+        """Every version kept of a memory, oldest first, with who made each and when; for
+        a deleted one, who deleted it and when. Raises ``ItemNotFound``."""
+        return await self.request(self.base_memory_jid, MemoryHistoryOp(id=memory_id, space=space))
+
+    async def memory_refs(
+        self, work_id: str, limit: int = 50, *, space: str | list[str] | None = None
+    ) -> FetchedMemories:
+        """The memories linked to the work item ``work_id`` through their source, newest
+        first (``space`` as in search)."""
+        return await self._memories(MemoryRefs(work_id=work_id, limit=limit, space=space))
+
+    async def forget_memories(
+        self,
+        *,
+        dry_run: bool = True,
+        category: Category | None = None,
+        older_than: datetime | None = None,
+        not_accessed_since: datetime | None = None,
+        space: str | None = None,
+        **filters: Any,
+    ) -> MemoriesForgotten | None:
+        """Count (``dry_run``, the default) or delete the memories of one space matching
+        every filter given: ``category``, stored before ``older_than``, last used before
+        ``not_accessed_since``, and ``filters`` as in search. Only memories the sender may
+        delete are counted. Returns the count and ids; raises ``BadRequest`` without any
+        filter."""
+        op = ForgetMemories(
+            dry_run=dry_run, category=category, created_before=older_than,
+            accessed_before=not_accessed_since, space=space, **filters,
+        )  # fmt: skip
+        return await self.request(self.base_memory_jid, op)
+
+    async def get_memory(self, memory_id: str, *, space: str | None = None) -> Memory | None:
+        """One memory; raises ``ItemNotFound`` if the space (personal by default) has none
+        with this id."""
+        return await self.request(self.base_memory_jid, GetMemory(id=memory_id, space=space))
+
+    async def update_memory(
+        self, memory_id: str, *, space: str | None = None, **changes: Any
+    ) -> Memory | None:
+        """Change any of ``content``, ``category``, ``context``, ``confidence``, ``tags``,
+        ``metadata``, ``source``, ``ttl_seconds``, ``expires_at`` of a memory the sender
+        stored (or anyone's, in a space it administers); the version replaced is kept.
+
+        Returns the memory as updated; raises ``ItemNotFound``, ``NotAuthorized`` (another
+        member's memory) or ``BadRequest``.
+        """
+        op = UpdateMemory(id=memory_id, space=space, **changes)
+        return await self.request(self.base_memory_jid, op)
+
+    async def delete_memory(self, memory_id: str, *, space: str | None = None) -> bool:
+        """True if deleted; False if there was no such memory (or degraded). Raises
+        ``NotAuthorized`` for another member's memory where the sender is no admin."""
+        try:
+            op = DeleteMemory(id=memory_id, space=space)
+            result = await self.request(self.base_memory_jid, op)
+        except ItemNotFound:
+            return False
+        return result is not None
+
+    async def get_memory_stats(self, *, space: str | None = None) -> MemoryStats | None:
+        """Counts by category, average confidence, oldest and newest, the ranking used, and
+        the usage against the quota (the sender's own, or a shared ``space``'s)."""
+        return await self.request(self.base_memory_jid, MemoryStatsOp(space=space))

@@ -1,0 +1,95 @@
+"""MemoryClient: typed async calls to the memory services.
+
+Each service's calls are composed around one transport (``transport.Transport``): the
+base memory agent's and the interaction memory agent's as methods (they mirror
+spade_llm's memory classes), the spaces' (``spaces``), the beads sync agent's as
+``client.beads``. Over XMPP (``XmppTransport``, the default), which agent serves a
+service is ``<service name>@<the agent's domain>`` unless a JID is given; a service
+served by several agents on one shared store is given as a list of their JIDs, or by
+the deployment in ``SPADE_MEMORY_BASE_POOL`` and ``SPADE_MEMORY_INTERACTION_POOL``
+(see ``failover``). ``MemoryClient(transport=InProcessTransport(...))`` calls services
+of this process instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from spade.agent import Agent
+
+from spade_memory.client.beads import BeadsClient
+from spade_memory.client.conversations import InteractionCalls
+from spade_memory.client.failover import BASE_POOL_ENV, INTERACTION_POOL_ENV, pool_from_environment
+from spade_memory.client.memories import BaseMemoryCalls
+from spade_memory.client.spaces import SpaceCalls
+from spade_memory.client.transport import Transport
+from spade_memory.client.xmpp_transport import XmppTransport
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.services import BASE_MEMORY, BEADS_SYNC, INTERACTION_MEMORY, default_jids
+
+
+class MemoryClient(BaseMemoryCalls, InteractionCalls, SpaceCalls):
+    """Talks to the memory agents on behalf of ``agent``: the base memory agent's calls,
+    the interaction memory agent's, the spaces' (``client.space(name)`` acts in one),
+    and the beads sync agent's as ``client.beads``.
+
+    ``base_memory_jid`` (and ``interaction_memory_jid``): the agent's JID, or the JIDs
+    of several agents serving one shared store, which share the requests and stand in
+    for one another (default: the JIDs in ``SPADE_MEMORY_BASE_POOL``, and
+    ``SPADE_MEMORY_INTERACTION_POOL``, else the registry's); ``timeout``: seconds to
+    wait for each reply; ``attempts``: sends of one request (same request id) before
+    ``MemoryTimeout``; ``degraded``: return empty answers
+    instead of raising ``MemoryTimeout``; ``max_in_flight``: calls sent at once
+    (more wait here instead of being refused by the memory agent). Those are the XMPP
+    transport's; ``transport`` replaces it (``InProcessTransport``: services of this
+    process), and ``agent`` is then not needed.
+    """
+
+    def __init__(
+        self,
+        agent: Agent | None = None,
+        base_memory_jid: str | Sequence[str] | None = None,
+        *,
+        interaction_memory_jid: str | Sequence[str] | None = None,
+        beads_sync_jid: str | None = None,
+        timeout: float = 5.0,
+        attempts: int = 2,
+        max_in_flight: int = Limits.max_in_flight,
+        degraded: bool = False,
+        transport: Transport | None = None,
+    ) -> None:
+        if transport is None:
+            if agent is None:
+                raise TypeError("MemoryClient needs an agent (to speak XMPP) or a transport")
+            transport = XmppTransport(
+                agent,
+                _jids(agent, base_memory_jid, interaction_memory_jid, beads_sync_jid),
+                timeout=timeout,
+                attempts=attempts,
+                max_in_flight=max_in_flight,
+                degraded=degraded,
+            )
+        super().__init__(transport)
+        self.beads = BeadsClient(transport, transport.jids.get(BEADS_SYNC, BEADS_SYNC))
+        """The beads sync agent's calls (memories kept as beads issues)."""
+
+
+def _jids(
+    agent: Agent,
+    base_memory_jid: str | Sequence[str] | None,
+    interaction_memory_jid: str | Sequence[str] | None,
+    beads_sync_jid: str | None,
+) -> dict[str, str | Sequence[str]]:
+    """Each service's JID (or pool): the one given, the deployment's, or the default."""
+    if base_memory_jid is None:
+        base_memory_jid = pool_from_environment(BASE_POOL_ENV)
+    if interaction_memory_jid is None:
+        interaction_memory_jid = pool_from_environment(INTERACTION_POOL_ENV)
+    given: dict[str, str | Sequence[str] | None] = {
+        BASE_MEMORY: base_memory_jid,
+        INTERACTION_MEMORY: interaction_memory_jid,
+        BEADS_SYNC: beads_sync_jid,
+    }
+    jids: dict[str, str | Sequence[str]] = dict(default_jids(agent.jid.domain))
+    jids.update({name: jid for name, jid in given.items() if jid is not None})
+    return jids

@@ -1,0 +1,197 @@
+"""The client's space calls: manage spaces, and ``client.space(name)``, a handle that acts
+in one space (its memories, its working-memory sessions, its knowledge, its changes)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from spade_memory.client.calls import Calls
+from spade_memory.client.changes import ChangeRouter, SpaceChanges, follow
+from spade_memory.client.xmpp_transport import XmppTransport
+from spade_memory.protocol.memories import Change, ChangeList, ChangesSince
+from spade_memory.protocol.services import BASE_MEMORY
+from spade_memory.protocol.space_names import Role
+from spade_memory.protocol.spaces import (
+    CreateSpace,
+    DeleteSpace,
+    Grant,
+    LeaveSpace,
+    ListSpaces,
+    Revoke,
+    SpaceDetails,
+    SpaceInfo,
+    SpaceSummary,
+    Subscribe,
+    Unsubscribe,
+)
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.notices import EVENTS_ONTOLOGY
+
+if TYPE_CHECKING:
+    from spade_memory.client.memories import FetchedMemories
+    from spade_memory.client.memory_client import MemoryClient
+    from spade_memory.client.session import SessionMemory
+    from spade_memory.protocol.context import ContextEntry
+    from spade_memory.protocol.memories import Category, Memory, MemoryStats
+
+
+class SpaceCalls(Calls):
+    """Spaces at the base memory agent: create, grant, revoke, leave, list, describe,
+    delete, and follow their changes.
+
+    Every call raises the reply's typed error (``MemoryServiceError``): ``ItemNotFound``
+    for a space the sender is not a member of, ``NotAuthorized`` when its role does not
+    allow the call, ``Conflict`` for a name someone else took; or ``MemoryTimeout``.
+    """
+
+    _change_router: ChangeRouter | None = None
+
+    @property
+    def _base(self) -> str:
+        return self.jids[BASE_MEMORY]
+
+    async def create_space(self, name: str, description: str | None = None) -> SpaceDetails | None:
+        """A new space owned by the sender (its own space of that name if it has one)."""
+        return await self.request(self._base, CreateSpace(name=name, description=description))
+
+    async def grant(self, space: str, member: str, role: Role) -> SpaceDetails | None:
+        """Give ``member`` (bare JID or ``*@domain``) ``reader``, ``writer`` or ``admin``."""
+        return await self.request(self._base, Grant(space=space, member=member, role=role))
+
+    async def revoke(self, space: str, member: str) -> SpaceDetails | None:
+        """Take ``member``'s role away; it is refused on its next request."""
+        return await self.request(self._base, Revoke(space=space, member=member))
+
+    async def leave_space(self, space: str) -> bool:
+        """Give up the sender's membership; True when done."""
+        return await self.request(self._base, LeaveSpace(space=space)) is not None
+
+    async def list_spaces(self) -> list[SpaceSummary]:
+        """The spaces the sender belongs to, with its role in each."""
+        result = await self.request(self._base, ListSpaces())
+        return [] if result is None else list(result.spaces)
+
+    async def space_info(self, space: str) -> SpaceDetails | None:
+        """Members, counts and quota of a space the sender belongs to."""
+        return await self.request(self._base, SpaceInfo(space=space))
+
+    async def delete_space(self, space: str) -> bool:
+        """Delete a space the sender owns, and every memory in it; True when done."""
+        return await self.request(self._base, DeleteSpace(space=space)) is not None
+
+    async def subscribe(self, space: str) -> int:
+        """Be sent the space's change notices; returns the cursor they follow (see
+        ``changes`` for a stream that handles them)."""
+        result = await self.request(self._base, Subscribe(space=space))
+        return 0 if result is None else int(result.cursor)
+
+    async def unsubscribe(self, space: str) -> bool:
+        """Stop the space's change notices."""
+        return await self.request(self._base, Unsubscribe(space=space)) is not None
+
+    async def changes_since(self, space: str, after: int = 0, limit: int = 500) -> ChangeList:
+        """The space's committed changes after the cursor ``after``, oldest first."""
+        result = await self.request(self._base, ChangesSince(space=space, after=after, limit=limit))
+        return ChangeList() if result is None else result
+
+    def changes(self, space: str, after: int | None = None) -> SpaceChanges:
+        """An async iterator of the space's changes as they are committed (from the cursor
+        ``after`` when given, catching up first); ``aclose`` it to unsubscribe."""
+        if self._change_router is None:
+            transport = self.transport
+            if not isinstance(transport, XmppTransport):
+                raise TypeError("change notices come over XMPP: this client has no agent")
+            agents = transport.agents(self.jids[BASE_MEMORY])
+            self._change_router = ChangeRouter([wire.bare(jid) for jid in agents])
+            transport.agent.add_behaviour(
+                self._change_router, wire.notice_template(EVENTS_ONTOLOGY)
+            )
+        return SpaceChanges(self, self._change_router, space, after)
+
+    def on_change(
+        self,
+        space: str,
+        callback: Callable[[Change], Awaitable[None] | None],
+        after: int | None = None,
+    ) -> asyncio.Task[None]:
+        """Call ``callback`` with each change of the space; cancel the task to stop."""
+        return asyncio.create_task(follow(self.changes(space, after), callback))
+
+    def space(self, name: str) -> SpaceMemory:
+        """A handle that acts in the space ``name``."""
+        return SpaceMemory(self, name)  # type: ignore[arg-type]
+
+
+class SpaceMemory:
+    """The calls of ``MemoryClient``, in one space: ``client.space("team").store_memory(...)``.
+
+    Each raises what the client's call raises.
+    """
+
+    def __init__(self, client: MemoryClient, name: str) -> None:
+        self.client = client
+        self.name = name
+
+    async def store_memory(
+        self, category: Category, content: str, context: str | None = None,
+        confidence: float = 1.0,
+    ) -> str | None:  # fmt: skip
+        """Store a memory in the space (writers and admins)."""
+        return await self.client.store_memory(
+            category, content, context, confidence, space=self.name
+        )
+
+    async def search_memories(
+        self, query: str, limit: int = 10, category: Category | None = None,
+        mode: str = "semantic",
+    ) -> FetchedMemories:  # fmt: skip
+        """The space's memories ranked by relevance to ``query``."""
+        return await self.client.search_memories(query, limit, category, mode, space=self.name)
+
+    async def get_memories_by_category(
+        self, category: Category, limit: int = 50
+    ) -> FetchedMemories:
+        return await self.client.get_memories_by_category(category, limit, space=self.name)
+
+    async def get_recent_memories(self, limit: int = 10) -> FetchedMemories:
+        return await self.client.get_recent_memories(limit, space=self.name)
+
+    async def get_memory(self, memory_id: str) -> Memory | None:
+        return await self.client.get_memory(memory_id, space=self.name)
+
+    async def update_memory(self, memory_id: str, **changes: Any) -> Memory | None:
+        return await self.client.update_memory(memory_id, space=self.name, **changes)
+
+    async def delete_memory(self, memory_id: str) -> bool:
+        return await self.client.delete_memory(memory_id, space=self.name)
+
+    async def get_memory_stats(self) -> MemoryStats | None:
+        return await self.client.get_memory_stats(space=self.name)
+
+    async def info(self) -> SpaceDetails | None:
+        return await self.client.space_info(self.name)
+
+    async def grant(self, member: str, role: Role) -> SpaceDetails | None:
+        return await self.client.grant(self.name, member, role)
+
+    async def revoke(self, member: str) -> SpaceDetails | None:
+        return await self.client.revoke(self.name, member)
+
+    def changes(self, after: int | None = None) -> SpaceChanges:
+        return self.client.changes(self.name, after)
+
+    def session(self, session_id: str) -> SessionMemory:
+        """A working-memory session kept in the space, shared by its members."""
+        return self.client.session(session_id, space=self.name)
+
+    async def save_knowledge(
+        self, name: str, content: str, tags: Sequence[str] = ()
+    ) -> ContextEntry | None:
+        """Write (or replace) a knowledge file of the space."""
+        return await self.client.save_knowledge(name, content, tags, space=self.name)
+
+    async def search_context(self, query: str, limit: int = 5) -> list[ContextEntry]:
+        """The space's best-matching knowledge files."""
+        return await self.client.search_context(query, "knowledge", limit, space=self.name)

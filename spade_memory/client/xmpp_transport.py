@@ -1,0 +1,269 @@
+"""The XMPP transport: requests to memory agents and their replies, over the wire.
+
+Each request goes out with a fresh request id in ``thread`` and waits on a
+future keyed by that id; one reply-router behaviour resolves the futures, so
+many calls can be in flight from one agent and late duplicate replies are
+dropped. A request that gets no reply in time is sent once more with the
+same request id (the agent applies a repeated write once), then raises
+``MemoryTimeout``; a transport built with ``degraded=True`` returns None
+instead, so a memory outage never blocks an agent. The result type of a
+request is the op's own (``Op[Stored]`` answers ``Stored``).
+
+A service served by several agents (a pool of JIDs on one shared store, see
+``failover``) gets each request at the next agent in turn; one that does not reply in
+time hands the same request id to the next agent.
+
+Back-pressure is absorbed here: a ``Busy`` refusal (too many requests in
+flight) is waited out with jitter and the request sent again under the same
+id, within the call's time budget; and a request that timed out keeps its
+in-flight slot until its late reply comes (or ``LATE_REPLY_GRACE`` passes),
+so this side's limit never lets more through than the agent's limit takes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+from spade.agent import Agent
+from spade.message import Message
+
+from spade_memory.client.failover import AgentPool
+from spade_memory.protocol.batch import Batch
+from spade_memory.protocol.errors import (
+    Busy,
+    InternalServerError,
+    MemoryServiceError,
+    MemoryTimeout,
+    error_for,
+)
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.ops import Op, Record, describe
+from spade_memory.xmpp import wire, xml_escape
+from spade_memory.xmpp.lifecycle import WakesWhenKilled
+from spade_memory.xmpp.reconnect import keep_connected
+
+R = TypeVar("R", bound=Record)
+LATE_REPLY_GRACE = 60.0
+"""Seconds a timed-out request still counts as in flight, waiting for its late reply."""
+
+
+@dataclass
+class _Pending:
+    request: Message
+    repliers: tuple[str, ...]
+    """Bare JIDs the reply may come from (the agent asked, or its pool)."""
+    answer: asyncio.Future[Message]
+
+
+class ReplyRouter(WakesWhenKilled):
+    """Hands each memory reply to the call waiting for its request id.
+
+    A reply is taken only from the agent the request went to (or its pool); late
+    duplicates and replies nobody waits for are dropped.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: dict[str, _Pending] = {}
+
+    async def on_start(self) -> None:
+        keep_connected(self.agent, self, self.resend_pending)
+
+    async def resend_pending(self) -> None:
+        """After a reconnection, send every unanswered request again (same request id):
+        what was sent while the connection was down is lost."""
+        for waiting in list(self.pending.values()):
+            if not waiting.answer.done():
+                await self.send(_from_this_connection(self.agent, waiting.request))
+
+    async def run(self) -> None:
+        reply = await self.receive(timeout=1.0)
+        if reply is None or reply.thread is None:
+            return
+        waiting = self.pending.get(reply.thread)
+        if waiting is None or waiting.answer.done():
+            return
+        if wire.bare(reply.sender) in waiting.repliers:
+            waiting.answer.set_result(reply)
+
+
+def _from_this_connection(agent: Agent, request: Message) -> Message:
+    """``request`` sent from the agent's current full JID, so the reply comes back to
+    this connection: SPADE would send from the bare JID, and SPADE's embedded server
+    then routes the reply to a previous, closed connection of the same agent.
+    A ``sender`` naming another JID is left as it is (tests forge it on purpose)."""
+    ours = request.empty_sender() or wire.bare(request.sender) == wire.bare(agent.jid)
+    if ours and agent.client is not None:
+        request.sender = str(agent.client.boundjid.full)
+    return request
+
+
+class XmppTransport:
+    """Sends ops to memory agents on behalf of ``agent`` and awaits their replies
+    (the ``transport.Transport`` that a ``MemoryClient`` uses unless given another)."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        jids: Mapping[str, str | Sequence[str]],
+        *,
+        timeout: float = 5.0,
+        attempts: int = 2,
+        max_in_flight: int = Limits.max_in_flight,
+        degraded: bool = False,
+    ) -> None:
+        xml_escape.install()
+        self.agent = agent
+        self.jids: dict[str, str] = {}
+        """Each memory service's agent (the first of its pool), by service name."""
+        self.pools: dict[str, AgentPool] = {}
+        """The pool of agents serving as one, by the bare JID of each of its agents (a
+        request sent again after a ``Busy`` goes on in the pool from any of them)."""
+        for name, given in jids.items():
+            pool = AgentPool([given] if isinstance(given, str) else list(given))
+            self.jids[name] = pool.jids[0]
+            if len(pool.jids) > 1:
+                self.pools.update((wire.bare(jid), pool) for jid in pool.jids)
+        self.timeout = timeout
+        self.attempts = attempts
+        """Times a request is sent (same request id) before it times out."""
+        self.degraded = degraded
+        self._in_flight = asyncio.Semaphore(max_in_flight)
+        """Calls beyond the memory agents' per-sender limit wait here instead of being refused."""
+        self._router = ReplyRouter()
+        self._late: set[asyncio.Task[None]] = set()
+        agent.add_behaviour(self._router, wire.reply_template())
+
+    def agents(self, to: str) -> tuple[str, ...]:
+        """Every agent serving as ``to`` does: its pool, or ``to`` alone."""
+        pool = self.pools.get(wire.bare(to))
+        return (to,) if pool is None else pool.jids
+
+    async def request(self, to: str, op: Op[R]) -> R | None:
+        """Send ``op`` to the memory agent ``to`` (to its pool's next agent in turn, when
+        ``to`` heads a pool).
+
+        Returns the op's result, or None from a degraded transport that got no
+        reply; raises the reply's typed error (``MemoryServiceError``), or
+        ``MemoryTimeout`` when no reply came.
+        """
+        message = wire.request_message(to, op, uuid.uuid4().hex)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout * self.attempts
+        try:  # waiting for a slot is part of the call's time budget
+            await asyncio.wait_for(self._in_flight.acquire(), deadline - loop.time())
+        except asyncio.TimeoutError:
+            if self.degraded:
+                return None
+            raise MemoryTimeout(f"{to}: no request slot free within the call's time") from None
+        timed_out = False
+        try:
+            while True:
+                reply = await self.round_trip(message, hold=self._in_flight)
+                if reply is None:
+                    timed_out = True  # the wait for its late reply now holds the slot
+                    break
+                try:
+                    return self._result(to, op, reply)
+                except Busy as busy:
+                    pause = busy.retry_after * random.uniform(0.5, 1.5)
+                    if loop.time() + pause > deadline:
+                        raise
+                    await asyncio.sleep(pause)  # then the same request id again
+        finally:
+            if not timed_out:
+                self._in_flight.release()
+        if self.degraded:
+            return None
+        raise MemoryTimeout(
+            f"no reply from {to} within {self.timeout}s (sent {self.attempts} times)"
+        )
+
+    @staticmethod
+    def _result(to: str, op: Op[R], reply: Message) -> R:
+        try:
+            if reply.get_metadata("performative") == "inform":
+                result: R = type(op).result.model_validate_json(reply.body)  # type: ignore[assignment]
+                return result
+            failure = wire.Failure.model_validate_json(reply.body)
+        except ValidationError as error:
+            raise InternalServerError(f"malformed reply from {to}: {describe(error)}") from None
+        raise error_for(failure.condition, failure.text, failure.retry_after)
+
+    async def round_trip(
+        self, request: Message, hold: asyncio.Semaphore | None = None
+    ) -> Message | None:
+        """Send a prepared request (its ``thread`` is the request id) and await the reply.
+
+        Sent at most ``attempts`` times (to a pool: at least once to each of its agents,
+        the next in turn first), with the same request id, and once more after each
+        reconnection. Returns the reply, or None if none came; then ``hold`` (an
+        in-flight slot the caller holds) is released only when the late reply comes or
+        ``LATE_REPLY_GRACE`` passes.
+        """
+        request_id = str(request.thread)
+        answer: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        pool = self.pools.get(wire.bare(request.to))
+        targets = [str(request.to)] if pool is None else pool.order()
+        repliers = tuple(wire.bare(target) for target in targets)
+        self._router.pending[request_id] = _Pending(request, repliers, answer)
+        for attempt in range(max(self.attempts, len(targets))):
+            target = targets[attempt % len(targets)]
+            request.to = target
+            await self._router.send(_from_this_connection(self.agent, request))
+            try:
+                reply = await asyncio.wait_for(asyncio.shield(answer), self.timeout)
+            except asyncio.TimeoutError:
+                if pool is not None:
+                    pool.silent(target)
+                continue
+            if pool is not None:
+                pool.answered(wire.bare(reply.sender))
+            self._router.pending.pop(request_id, None)
+            return reply
+        late = asyncio.create_task(self._late_reply(request_id, answer, hold))
+        self._late.add(late)
+        late.add_done_callback(self._late.discard)
+        return None
+
+    async def _late_reply(
+        self, request_id: str, answer: asyncio.Future[Message], hold: asyncio.Semaphore | None
+    ) -> None:
+        """Wait for the reply to a request that timed out, holding its slot meanwhile."""
+        deadline = asyncio.get_running_loop().time() + LATE_REPLY_GRACE
+        try:
+            while not answer.done() and not self._router.is_killed():
+                left = deadline - asyncio.get_running_loop().time()
+                if left <= 0:
+                    break
+                await asyncio.wait({answer}, timeout=min(left, 0.5))
+        finally:
+            self._router.pending.pop(request_id, None)
+            if hold is not None:
+                hold.release()
+
+    async def batch(self, to: str, ops: Sequence[Op[Any]]) -> list[Record | MemoryServiceError]:
+        """Send ``ops`` to the memory agent ``to`` in one message: fewer messages, far
+        more ops per second (and one transaction in the agent's store).
+
+        Returns each op's result or typed error, in order (``MemoryTimeout`` for
+        each from a degraded transport that got no reply); raises
+        ``MemoryServiceError`` when the batch as a whole is refused.
+        """
+        batch = Batch(ops=[op.model_dump(mode="json", exclude_none=True) for op in ops])
+        reply = await self.request(to, batch)
+        if reply is None:
+            return [MemoryTimeout(f"no reply from {to} (degraded)") for _ in ops]
+        outcomes: list[Record | MemoryServiceError] = []
+        for op, item in zip(ops, reply.results, strict=True):
+            if item.ok:
+                outcomes.append(type(op).result.model_validate(item.result))
+            else:
+                outcomes.append(error_for(item.condition or "", item.text or ""))
+        return outcomes

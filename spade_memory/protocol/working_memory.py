@@ -1,0 +1,218 @@
+"""Working memory of one session: focus, entities, findings, context, a clarification.
+
+A plain domain model: the methods change it in place, ``serialize`` gives a
+JSON-ready dict and ``deserialize`` takes it back without loss. The
+interaction memory agent keeps one per (owner, session).
+
+An entity or a finding may expire (its ``expires_at``, kept in the serialized
+form so it survives a restart): from that moment it is left out of every read,
+merge and serialization, and the store drops it at its next purge or change.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal, TypeVar
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from spade_memory.protocol.expiry import as_moment, expiry_of
+
+FocusType = Literal["file", "function", "class", "module", "concept"]
+Severity = Literal["info", "warning", "error", "critical"]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Focus(_Part):
+    """What the session is looking at now."""
+
+    type: FocusType
+    id: str = Field(min_length=1)
+    name: str
+    context: str | None = None
+    set_at: datetime = Field(default_factory=_now)
+
+
+class EntityRef(_Part):
+    """Something the session referred to (a file, a person, a ticket, ...)."""
+
+    type: str = Field(min_length=1)
+    id: str = Field(min_length=1)
+    name: str
+    context: str | None = None
+    timestamp: datetime = Field(default_factory=_now)
+    expires_at: AwareDatetime | None = None
+    """When it stops being visible (None: never)."""
+
+
+class Finding(_Part):
+    """Something the session found out."""
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=1)
+    type: str = Field(min_length=1)
+    title: str
+    description: str = ""
+    location: str | None = None
+    severity: Severity = "info"
+    evidence: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=_now)
+    expires_at: AwareDatetime | None = None
+    """When it stops being visible (None: never)."""
+
+
+Item = TypeVar("Item", EntityRef, Finding)
+
+
+def expiry_moment(ttl_seconds: float | None, expires_at: datetime | None) -> datetime | None:
+    """When an item given ``ttl_seconds`` or ``expires_at`` expires (the sooner; None when
+    neither is given). A sooner ``expires_at`` is kept as given: its UTC equivalent may
+    lie outside the years a ``datetime`` holds."""
+    epoch = expiry_of(ttl_seconds, expires_at)
+    if expires_at is not None and epoch == expires_at.timestamp():
+        return expires_at
+    return as_moment(epoch)
+
+
+def expiring(item: Item, at: datetime | None) -> Item:
+    """``item``, expiring at ``at`` unless its own ``expires_at`` is sooner."""
+    if at is None or (item.expires_at is not None and item.expires_at <= at):
+        return item
+    return item.model_copy(update={"expires_at": at})
+
+
+def _live(item: EntityRef | Finding, now: float) -> bool:
+    return item.expires_at is None or item.expires_at.timestamp() > now
+
+
+class Clarification(_Part):
+    """A question waiting for an answer; it stops being pending after its timeout."""
+
+    question: str = Field(min_length=1)
+    options: list[str] = Field(default_factory=list)
+    context: str | None = None
+    timeout_seconds: float | None = Field(default=None, gt=0)
+    created_at: datetime = Field(default_factory=_now)
+
+    def is_pending(self, now: datetime | None = None) -> bool:
+        """True until ``timeout_seconds`` after ``created_at`` (always, without a timeout)."""
+        if self.timeout_seconds is None:
+            return True
+        deadline = self.created_at + timedelta(seconds=self.timeout_seconds)
+        return (now or _now()) < deadline
+
+
+class WorkingMemory(_Part):
+    """Working memory of one session."""
+
+    session_id: str = Field(min_length=1)
+    user_id: str
+    current_focus: Focus | None = None
+    focus_history: list[Focus] = Field(default_factory=list)
+    entities: list[EntityRef] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    context: dict[str, Any] = Field(default_factory=dict)
+    clarification: Clarification | None = None
+    created_at: datetime = Field(default_factory=_now)
+
+    def set_focus(self, focus: Focus) -> None:
+        """Focus on something new; the previous focus goes to the history."""
+        if self.current_focus is not None:
+            self.focus_history.append(self.current_focus)
+        self.current_focus = focus
+
+    def clear_focus(self) -> None:
+        """No focus; the previous one goes to the history."""
+        if self.current_focus is not None:
+            self.focus_history.append(self.current_focus)
+        self.current_focus = None
+
+    def add_entity(self, entity: EntityRef) -> None:
+        """Note something the session referred to."""
+        self.entities.append(entity)
+
+    def recent_entities(self, count: int) -> list[EntityRef]:
+        """The ``count`` most recently referred entities not expired, newest first."""
+        live = self.live().entities
+        return sorted(live, key=lambda e: e.timestamp, reverse=True)[:count]
+
+    def add_finding(self, finding: Finding) -> None:
+        """Note something the session found out."""
+        self.findings.append(finding)
+
+    def pending_clarification(self, now: datetime | None = None) -> Clarification | None:
+        """The clarification, unless there is none or its timeout has passed."""
+        if self.clarification is not None and self.clarification.is_pending(now):
+            return self.clarification
+        return None
+
+    def drop_expired(self, now: float | None = None) -> int:
+        """Forget the entities and findings expired at ``now`` (epoch seconds, default:
+        the present); how many went."""
+        moment = time.time() if now is None else now
+        before = len(self.entities) + len(self.findings)
+        self.entities = [entity for entity in self.entities if _live(entity, moment)]
+        self.findings = [finding for finding in self.findings if _live(finding, moment)]
+        return before - len(self.entities) - len(self.findings)
+
+    def live(self, now: float | None = None) -> WorkingMemory:
+        """A copy (sharing its parts) without the entities and findings expired at ``now``."""
+        copy = self.model_copy()
+        copy.drop_expired(now)
+        return copy
+
+    def next_expiry(self) -> float | None:
+        """When its next entity or finding expires (epoch seconds; None: none will)."""
+        items: list[EntityRef | Finding] = [*self.entities, *self.findings]
+        moments = [item.expires_at.timestamp() for item in items if item.expires_at is not None]
+        return min(moments, default=None)
+
+    def merged(self, update: WorkingMemory) -> WorkingMemory:
+        """This memory with ``update`` applied on top.
+
+        The update's focus wins (ours then goes to the history); histories,
+        entities and findings are combined (a finding with the same id is the
+        update's); context is merged with the update's keys winning; the
+        update's clarification replaces ours if it has one. Expired entities
+        and findings are left out.
+        """
+        history = [*self.focus_history, *update.focus_history]
+        focus = self.current_focus
+        if update.current_focus is not None:
+            if focus is not None and focus != update.current_focus:
+                history.append(focus)
+            focus = update.current_focus
+        findings = {finding.id: finding for finding in [*self.findings, *update.findings]}
+        entities = [*self.entities, *(e for e in update.entities if e not in self.entities)]
+        merged = self.model_copy(
+            update={
+                "current_focus": focus,
+                "focus_history": history,
+                "entities": entities,
+                "findings": list(findings.values()),
+                "context": {**self.context, **update.context},
+                "clarification": update.clarification or self.clarification,
+            },
+            deep=True,
+        )
+        merged.drop_expired()
+        return merged
+
+    def serialize(self) -> dict[str, Any]:
+        """A JSON-ready dict of what has not expired (each item with its ``expires_at``);
+        ``deserialize`` gives back an equal memory."""
+        return self.live().model_dump(mode="json")
+
+    @classmethod
+    def deserialize(cls, data: dict[str, Any]) -> WorkingMemory:
+        """The memory ``serialize`` gave; raises pydantic's ``ValidationError`` if malformed."""
+        return cls.model_validate(data, strict=False)

@@ -1,0 +1,116 @@
+"""Start and stop SPADE agents without the hangs and zombies SPADE 4 allows.
+
+- ``Agent.start()`` waits forever when no server answers, and SPADE's
+  embedded server (pyjabber 0.4) sometimes drops a login halfway through
+  STARTTLS (seen on first logins to a fresh server), so a start attempt is
+  bounded, a stuck one is aborted, and it is tried again.
+- SPADE enables XMPP keepalive pings without the handler that stops them on
+  disconnect, so a stopped agent's next ping fails and slixmpp reconnects
+  it: ``stop_agent`` turns the pings off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from spade.agent import Agent, AuthenticationFailure, DisconnectedException
+from spade.behaviour import CyclicBehaviour
+
+
+class AgentStartError(RuntimeError):
+    """An agent could not connect and authenticate in time."""
+
+
+class WrongPassword(AgentStartError):
+    """The XMPP server refused an agent's password."""
+
+
+async def start_agent(
+    agent: Agent,
+    *,
+    attempt_timeout: float = 5.0,
+    attempts: int = 3,
+    auto_register: bool = True,
+) -> None:
+    """Start ``agent``, each attempt bounded by ``attempt_timeout`` seconds.
+
+    Raises ``AgentStartError`` (naming the server tried) after ``attempts`` attempts,
+    at once ``WrongPassword`` when the server refuses the password.
+    """
+    for _ in range(attempts):
+        try:
+            await asyncio.wait_for(agent.start(auto_register=auto_register), attempt_timeout)
+            return
+        except AuthenticationFailure:
+            await _abort(agent)
+            raise WrongPassword(
+                f"the XMPP server at {agent.jid.host}:{agent.xmpp_port} refused the password"
+                f" of {agent.jid.bare}"
+            ) from None
+        except (asyncio.TimeoutError, DisconnectedException):
+            await _abort(agent)
+    raise AgentStartError(
+        f"{agent.jid} could not connect to an XMPP server at {agent.jid.host}:{agent.xmpp_port}"
+        f" ({attempts} attempts of {attempt_timeout:.0f}s)"
+    )
+
+
+async def stop_agent(agent: Agent, behaviours_timeout: float = 2.0) -> None:
+    """Stop ``agent`` for good (no keepalive ping left to reconnect it), and let its
+    behaviours end (within ``behaviours_timeout``): SPADE's loop ignores a cancellation
+    that comes before it sees the kill, so a behaviour left running can outlive the
+    event loop."""
+    behaviours = list(agent.behaviours)
+    if agent.is_alive():
+        await agent.stop()
+    _stop_pings(agent)
+    await _end_output_task(agent)
+    deadline = asyncio.get_running_loop().time() + behaviours_timeout
+    while any(behaviour.is_running for behaviour in behaviours):
+        if asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.01)
+
+
+class WakesWhenKilled(CyclicBehaviour):  # type: ignore[misc]
+    """A behaviour that ends as soon as it is killed, not when its ``receive`` times out."""
+
+    def kill(self, exit_code: object | None = None) -> None:
+        """Kill it, and wake a ``receive`` waiting for a message (it gets None)."""
+        super().kill(exit_code)
+        self.queue.put_nowait(None)
+
+
+async def _abort(agent: Agent) -> None:
+    """Close a stuck connection and let its events pass before the next attempt.
+
+    SPADE's handlers look up ``agent.client`` when an event fires, so a late
+    "disconnected" from this client would otherwise fail the next attempt.
+    """
+    client = agent.client
+    if client is None:
+        return
+    _stop_pings(agent)
+    closed = client.disconnected
+    client.abort()
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.shield(closed), 2.0)
+    await _end_output_task(agent)
+    await asyncio.sleep(0)
+
+
+async def _end_output_task(agent: Agent) -> None:
+    """Wait for slixmpp's outgoing-stanza task to end: it is cancelled on disconnect
+    but not awaited, and was reported "destroyed but pending" when collected."""
+    task = getattr(agent.client, "_run_out_filters", None)
+    if task is None or task.done():
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
+        await asyncio.wait_for(task, 1.0)
+
+
+def _stop_pings(agent: Agent) -> None:
+    if agent.client is not None:
+        agent.client["xep_0199"].disable_keepalive()

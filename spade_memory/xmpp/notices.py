@@ -1,0 +1,25 @@
+"""The base memory agent's "memory changed" notices to its mirror.
+
+A notice carries nothing: it tells the mirror (the beads sync agent) that
+writes were committed, and the mirror fetches them with ``changes_since``.
+"""
+
+from __future__ import annotations
+
+from spade.message import Message
+from spade.template import Template
+
+from spade_memory.xmpp import wire
+
+EVENTS_ONTOLOGY = "spade-memory-events"
+"""Ontology of the base memory agent's change notices."""
+
+
+def change_notice(to: str) -> Message:
+    """Tells the mirror at ``to`` that changes were committed."""
+    return wire.notice(to, EVENTS_ONTOLOGY)
+
+
+def change_notice_template() -> Template:
+    """Matches change notices (what the mirror listens for)."""
+    return wire.notice_template(EVENTS_ONTOLOGY)

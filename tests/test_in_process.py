@@ -1,0 +1,78 @@
+"""The client's second transport: the same calls handed to services of this process,
+with no XMPP (real services on real SQLite files)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from spade_memory import BadRequest, ItemNotFound, MemoryClient, StoreMemory
+from spade_memory.base_memory.service import BaseMemoryService
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.client.in_process import InProcessTransport
+from spade_memory.interaction.context_dir import ContextDirectory
+from spade_memory.interaction.service import InteractionMemoryService
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.services import BASE_MEMORY, INTERACTION_MEMORY
+
+ALICE, BOB = "alice@example.org", "bob@example.org"
+
+
+@pytest.fixture
+async def services(tmp_path: Path) -> AsyncIterator[dict[str, object]]:
+    memories = await LongTermStore.open(tmp_path / "base-memory.db")
+    notes = await InteractionStore.open(tmp_path / "interaction-memory.db")
+    try:
+        yield {
+            BASE_MEMORY: BaseMemoryService(memories),
+            INTERACTION_MEMORY: InteractionMemoryService(notes, ContextDirectory(tmp_path / "ctx")),
+        }
+    finally:
+        await notes.close()
+        await memories.close()
+
+
+def client_of(owner: str, services: dict[str, object]) -> MemoryClient:
+    return MemoryClient(transport=InProcessTransport(services, owner))  # type: ignore[arg-type]
+
+
+async def test_the_calls_work_without_xmpp(services: dict[str, object]) -> None:
+    alice = client_of(ALICE, services)
+    stored = await alice.store_memory("preference", "Alice likes green tea in the morning")
+    assert stored is not None
+    found = await alice.search_memories("green tea")
+    assert [m.id for m in found] == [stored]
+    assert (await alice.get_memory_stats()).total_memories == 1  # type: ignore[union-attr]
+    await alice.add_information("talk-1", "asked about tea")
+    assert await alice.get_information("talk-1") == ["asked about tea"]
+
+
+async def test_the_owner_is_the_transports_identity(services: dict[str, object]) -> None:
+    alice, bob = client_of(ALICE, services), client_of(BOB, services)
+    stored = await alice.store_memory("fact", "the vault code is 1234")
+    assert stored is not None
+    assert list(await bob.search_memories("vault code")) == []
+    assert await bob.delete_memory(stored) is False  # not found: it is not bob's
+    with pytest.raises(ItemNotFound):
+        await bob.get_memory(stored)
+    assert await alice.get_memory(stored) is not None
+
+
+async def test_batches_and_refusals_come_back_typed(services: dict[str, object]) -> None:
+    alice = client_of(ALICE, services)
+    outcomes = await alice.batch(
+        alice.jids[BASE_MEMORY],
+        [StoreMemory(category="fact", content="one"), StoreMemory(category="fact", content="two")],
+    )
+    assert [type(o).__name__ for o in outcomes] == ["Stored", "Stored"]
+    with pytest.raises(BadRequest, match="spaces are not served"):
+        await alice.grant("team", BOB, "reader")  # this service was given no directory
+    with pytest.raises(ItemNotFound):
+        await alice.beads.memory_stats()  # no beads sync service in this process
+
+
+async def test_change_notices_need_xmpp(services: dict[str, object]) -> None:
+    with pytest.raises(TypeError, match="XMPP"):
+        client_of(ALICE, services).changes("team")
