@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any
 from spade_memory.client.beads import BeadsClient
 from spade_memory.client.changes import SpaceChanges
 from spade_memory.client.memories import FetchedMemories
-from spade_memory.client.memory_client import MemoryClient
+from spade_memory.client.memory_client import MemoryClient, SpaceMemory
 from spade_memory.client.mixin import MemoryMixin
 from spade_memory.client.session import SessionMemory
-from spade_memory.client.spaces import SpaceMemory
 from spade_memory.protocol.beads import SessionShared, ShareSession, UnshareSession
 from spade_memory.protocol.conversation_stats import InteractionStats, InteractionStatsOp
 from spade_memory.protocol.errors import (

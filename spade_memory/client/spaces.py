@@ -4,8 +4,8 @@ in one space (its memories, its working-memory sessions, its knowledge, its chan
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from spade_memory.client.calls import Calls
 from spade_memory.client.changes import ChangeRouter, SpaceChanges, follow
@@ -30,11 +30,7 @@ from spade_memory.xmpp import wire
 from spade_memory.xmpp.notices import EVENTS_ONTOLOGY
 
 if TYPE_CHECKING:
-    from spade_memory.client.memories import FetchedMemories
-    from spade_memory.client.memory_client import MemoryClient
-    from spade_memory.client.session import SessionMemory
-    from spade_memory.protocol.context import ContextEntry
-    from spade_memory.protocol.memories import Category, Memory, MemoryStats
+    pass
 
 
 class SpaceCalls(Calls):
@@ -118,80 +114,3 @@ class SpaceCalls(Calls):
     ) -> asyncio.Task[None]:
         """Call ``callback`` with each change of the space; cancel the task to stop."""
         return asyncio.create_task(follow(self.changes(space, after), callback))
-
-    def space(self, name: str) -> SpaceMemory:
-        """A handle that acts in the space ``name``."""
-        return SpaceMemory(self, name)  # type: ignore[arg-type]
-
-
-class SpaceMemory:
-    """The calls of ``MemoryClient``, in one space: ``client.space("team").store_memory(...)``.
-
-    Each raises what the client's call raises.
-    """
-
-    def __init__(self, client: MemoryClient, name: str) -> None:
-        self.client = client
-        self.name = name
-
-    async def store_memory(
-        self, category: Category, content: str, context: str | None = None,
-        confidence: float = 1.0,
-    ) -> str | None:  # fmt: skip
-        """Store a memory in the space (writers and admins)."""
-        return await self.client.store_memory(
-            category, content, context, confidence, space=self.name
-        )
-
-    async def search_memories(
-        self, query: str, limit: int = 10, category: Category | None = None,
-        mode: str = "semantic",
-    ) -> FetchedMemories:  # fmt: skip
-        """The space's memories ranked by relevance to ``query``."""
-        return await self.client.search_memories(query, limit, category, mode, space=self.name)
-
-    async def get_memories_by_category(
-        self, category: Category, limit: int = 50
-    ) -> FetchedMemories:
-        return await self.client.get_memories_by_category(category, limit, space=self.name)
-
-    async def get_recent_memories(self, limit: int = 10) -> FetchedMemories:
-        return await self.client.get_recent_memories(limit, space=self.name)
-
-    async def get_memory(self, memory_id: str) -> Memory | None:
-        return await self.client.get_memory(memory_id, space=self.name)
-
-    async def update_memory(self, memory_id: str, **changes: Any) -> Memory | None:
-        return await self.client.update_memory(memory_id, space=self.name, **changes)
-
-    async def delete_memory(self, memory_id: str) -> bool:
-        return await self.client.delete_memory(memory_id, space=self.name)
-
-    async def get_memory_stats(self) -> MemoryStats | None:
-        return await self.client.get_memory_stats(space=self.name)
-
-    async def info(self) -> SpaceDetails | None:
-        return await self.client.space_info(self.name)
-
-    async def grant(self, member: str, role: Role) -> SpaceDetails | None:
-        return await self.client.grant(self.name, member, role)
-
-    async def revoke(self, member: str) -> SpaceDetails | None:
-        return await self.client.revoke(self.name, member)
-
-    def changes(self, after: int | None = None) -> SpaceChanges:
-        return self.client.changes(self.name, after)
-
-    def session(self, session_id: str) -> SessionMemory:
-        """A working-memory session kept in the space, shared by its members."""
-        return self.client.session(session_id, space=self.name)
-
-    async def save_knowledge(
-        self, name: str, content: str, tags: Sequence[str] = ()
-    ) -> ContextEntry | None:
-        """Write (or replace) a knowledge file of the space."""
-        return await self.client.save_knowledge(name, content, tags, space=self.name)
-
-    async def search_context(self, query: str, limit: int = 5) -> list[ContextEntry]:
-        """The space's best-matching knowledge files."""
-        return await self.client.search_context(query, "knowledge", limit, space=self.name)

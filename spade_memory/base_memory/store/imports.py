@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from spade_memory.base_memory.store.tables import from_spade_llm
+from spade_memory.base_memory.store.spade_llm_rows import from_spade_llm
 from spade_memory.protocol.memories import Stored
 from spade_memory.protocol.ops import MemoryId, Op
 

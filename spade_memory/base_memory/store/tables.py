@@ -10,10 +10,10 @@ table is left untouched so spade_llm can still open the file.
 
 from __future__ import annotations
 
-from datetime import datetime
 from hashlib import blake2b
 
 from spade_memory.base_memory.store import history, journal, sizes, words
+from spade_memory.base_memory.store.spade_llm_rows import from_spade_llm
 from spade_memory.storage import requests
 from spade_memory.storage.connection import Database, Migration
 
@@ -89,32 +89,6 @@ async def import_spade_llm_rows(db: Database) -> int:
         [from_spade_llm(tuple(row)) for row in rows],
     )
     return len(rows)
-
-
-def from_spade_llm(row: tuple[object, ...]) -> tuple[object, ...]:
-    memory_id, agent_id, category, content, context, confidence, created, accessed, count = row
-    created_at = _epoch(created)
-    return (
-        str(memory_id),
-        str(agent_id),
-        str(category),
-        str(content),
-        None if context is None else str(context),
-        1.0 if confidence is None else float(str(confidence)),
-        created_at,
-        _epoch(accessed, default=created_at),
-        int(str(count or 0)),
-    )
-
-
-def _epoch(value: object, default: float = 0.0) -> float:
-    """spade_llm writes naive local-time ISO strings; read them as local time."""
-    if value is None:
-        return default
-    try:
-        return datetime.fromisoformat(str(value)).timestamp()
-    except ValueError:
-        return default
 
 
 _V2 = (
