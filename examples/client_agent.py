@@ -14,8 +14,7 @@ import os
 
 from spade.agent import Agent
 
-from spade_memory import MemoryMixin
-from spade_memory.xmpp.lifecycle import start_agent, stop_agent
+from spade_memory import MemoryMixin, start_agent, stop_agent
 
 
 class Assistant(MemoryMixin, Agent):  # type: ignore[misc]

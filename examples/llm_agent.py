@@ -20,9 +20,16 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price list download
 
-from spade_memory import ChatUser, MemoryLLMAgent, Reply, ScriptedProvider, ToolCall
+from spade_memory import (
+    ChatUser,
+    MemoryLLMAgent,
+    Reply,
+    ScriptedProvider,
+    ToolCall,
+    start_agent,
+    stop_agent,
+)
 from spade_memory.llm.providers import last_tool_result, provider_from_env
-from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 SCRIPT = [
     # first conversation: the model decides the fact is worth keeping

@@ -18,8 +18,7 @@ import uuid
 
 from spade.agent import Agent
 
-from spade_memory import Change, MemoryMixin
-from spade_memory.xmpp.lifecycle import start_agent, stop_agent
+from spade_memory import Change, MemoryMixin, start_agent, stop_agent
 
 
 class TeamAgent(MemoryMixin, Agent):  # type: ignore[misc]

@@ -96,6 +96,7 @@ from spade_memory.protocol.working_memory import (
     WorkingMemory,
 )
 from spade_memory.xmpp.discovery import protocol_feature
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 from spade_memory.xmpp.wire import ONTOLOGY
 
 if TYPE_CHECKING:
@@ -236,4 +237,6 @@ __all__ = [
     "memory_tools",
     "protocol_feature",
     "provider_from_env",
+    "start_agent",
+    "stop_agent",
 ]
