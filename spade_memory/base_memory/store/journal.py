@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 from spade_memory.protocol.errors import ResourceConstraint
 from spade_memory.protocol.limits import Limits
@@ -136,11 +136,22 @@ async def forget_old_events(db: Database) -> None:
     )
 
 
+class Entry(NamedTuple):
+    """One change of a shared space's journal."""
+
+    seq: int
+    kind: ChangeKind
+    memory_id: str
+    author: str
+    actor: str
+    """The member who made the change."""
+
+
 async def journal(
     db: Database, space: str, after: int, limit: int
-) -> tuple[list[tuple[int, ChangeKind, str, str, str]], int, bool]:
-    """The space's changes after ``after``, oldest first: (seq, kind, memory id, author,
-    actor) each, the newest seq of the space, and whether nothing was forgotten since."""
+) -> tuple[list[Entry], int, bool]:
+    """The space's changes after ``after``, oldest first, the newest seq of the space,
+    and whether nothing was forgotten since."""
     rows = await db.execute_fetchall(
         "SELECT seq, kind, memory_id, author, actor FROM space_changes"
         " WHERE space = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -150,9 +161,12 @@ async def journal(
         "SELECT max(seq) FROM space_changes WHERE space = ?", (space,)
     )
     horizon = await db.execute_fetchall("SELECT seq FROM space_horizons WHERE space = ?", (space,))
-    forgotten = max((int(row[0]) for row in horizon), default=0)
-    last = max([forgotten, *(int(row[0]) for row in newest if row[0] is not None)])
-    found = [(int(s), cast(ChangeKind, str(k)), str(m), str(a), str(b)) for s, k, m, a, b in rows]
+    forgotten = max((int(seq) for (seq,) in horizon), default=0)
+    last = max([forgotten, *(int(seq) for (seq,) in newest if seq is not None)])
+    found = [
+        Entry(int(seq), cast(ChangeKind, str(kind)), str(memory_id), str(author), str(actor))
+        for seq, kind, memory_id, author, actor in rows
+    ]
     return found, last, after >= forgotten
 
 

@@ -330,9 +330,9 @@ class LongTermStore(AppliesOps):
                 (time.time(),),
             )  # fmt: skip
             for row in rows:
-                key, author = str(row.values[10]), str(row.values[1])
+                key, author = str(row.space), str(row.owner)
                 place = Place(key, name=PERSONAL if key == author else key)
-                request = Request(DeleteMemory(id=str(row.values[0])))
+                request = Request(DeleteMemory(id=str(row.id)))
                 await self._remove(db, request, work, row, place, reason="expired")
         for seq, space in work.current.gone.items():
             self.ranking.removed(space, [seq])
@@ -565,39 +565,35 @@ class LongTermStore(AppliesOps):
             if self.dialect == "postgresql"
             else "SELECT seq FROM sqlite_sequence WHERE name = 'changes'"
         )
-        changes = [
-            Change(
-                seq=row[0],
-                kind=row[1],
-                memory_id=row[2],
-                owner=row[3],
-                space=row[4],
-                author=row[5],
-                reason=row[6],
-                memory=None if row[7] is None else Row(tuple(row[7:])).memory(),
-            )
-            for row in rows
-        ]
-        last_seq = int(next(iter(newest))[0] or 0) if newest else 0
+        changes = []
+        for seq, kind, memory_id, owner, space, author, reason, *columns in rows:
+            now = Row._make(columns)  # all None: the memory is gone
+            memory = None if now.id is None else now.memory()
+            change = Change(
+                seq=seq, kind=kind, memory_id=memory_id, owner=owner, space=space,
+                author=author, reason=reason, memory=memory,
+            )  # fmt: skip
+            changes.append(change)
+        last_seq = int(next((seq for (seq,) in newest), None) or 0)
         return ChangeList(changes=changes, last_seq=last_seq)
 
     async def _journal(self, db: Database, place: Place, after: int, limit: int) -> ChangeList:
         """A shared space's changes after ``after``, with each memory as it is now."""
         entries, last, complete = await journal.journal(db, place.key, after, limit)
-        ids = [memory_id for _, _, memory_id, _, _ in entries]
+        ids = [entry.memory_id for entry in entries]
         rows = await select(db, f"WHERE m.id IN ({', '.join('?' * len(ids))})", ids) if ids else []
-        now = {row.values[0]: row.memory({place.key: place.name}) for row in rows}
+        now = {row.id: row.memory({place.key: place.name}) for row in rows}
         changes = [
             Change(
-                seq=seq,
-                kind=kind,
-                memory_id=memory_id,
-                owner=actor,
+                seq=entry.seq,
+                kind=entry.kind,
+                memory_id=entry.memory_id,
+                owner=entry.actor,
                 space=place.name,
-                author=author,
-                memory=None if kind == "deleted" else now.get(memory_id),
+                author=entry.author,
+                memory=None if entry.kind == "deleted" else now.get(entry.memory_id),
             )
-            for seq, kind, memory_id, author, actor in entries
+            for entry in entries
         ]
         return ChangeList(changes=changes, last_seq=last, complete=complete)
 
@@ -645,18 +641,21 @@ class LongTermStore(AppliesOps):
         (place,) = request.places_of(owner)
         category, chosen = store_runs.category_of(op)
         now, text = time.time(), folded(op.content)
-        same = [
-            (str(memory_id), str(author))
-            for memory_id, author, content in await db.execute_fetchall(
-                "SELECT id, owner, content FROM memories"
-                " WHERE space = ? AND category = ? AND content_key = ? AND owner = ?",
-                (place.key, category, text_key(text), owner),
-            )
-            if folded(content) == text
-        ][:1]
-        memory_id = same[0][0] if same else store_runs.new_id()
+        same = next(
+            (
+                store_runs.Same(str(memory_id), str(author))
+                for memory_id, author, content in await db.execute_fetchall(
+                    "SELECT id, owner, content FROM memories"
+                    " WHERE space = ? AND category = ? AND content_key = ? AND owner = ?",
+                    (place.key, category, text_key(text), owner),
+                )
+                if folded(content) == text
+            ),
+            None,
+        )
+        memory_id = store_runs.new_id() if same is None else same.id
         work_ids = self.work_items.ids_in(op.source)
-        stored = store_runs.answer(memory_id, bool(same), category, chosen, work_ids)
+        stored = store_runs.answer(memory_id, same is not None, category, chosen, work_ids)
         # the result is known before any change: claim the request id with it
         if (ledger := work.ledger) is not None:
             if answered := await ledger.earlier(db, owner, request.id, work.store_ids):
@@ -666,10 +665,9 @@ class LongTermStore(AppliesOps):
             earlier = await self._requests.earlier(db, owner, request.id, RECORDED.validate_json)
             assert earlier is not None  # the claim just collided with it
             return earlier
-        if same:
+        if same is not None:
             await db.execute(store_runs.REINFORCE, (op.confidence, op.confidence, now, memory_id))
-            author = same[0][1]
-            await self._changed(db, request, work, "updated", memory_id, author, place)
+            await self._changed(db, request, work, "updated", memory_id, same.author, place)
             return stored
         size = sizes.new_memory_bytes(op)
         held = journal.usage_of if work.ledger is None else work.ledger.held
@@ -694,7 +692,7 @@ class LongTermStore(AppliesOps):
         op, owner = request.op, work.owner
         assert isinstance(op, StoreMemory | ImportMemory)
         created, accessed, count = times
-        described: tuple[object, ...] = (None, None, None, None, None)
+        described = store_runs.Described()
         work_ids: list[str] = []
         if isinstance(op, StoreMemory):
             work_ids = self.work_items.ids_in(op.source)
@@ -845,7 +843,7 @@ class LongTermStore(AppliesOps):
         if not op.dry_run:
             for row in rows:
                 await self._remove(db, request, work, row, place, reason="forgotten")
-        ids = [str(row.values[0]) for row in rows]
+        ids = [str(row.id) for row in rows]
         forgotten = MemoriesForgotten(count=len(rows), dry_run=op.dry_run, ids=ids[:1000])
         if not op.dry_run:
             await self._requests.claim(db, owner, request.id, forgotten)
@@ -905,9 +903,9 @@ class LongTermStore(AppliesOps):
         found = await select(db, f"WHERE m.id = ? AND m.space = ?{locked}", (memory_id, place.key))
         if not found:
             raise ItemNotFound(f"no memory {memory_id!r}")
-        if found[0].values[1] != sender and not place.may_change_any:
+        if found[0].owner != sender and not place.may_change_any:
             raise NotAuthorized(
-                f"memory {memory_id!r} was stored by {found[0].values[1]}; only its author"
+                f"memory {memory_id!r} was stored by {found[0].owner}; only its author"
                 f" or an admin of {place.name!r} may change it"
             )
         return found[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from spade_memory.base_memory.store.filters import Selection
 from spade_memory.protocol.memories import Memory
@@ -27,14 +27,28 @@ async def newest(db: Database, keys: Sequence[str], selection: Selection, limit:
     return await select(db, where + order, (*keys, *selection.params, limit))
 
 
-class Row:
-    """A selected memory row before it becomes a ``Memory`` (knows its ``seq``)."""
+class Row(NamedTuple):
+    """A selected memory row (``COLUMNS``, in order) before it becomes a ``Memory``."""
 
-    __slots__ = ("seq", "values")
-
-    def __init__(self, values: Sequence[Any]) -> None:
-        self.values = values
-        self.seq = int(values[9])
+    id: str
+    owner: str
+    """Its author."""
+    category: str
+    content: str
+    context: str | None
+    confidence: float
+    created_at: float
+    last_accessed: float
+    access_count: int
+    seq: int
+    space: str
+    """Its space's key."""
+    tags: str | None
+    metadata: str | None
+    source: str | None
+    work_items: str | None
+    expires_at: float | None
+    version: int
 
     def memory(
         self,
@@ -45,29 +59,27 @@ class Row:
     ) -> Memory:
         """The memory, its space named by ``names`` (space key → name; a personal
         space's key, its author's JID, is ``personal``; anything else stays the key)."""
-        memory_id, owner, category, content, context, confidence, created, accessed, count = (
-            self.values[:9]
-        )
-        key, tags, metadata, source, work_items, expires_at, version = self.values[10:17]
+        key, owner = self.space, self.owner
         space = (names or {}).get(key) or (PERSONAL if key == owner else str(key))
+        accessed = self.last_accessed if accessed_at is None else accessed_at
         return Memory(
-            id=memory_id,
+            id=self.id,
             owner=owner,
             space=space,
             author=owner,
-            category=category,
-            content=content,
-            context=context,
-            confidence=confidence,
-            created_at=as_datetime(created),
-            last_accessed=as_datetime(accessed if accessed_at is None else accessed_at),
-            access_count=count + extra_accesses,
-            tags=json.loads(tags) if tags else [],
-            metadata=json.loads(metadata) if metadata else {},
-            source=source,
-            work_items=json.loads(work_items) if work_items else [],
-            expires_at=None if expires_at is None else as_datetime(expires_at),
-            version=version,
+            category=self.category,
+            content=self.content,
+            context=self.context,
+            confidence=self.confidence,
+            created_at=as_datetime(self.created_at),
+            last_accessed=as_datetime(accessed),
+            access_count=self.access_count + extra_accesses,
+            tags=json.loads(self.tags) if self.tags else [],
+            metadata=json.loads(self.metadata) if self.metadata else {},
+            source=self.source,
+            work_items=json.loads(self.work_items) if self.work_items else [],
+            expires_at=None if self.expires_at is None else as_datetime(self.expires_at),
+            version=self.version,
             score=score,
         )
 
@@ -75,7 +87,7 @@ class Row:
 async def select(db: Database, clause: str, params: Sequence[Any]) -> list[Row]:
     # one round trip to the database's thread, not three (execute, fetch, close)
     rows = await db.execute_fetchall(f"SELECT {COLUMNS} FROM memories m {clause}", tuple(params))
-    return [Row(tuple(values)) for values in rows]
+    return [Row._make(values) for values in rows]
 
 
 def as_datetime(epoch: float) -> datetime:

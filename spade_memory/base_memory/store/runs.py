@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from uuid_utils import uuid7
 
@@ -85,9 +86,26 @@ def answer(
     )  # fmt: skip
 
 
-def described(op: StoreMemory, work_ids: list[str], expires_at: float | None) -> tuple[object, ...]:
-    """The last five of ``INSERT``'s columns: tags, metadata, source, work items, expiry."""
-    return (
+class Described(NamedTuple):
+    """The last five of ``INSERT``'s columns, in order (all None: an imported memory)."""
+
+    tags: str | None = None
+    metadata: str | None = None
+    source: str | None = None
+    work_items: str | None = None
+    expires_at: float | None = None
+
+
+class Same(NamedTuple):
+    """A memory a store reinforces instead of adding its own."""
+
+    id: str
+    author: str
+
+
+def described(op: StoreMemory, work_ids: list[str], expires_at: float | None) -> Described:
+    """What the store ``op`` fills of ``INSERT``'s last five columns."""
+    return Described(
         dumps(op.tags) if op.tags else None,
         dumps(op.metadata) if op.metadata else None,
         op.source,
@@ -153,14 +171,14 @@ async def store_run(
             answers.append(RECORDED.validate_json(earlier))
             continue
         found = same.get((store.category, store.text))
-        memory_id = found[0] if found else new_id()
+        memory_id = found.id if found else new_id()
         stored = answer(memory_id, found is not None, store.category, store.chosen, [])
         ledger.claim(owner, request.id, stored)
         if found is not None:
             reinforced.append((op.confidence, op.confidence, now, memory_id))
-            ledger.change("updated", memory_id, owner, found[1])
+            ledger.change("updated", memory_id, owner, found.author)
         else:
-            same[(store.category, store.text)] = (memory_id, owner)
+            same[(store.category, store.text)] = Same(memory_id, owner)
             new.append((store, memory_id))
             size += sizes.new_memory_bytes(op)
             ledger.change("stored", memory_id, owner, owner)
@@ -176,14 +194,14 @@ async def store_run(
 
 async def _same_memories(
     db: Database, place: Place, owner: str, planned: Sequence[_Planned]
-) -> dict[tuple[str, str], tuple[str, str]]:
-    """(category, folded text) → (id, author) of the memories of ``place`` the run's
+) -> dict[tuple[str, str], Same]:
+    """(category, folded text) → the memories of ``place`` the run's
     stores would reinforce (the sender's own, as ``LongTermStore._store``): one read per
     category, each match confirmed on the text."""
     keys: dict[str, set[str]] = {}
     for store in planned:
         keys.setdefault(store.category, set()).add(store.key)
-    same: dict[tuple[str, str], tuple[str, str]] = {}
+    same: dict[tuple[str, str], Same] = {}
     for category, of_category in keys.items():
         rows = await db.execute_fetchall(
             "SELECT id, owner, content FROM memories WHERE space = ? AND category = ?"
@@ -191,7 +209,7 @@ async def _same_memories(
             (place.key, category, owner, *of_category),
         )
         for memory_id, author, content in rows:
-            same.setdefault((category, folded(str(content))), (str(memory_id), str(author)))
+            same.setdefault((category, folded(str(content))), Same(str(memory_id), str(author)))
     return same
 
 
