@@ -108,7 +108,7 @@ async def test_the_memory_stored_after_a_match_comes_up_with_it(store: LongTermS
     found = [memory_id for memory_id, _ in await ranked(store, "camping marshmallows")]
     assert set(found) == {camping, roasted, errand}
     assert found.index(roasted) < found.index(errand)
-    if store.dialect == "sqlite":
+    if store.engine.name == "sqlite":
         assert alone < 1
 
 

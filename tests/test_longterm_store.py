@@ -437,7 +437,7 @@ async def test_a_nul_character_is_refused_on_postgresql_and_changes_nothing(
     ``bad-request`` (alone or in a batch), and the store goes on; SQLite keeps it."""
     text = "a NUL \x00 inside"
     kept = await put(store, ALICE, "kept as it was")
-    if store.dialect == "postgresql":
+    if store.engine.name == "postgresql":
         with pytest.raises(BadRequest):
             await put(store, ALICE, text)
         outcomes = await store.batch(

@@ -190,7 +190,7 @@ async def test_a_batch_indexes_its_words_once_and_its_own_ops_see_them(
     found = outcomes[2]
     assert isinstance(found, MemoryList)
     assert [memory.content for memory in found.memories] == ["narwhal tusk"]
-    if memories.dialect == "sqlite":  # PostgreSQL's word index is a column of the row
+    if memories.engine.name == "sqlite":  # PostgreSQL's word index is a column of the row
         indexed = [s for s in statements.seen if s.startswith("INSERT INTO memories_fts (rowid")]
         assert [s.split("'")[1] for s in indexed] == [
             "walrus 0", "walrus 1", "walrus 2", "narwhal tusk", "narwhal pod",

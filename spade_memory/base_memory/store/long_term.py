@@ -12,7 +12,7 @@ a second memory.
 
 The store runs on a SQLite file (the default: ``open(path)``) or on a PostgreSQL
 database (``open("postgresql://…")``, see ``pg_schema``) with the same statements;
-the few that differ ask ``dialect``.
+the few that differ are its ``engine``'s.
 
 Each request acts on the places its service checked (``Request.places``: the
 sender's personal space when none are given). A memory's row carries its
@@ -42,6 +42,7 @@ from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store import runs as store_runs
 from spade_memory.base_memory.store.access_counts import AccessLog
 from spade_memory.base_memory.store.effects import BatchWork
+from spade_memory.base_memory.store.engine import engine_of
 from spade_memory.base_memory.store.imports import ImportMemory
 from spade_memory.base_memory.store.ledger import Ledger
 from spade_memory.base_memory.store.listeners import Listeners
@@ -88,7 +89,7 @@ from spade_memory.storage.connection import Database, Synchronous, Transacting, 
 from spade_memory.storage.engines import open_transactions
 from spade_memory.storage.faults import free_bytes, store_errors
 from spade_memory.storage.manifest import Manifest
-from spade_memory.storage.postgres import Dialect, PgTransactions, dialect
+from spade_memory.storage.postgres import PgTransactions
 from spade_memory.storage.purging import purge_now_and_then
 
 if TYPE_CHECKING:
@@ -97,9 +98,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("spade_memory.base_memory")
 EXPIRY = "expiry"
 """Who the audit and the change feed name as deleting an expired memory."""
-_SKIP_LOCKED = {"sqlite": "", "postgresql": " FOR UPDATE SKIP LOCKED"}
-"""What a purge's selection adds: on PostgreSQL, rows another agent is purging stay
-its own (two purges would otherwise both record the same deletion)."""
 SEARCH_MODES = ("semantic", "session_recovery", "knowledge_lookup")
 KNOWLEDGE = ("fact", "pattern", "capability")
 """The categories ``knowledge_lookup`` searches (preferences are not knowledge)."""
@@ -139,14 +137,10 @@ class LongTermStore(AppliesOps):
         purge_every: float = PURGE_EVERY_SECONDS,
     ) -> None:
         self._tx: Transacting = tx
-        self.dialect: Dialect = "sqlite"
-        """Which engine holds the store."""
-        self.path: Path | None = None
+        self.engine = engine_of(tx)
+        """Which engine holds the store, and its few differing SQL fragments."""
+        self.path: Path | None = None if isinstance(tx, PgTransactions) else tx.path
         """The SQLite file (None on PostgreSQL)."""
-        if isinstance(tx, PgTransactions):
-            self.dialect = "postgresql"
-        else:
-            self.path = tx.path
         # a large space's vectors are read in the background from the SQLite file
         self.ranking = Ranking(embedder, self.path)
         self._backfill = None if embedder is None else VectorBackfill(self._tx, self.ranking)
@@ -224,7 +218,7 @@ class LongTermStore(AppliesOps):
                     "SELECT 1 FROM memories WHERE expires_at IS NOT NULL LIMIT 1"
                 )
             # on a shared database another agent may store an expiring memory at any time
-            store.expiring = bool(expiring) or store.dialect == "postgresql"
+            store.expiring = bool(expiring) or not store.engine.single_writer
             if isinstance(tx, PgTransactions) and embedder is not None:
                 store.ranking.in_database = await pgvector.prepare(tx, embedder)
                 if store.ranking.in_database is None:
@@ -271,7 +265,7 @@ class LongTermStore(AppliesOps):
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Apply the ops of ``requests`` for ``owner`` (the sender), in one transaction."""
         work = BatchWork(owner, queries=await self._embed_queries(owner, requests))
-        if self.dialect == "sqlite" and len(requests) > 1:
+        if self.engine.single_writer and len(requests) > 1:
             work.ledger = Ledger(self._requests)
             work.store_ids = [
                 r.id for r in requests if isinstance(r.op, StoreMemory) and r.id is not None
@@ -326,7 +320,7 @@ class LongTermStore(AppliesOps):
         async with self._tx.write() as db:
             rows = await select(
                 db, "WHERE m.expires_at IS NOT NULL AND m.expires_at <= ? LIMIT 1000"
-                + _SKIP_LOCKED[self.dialect],  # another agent's purge takes the others
+                + self.engine.skip_locked,  # another agent's purge takes the others
                 (time.time(),),
             )  # fmt: skip
             for row in rows:
@@ -444,7 +438,9 @@ class LongTermStore(AppliesOps):
     def _selection(self, op: Any, categories: Sequence[str] | None = None) -> filters.Selection:
         """What ``op`` selects: live memories, of ``categories``, through its filters."""
         narrowing = op if isinstance(op, Filtered) else None
-        return filters.select(narrowing, categories, expiring=self.expiring, dialect=self.dialect)
+        return filters.select(
+            narrowing, categories, expiring=self.expiring, dialect=self.engine.name
+        )
 
     async def _get(self, db: Database, request: Request, work: BatchWork) -> Memory:
         assert isinstance(request.op, GetMemory)
@@ -560,11 +556,7 @@ class LongTermStore(AppliesOps):
             " WHERE c.seq > ? ORDER BY c.seq LIMIT ?",
             (op.after, op.limit),
         )
-        newest = await db.execute_fetchall(
-            "SELECT pg_sequence_last_value(pg_get_serial_sequence('changes', 'seq'))"
-            if self.dialect == "postgresql"
-            else "SELECT seq FROM sqlite_sequence WHERE name = 'changes'"
-        )
+        newest = await db.execute_fetchall(self.engine.newest_change)
         changes = []
         for seq, kind, memory_id, owner, space, author, reason, *columns in rows:
             now = Row._make(columns)  # all None: the memory is gone
@@ -889,8 +881,7 @@ class LongTermStore(AppliesOps):
         )
         return MemoryList(memories=self._count_access(found, _names(request, work)))
 
-    @staticmethod
-    async def _changeable(db: Database, memory_id: str, place: Place, sender: str) -> Row:
+    async def _changeable(self, db: Database, memory_id: str, place: Place, sender: str) -> Row:
         """The memory ``sender`` may change: its own, or anyone's where it is an admin.
 
         On PostgreSQL the row is locked to the commit: another agent changing the same
@@ -899,7 +890,7 @@ class LongTermStore(AppliesOps):
         Raises ``ItemNotFound`` when the place has no such memory and
         ``NotAuthorized`` when another member stored it.
         """
-        locked = " FOR UPDATE" if dialect(db) == "postgresql" else ""
+        locked = self.engine.lock_row
         found = await select(db, f"WHERE m.id = ? AND m.space = ?{locked}", (memory_id, place.key))
         if not found:
             raise ItemNotFound(f"no memory {memory_id!r}")
