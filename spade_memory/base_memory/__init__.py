@@ -4,7 +4,8 @@
 ``commands`` (its XEP-0050 forms), ``spaces`` (the space ops applied), ``work_items``
 (ids of work a memory came from); ``store/`` (the long-term store), ``retrieval/``
 (ranking), ``classify/`` (categories guessed offline). Its ops are in
-``protocol.memories``; the client's calls in ``client.memories``.
+``protocol.memories``; the client's calls in ``client.memories``. It imports ``protocol``, ``xmpp``,
+``storage``, ``serving`` and ``spaces``; never another service or ``server``.
 """
 
 from spade_memory.protocol.services import BASE_MEMORY

@@ -4,7 +4,8 @@ One interface (``BeadsEngine``), two engines: the ``bd`` command line when it
 is on PATH (``bd_cli``), and a native engine that reads and writes
 ``.beads/issues.jsonl`` the way bd does (``native``, ``jsonl``,
 ``timestamps``); ``engines.open_engine`` chooses. ``mapping`` says how a
-memory is an issue. This package's own import loads no engine.
+memory is an issue. This package's own import loads no engine. It imports
+``protocol`` and ``storage`` only.
 """
 
 from spade_memory.beads.engine import BeadsEngine, EngineName

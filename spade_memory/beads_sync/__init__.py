@@ -3,7 +3,9 @@
 ``service`` (what its agent serves, and its registry entry), ``store`` (memories as
 issues), ``read_rules`` (who reads what), ``mirror`` (the debounced mirror of the
 base memory change feed), ``footprint`` (bytes held), ``forget`` (redaction). Its
-ops are in ``protocol.beads``; the client's calls in ``client.beads``.
+ops are in ``protocol.beads``; the client's calls in ``client.beads``. Besides the
+lower layers and ``beads``, it imports the client (it reads the base memory's change
+feed as any agent would) and ``base_memory.work_items``; never a store of another service.
 """
 
 from spade_memory.protocol.services import BEADS_SYNC

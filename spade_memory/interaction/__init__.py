@@ -5,7 +5,8 @@ through ``working_store``, working memories; ``usage`` counts their bytes;
 ``pg_tables`` for PostgreSQL), ``context_dir``, ``context_index`` and
 ``budgeted_files`` (the human-readable files and their search). Its ops are in
 ``protocol.notes``, ``protocol.working``, ``protocol.context`` and
-``protocol.interaction``; the client's calls in ``client.conversations``.
+``protocol.interaction``; the client's calls in ``client.conversations``. It imports
+``protocol``, ``xmpp``, ``storage``, ``serving`` and ``spaces``; never another service.
 """
 
 from spade_memory.protocol.services import INTERACTION_MEMORY
