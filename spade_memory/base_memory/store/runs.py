@@ -5,7 +5,7 @@ savepoint around both. In a batch of a hundred stores that was most of the SQL.
 So a run of consecutive plain stores (into the sender's personal space, linking
 no work item) is applied here in one pass, with one read per category and one
 insert for the new memories. Each store still answers and notes what it would
-alone (``LongTermStore._store``):
+alone (``Writes.store``):
 - the same memory already here is reinforced;
 - a repeat within the run is deduplicated against the first;
 - a request id already applied gets its first answer.
@@ -196,7 +196,7 @@ async def _same_memories(
     db: Database, place: Place, owner: str, planned: Sequence[_Planned]
 ) -> dict[tuple[str, str], Same]:
     """(category, folded text) → the memories of ``place`` the run's
-    stores would reinforce (the sender's own, as ``LongTermStore._store``): one read per
+    stores would reinforce (the sender's own, as ``Writes.store``): one read per
     category, each match confirmed on the text."""
     keys: dict[str, set[str]] = {}
     for store in planned:

@@ -1,0 +1,79 @@
+"""What the handlers of one long-term store share, passed to them once.
+
+The store (``long_term``) opens and closes what is here; its handlers (``reads``,
+``writes``) only use it, so none of them calls back into the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spade_memory.base_memory.retrieval.backfill import VectorBackfill
+from spade_memory.base_memory.retrieval.ranking import Ranking
+from spade_memory.base_memory.store import filters
+from spade_memory.base_memory.store.access_counts import AccessLog
+from spade_memory.base_memory.store.effects import BatchWork
+from spade_memory.base_memory.store.engine import Engine
+from spade_memory.base_memory.store.rows import Row
+from spade_memory.base_memory.work_items import WorkItems
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.memories import Filtered, Memory
+from spade_memory.protocol.ops import Record, Request
+from spade_memory.storage.connection import Database
+from spade_memory.storage.requests import RequestLog
+
+Handler = Callable[[Database, Request, BatchWork], Awaitable[Record]]
+"""Applies one op inside the batch's transaction; returns its result or raises its
+typed error (the batch rolls the op back)."""
+
+
+@dataclass
+class StoreContext:
+    """One store's engine, limits, logs and vectors, as its handlers need them."""
+
+    engine: Engine
+    limits: Limits
+    """Its quotas (memories and bytes per author and per shared space)."""
+    work_items: WorkItems
+    """How work-item ids are found in a memory's ``source``."""
+    ranking: Ranking
+    backfill: VectorBackfill | None
+    """Vectors computed after the commit (None without a model)."""
+    path: Path | None
+    """The SQLite file (None on PostgreSQL)."""
+    requests: RequestLog = field(default_factory=RequestLog)
+    """Applied request ids, so a retried write gets its first answer."""
+    accesses: AccessLog = field(default_factory=AccessLog)
+    """Access counts noted by reads, written later."""
+    expiring: bool = True
+    """Whether some memory may have an expiry (reads then check it; set at open and by
+    any write of one)."""
+
+    def selection(self, op: Any, categories: Sequence[str] | None = None) -> filters.Selection:
+        """Returns what ``op`` selects: live memories, of ``categories``, through its
+        filters."""
+        narrowing = op if isinstance(op, Filtered) else None
+        return filters.select(
+            narrowing, categories, expiring=self.expiring, dialect=self.engine.name
+        )
+
+    def count_access(
+        self,
+        found: Sequence[Row],
+        names: Mapping[str, str],
+        scores: Mapping[int, float] | None = None,
+    ) -> list[Memory]:
+        """Returns the memories of ``found``, each read once more (noted, written later)."""
+        now, pending = self.accesses.note([row.seq for row in found])
+        return [
+            row.memory(
+                names,
+                accessed_at=now,
+                extra_accesses=pending[row.seq],
+                score=None if scores is None else scores[row.seq],
+            )
+            for row in found
+        ]

@@ -1,0 +1,244 @@
+"""The long-term store's read handlers: get, list, search, stats, the change feed, a
+memory's history, and the memories linked to a work item.
+
+Each runs inside its batch's transaction on the places its service checked
+(``Request.places_of``), and notes the accesses of what it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from spade_memory.base_memory.store import history, journal
+from spade_memory.base_memory.store.context import StoreContext
+from spade_memory.base_memory.store.effects import BatchWork
+from spade_memory.base_memory.store.rows import COLUMNS, Row, as_datetime, newest, select
+from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.memories import (
+    Change,
+    ChangeList,
+    ChangesSince,
+    GetMemory,
+    ListMemories,
+    Memory,
+    MemoryHistory,
+    MemoryHistoryOp,
+    MemoryList,
+    MemoryRefs,
+    MemoryStats,
+    Reasoning,
+    RecentMemories,
+    SearchMemories,
+)
+from spade_memory.protocol.ops import Place, Request
+from spade_memory.storage.connection import Database
+from spade_memory.storage.faults import free_bytes
+
+SEARCH_MODES = ("semantic", "session_recovery", "knowledge_lookup")
+KNOWLEDGE = ("fact", "pattern", "capability")
+"""The categories ``knowledge_lookup`` searches (preferences are not knowledge)."""
+
+
+class Reads:
+    """The read handlers of one store."""
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self.ctx = ctx
+
+    async def get(self, db: Database, request: Request, work: BatchWork) -> Memory:
+        """Returns the memory ``GetMemory`` names; raises ``ItemNotFound`` when its place
+        has no such live memory."""
+        assert isinstance(request.op, GetMemory)
+        (place,) = request.places_of(work.owner)
+        live = self.ctx.selection(None)
+        found = await select(
+            db, f"WHERE m.id = ? AND m.space = ? AND {live.sql}",
+            (request.op.id, place.key, *live.params),
+        )  # fmt: skip
+        if not found:
+            raise ItemNotFound(f"no memory {request.op.id!r}")
+        return self.ctx.count_access(found, names(request, work))[0]
+
+    async def list_memories(self, db: Database, request: Request, work: BatchWork) -> MemoryList:
+        """Returns a page of the places' memories (``ListMemories``, ``RecentMemories``),
+        most recently read first, with the next page's offset if there is one."""
+        op = request.op
+        assert isinstance(op, ListMemories | RecentMemories)
+        keys = [place.key for place in request.places_of(work.owner)]
+        chosen = self.ctx.selection(op, [op.category] if isinstance(op, ListMemories) else None)
+        where = f"WHERE m.space IN ({', '.join('?' * len(keys))}) AND {chosen.sql}"
+        order = " ORDER BY m.last_accessed DESC, m.seq DESC LIMIT ? OFFSET ?"
+        found = await select(db, where + order, (*keys, *chosen.params, op.limit + 1, op.offset))
+        more = len(found) > op.limit  # one row past the page says there is another
+        return MemoryList(
+            memories=self.ctx.count_access(found[: op.limit], names(request, work)),
+            next_offset=op.offset + op.limit if more else None,
+        )
+
+    async def search(self, db: Database, request: Request, work: BatchWork) -> MemoryList:
+        """Returns the best matches of ``SearchMemories`` (BM25, fused with meaning when
+        there is a model; the newest for ``session_recovery``), with how they were found.
+        An unknown mode is answered as ``semantic``, with a note."""
+        op = request.op
+        assert isinstance(op, SearchMemories)
+        keys = [place.key for place in request.places_of(work.owner)]
+        mode, note = op.mode, None
+        if mode not in SEARCH_MODES:
+            mode, note = "semantic", f"unknown mode {op.mode!r}; answered as semantic"
+        categories: list[str] | None = None if op.category is None else [op.category]
+        if mode == "knowledge_lookup":
+            categories = [c for c in KNOWLEDGE if op.category in (None, c)]
+        chosen = self.ctx.selection(op, categories)
+        filtered = op.narrowed() or categories is not None
+        ranking = self.ctx.ranking
+        if mode == "session_recovery":
+            found = await newest(db, keys, chosen, op.limit)
+            memories = self.ctx.count_access(found, names(request, work))
+            reasoning = Reasoning(
+                strategy="recency", dense_available=ranking.embedder is not None,
+                mode=mode, filtered=filtered, returned=len(memories),
+            )  # fmt: skip
+            return MemoryList(memories=memories, mode=mode, note=note, reasoning=reasoning)
+        ranked = await ranking.rank(
+            db, keys, op.query, chosen, op.limit,
+            work.queries.get(id(request)), work.vectors.stale(),
+        )  # fmt: skip
+        rows = await by_seq(db, ranked.seqs)
+        of_seq = {row.seq: row for row in rows}
+        found = [of_seq[seq] for seq in ranked.seqs if seq in of_seq]
+        memories = self.ctx.count_access(found, names(request, work), ranked.scores)
+        reasoning = Reasoning(
+            strategy="hybrid" if ranked.dense else "bm25",
+            dense_available=ranked.dense, mode=mode, word_candidates=ranked.words,
+            meaning_candidates=ranked.meanings, filtered=filtered, returned=len(memories),
+        )  # fmt: skip
+        return MemoryList(memories=memories, mode=mode, note=note, reasoning=reasoning)
+
+    async def stats(self, db: Database, request: Request, work: BatchWork) -> MemoryStats:
+        """Returns the counts of the place's live memories, its usage against its quota,
+        and the state of its search."""
+        ctx, (place,) = self.ctx, request.places_of(work.owner)
+        live = ctx.selection(None)
+        (row,) = await db.execute_fetchall(
+            "SELECT COUNT(*), AVG(confidence), MIN(created_at), MAX(created_at)"
+            f" FROM memories m WHERE space = ? AND {live.sql}",
+            (place.key, *live.params),
+        )
+        by_category = await db.execute_fetchall(
+            f"SELECT category, COUNT(*) FROM memories m WHERE space = ? AND {live.sql}"
+            " GROUP BY category",
+            (place.key, *live.params),
+        )
+        counts = {str(category): int(n) for category, n in by_category}
+        total, average, oldest, newest = row
+        limits = ctx.limits
+        if place.personal:  # what the sender stored anywhere, against its own quota
+            subject = f"owner:{work.owner}"
+            most, most_bytes = limits.max_memories_per_owner, limits.max_bytes_per_owner
+        else:
+            subject = f"space:{place.key}"
+            most = place.max_memories or limits.max_memories_per_space
+            most_bytes = place.max_bytes or limits.max_bytes_per_space
+        used, used_bytes = await journal.usage_of(db, subject)
+        return MemoryStats(
+            total_memories=int(total),
+            category_counts=counts,
+            avg_confidence=None if average is None else float(average),
+            oldest_memory=None if oldest is None else as_datetime(oldest),
+            newest_memory=None if newest is None else as_datetime(newest),
+            search=ctx.ranking.kind,
+            free_disk_bytes=None if ctx.path is None else free_bytes(ctx.path),
+            space=place.name,
+            used_memories=used,
+            used_bytes=used_bytes,
+            max_memories=most,
+            max_bytes=most_bytes,
+            waiting_vectors=0 if ctx.backfill is None else ctx.backfill.waiting_in(place.key),
+            vector_index=ctx.ranking.kind_of(place.key),
+        )
+
+    async def changes(self, db: Database, request: Request, work: BatchWork) -> ChangeList:
+        """Returns the changes after ``ChangesSince.after``, oldest first: a shared
+        space's journal, or the whole feed (its entries up to ``after`` are forgotten)."""
+        op = request.op
+        assert isinstance(op, ChangesSince)
+        if op.space is not None:
+            (place,) = request.places_of(work.owner)
+            return await self._journal(db, place, op.after, op.limit)
+        await db.execute("DELETE FROM changes WHERE seq <= ?", (op.after,))
+        rows = await db.execute_fetchall(
+            f"SELECT c.seq, c.kind, c.memory_id, c.owner, c.space, c.author, c.reason,"
+            f" {COLUMNS} FROM changes c LEFT JOIN memories m ON m.id = c.memory_id"
+            " WHERE c.seq > ? ORDER BY c.seq LIMIT ?",
+            (op.after, op.limit),
+        )
+        newest = await db.execute_fetchall(self.ctx.engine.newest_change)
+        changes = []
+        for seq, kind, memory_id, owner, space, author, reason, *columns in rows:
+            now = Row._make(columns)  # all None: the memory is gone
+            memory = None if now.id is None else now.memory()
+            change = Change(
+                seq=seq, kind=kind, memory_id=memory_id, owner=owner, space=space,
+                author=author, reason=reason, memory=memory,
+            )  # fmt: skip
+            changes.append(change)
+        last_seq = int(next((seq for (seq,) in newest), None) or 0)
+        return ChangeList(changes=changes, last_seq=last_seq)
+
+    async def _journal(self, db: Database, place: Place, after: int, limit: int) -> ChangeList:
+        """A shared space's changes after ``after``, with each memory as it is now."""
+        entries, last, complete = await journal.journal(db, place.key, after, limit)
+        ids = [entry.memory_id for entry in entries]
+        rows = await select(db, f"WHERE m.id IN ({', '.join('?' * len(ids))})", ids) if ids else []
+        now = {row.id: row.memory({place.key: place.name}) for row in rows}
+        changes = [
+            Change(
+                seq=entry.seq,
+                kind=entry.kind,
+                memory_id=entry.memory_id,
+                owner=entry.actor,
+                space=place.name,
+                author=entry.author,
+                memory=None if entry.kind == "deleted" else now.get(entry.memory_id),
+            )
+            for entry in entries
+        ]
+        return ChangeList(changes=changes, last_seq=last, complete=complete)
+
+    async def history(self, db: Database, request: Request, work: BatchWork) -> MemoryHistory:
+        """Returns the memory's earlier versions; raises ``ItemNotFound`` when its place
+        has no such memory."""
+        op = request.op
+        assert isinstance(op, MemoryHistoryOp)
+        (place,) = request.places_of(work.owner)
+        found = await history.history_of(db, op.id, place.key)
+        if found is None:
+            raise ItemNotFound(f"no memory {op.id!r}")
+        return found
+
+    async def refs(self, db: Database, request: Request, work: BatchWork) -> MemoryList:
+        """Returns the places' live memories linked to the work item, newest first."""
+        op = request.op
+        assert isinstance(op, MemoryRefs)
+        keys = [place.key for place in request.places_of(work.owner)]
+        live = self.ctx.selection(None)
+        found = await select(
+            db,
+            "JOIN memory_links l ON l.memory_id = m.id WHERE l.work_id = ?"
+            f" AND m.space IN ({', '.join('?' * len(keys))}) AND {live.sql}"
+            " ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
+            (op.work_id, *keys, *live.params, op.limit),
+        )
+        return MemoryList(memories=self.ctx.count_access(found, names(request, work)))
+
+
+async def by_seq(db: Database, seqs: Sequence[int]) -> list[Row]:
+    """Returns the memories of ``seqs``, in no order."""
+    if not seqs:
+        return []
+    return await select(db, f"WHERE m.seq IN ({', '.join('?' * len(seqs))})", seqs)
+
+
+def names(request: Request, work: BatchWork) -> dict[str, str]:
+    """Returns space key → the name replies give, for the places of ``request``."""
+    return {place.key: place.name for place in request.places_of(work.owner)}
