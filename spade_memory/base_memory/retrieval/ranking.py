@@ -35,7 +35,7 @@ from spade_memory.base_memory.store.pg_tables import TEXT_SEARCH
 from spade_memory.base_memory.store.tables import WORD_SCORE
 from spade_memory.storage.connection import Database, InlineConnection
 from spade_memory.storage.fts import fts5_expression, query_terms, tsquery_text
-from spade_memory.storage.postgres import dialect
+from spade_memory.storage.postgres import Dialect
 
 if TYPE_CHECKING:
     from spade_memory.base_memory.retrieval.ann import IndexBuild
@@ -100,8 +100,13 @@ class SharedReading:
 class Ranking:
     """BM25, plus dense similarity when an embedder is loaded."""
 
-    def __init__(self, embedder: Embedder | None, path: Path | None = None) -> None:
+    def __init__(
+        self, embedder: Embedder | None, path: Path | None = None, dialect: Dialect = "sqlite"
+    ) -> None:
         self.embedder = embedder
+        self.dialect = dialect
+        """The engine searched, as its store chose it once: the word search and where the
+        model runs inside a transaction differ."""
         self.path = None if path is None or str(path) == ":memory:" else path
         """The store's file, which large spaces' vectors are read from in the background."""
         if embedder is not None:
@@ -219,7 +224,7 @@ class Ranking:
         batch runs in the connection's thread, which has no event loop to hand the model
         to; PostgreSQL's runs on the event loop, which must not wait for it."""
         assert self.embedder is not None
-        if dialect(db) == "sqlite":
+        if self.dialect == "sqlite":
             return self.embedder.embed([query])[0]
         return (await self.embed([query]))[0]
 
@@ -246,7 +251,7 @@ class Ranking:
         """
         terms, candidates = query_terms(query), max(limit, BM25_CANDIDATES)
         if self.embedder is None or query_vector is None:
-            bm25 = await _bm25(db, spaces, terms, selection, candidates)
+            bm25 = await _bm25(db, spaces, terms, selection, candidates, self.dialect)
             scores = await dates.favour_named_time(db, query, locality.lifted(bm25), limit)
             return Ranked(_best(scores, limit), scores, words=len(bm25))
         from spade_memory.base_memory.retrieval.dense import fuse
@@ -258,7 +263,7 @@ class Ranking:
             indexes = [index for index in loaded if index is not None]  # others: still loading
             ahead = _ahead(indexes, query_vector.vector, limit, removed, selection)
         try:
-            bm25 = await _bm25(db, spaces, terms, selection, candidates)
+            bm25 = await _bm25(db, spaces, terms, selection, candidates, self.dialect)
             if not bm25 and not query_vector.exact:  # meaning alone decides: model's vector
                 if ahead is not None:  # it searched with the encoder's: done before going on
                     await _outcome(db, ahead)
@@ -513,10 +518,11 @@ async def _bm25(
     terms: list[str],
     selection: Selection,
     limit: int,
+    dialect: Dialect,
 ) -> dict[int, float]:
     if not terms:
         return {}
-    if dialect(db) == "postgresql":
+    if dialect == "postgresql":
         return await _pg_words(db, spaces, terms, selection, limit)
     expression = fts5_expression(terms)
     if not selection.narrows and await _holds_only(db, spaces):

@@ -3,8 +3,9 @@
 A SQLite file has one writer, this store. A PostgreSQL database may be shared by
 several agents writing side by side: rows another agent is changing must be locked
 or skipped, and anything may change between two transactions. The store's other
-statements are the same on both (``filters``, ``sizes``, ``words``, ``journal`` and
-the ranking ask ``storage.postgres.dialect`` for the few of theirs that differ).
+statements are the same on both; ``filters`` and the ranking are told the engine's
+``name`` (``sizes``, ``words`` and ``journal`` ask ``storage.postgres.dialect`` for
+the few of theirs that differ).
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ class LongTermStore(AppliesOps):
         self.path: Path | None = None if isinstance(tx, PgTransactions) else tx.path
         """The SQLite file (None on PostgreSQL)."""
         # a large space's vectors are read in the background from the SQLite file
-        self.ranking = Ranking(embedder, self.path)
+        self.ranking = Ranking(embedder, self.path, self.engine.name)
         self._backfill = None if embedder is None else VectorBackfill(self._tx, self.ranking)
         self.limits = limits or Limits()
         """Its quotas (memories and bytes per author and per shared space)."""
