@@ -39,7 +39,7 @@ def url(pgvector_server: PostgresServer, request: pytest.FixtureRequest) -> str:
 
 def labelled() -> list[str]:
     """About 400 short memories of every category (the classifier's own examples)."""
-    text = resources.files("spade_memory.base_memory").joinpath("labelled_memories.jsonl")
+    text = resources.files("spade_memory.base_memory.classify").joinpath("labelled_memories.jsonl")
     return [json.loads(line)["text"] for line in text.read_text().splitlines() if line]
 
 
