@@ -2,7 +2,8 @@
 memory's history, and the memories linked to a work item.
 
 Each runs inside its batch's transaction on the places its service checked
-(``Request.places_of``), and notes the accesses of what it returns.
+(``Request.places_of``); those returning memories note their accesses (written later,
+see ``AccessLog``).
 """
 
 from __future__ import annotations
