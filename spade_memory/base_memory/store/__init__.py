@@ -2,7 +2,7 @@
 per batch, read through one condition.
 
 ``long_term`` (``LongTermStore``: open, apply a batch, purge, close), ``engine``
-(SQLite or PostgreSQL, chosen once), ``listeners`` (who hears of commits), ``batch``
+(SQLite or PostgreSQL, chosen once), ``listeners`` (who hears of commits), ``dispatch``
 (one batch's ops through the dispatch table), ``context`` (what the handlers share),
 ``reads``, ``writes`` and ``deletes`` (the handlers), ``runs`` (plain stores,
 one or a run), ``effects`` (what a batch carries past its own rows), ``ledger`` and

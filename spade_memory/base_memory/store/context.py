@@ -15,7 +15,7 @@ from spade_memory.base_memory.retrieval.backfill import VectorBackfill
 from spade_memory.base_memory.retrieval.ranking import Ranking
 from spade_memory.base_memory.store import filters
 from spade_memory.base_memory.store.access_counts import AccessLog
-from spade_memory.base_memory.store.effects import BatchWork
+from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.engine import Engine
 from spade_memory.base_memory.store.rows import Row
 from spade_memory.base_memory.work_items import WorkItems
@@ -25,7 +25,7 @@ from spade_memory.protocol.ops import Record, Request
 from spade_memory.storage.connection import Database
 from spade_memory.storage.requests import RequestLog
 
-Handler = Callable[[Database, Request, BatchWork], Awaitable[Record]]
+Handler = Callable[[Database, Request, Effects], Awaitable[Record]]
 """Applies one op inside the batch's transaction; returns its result or raises its
 typed error (the batch rolls the op back)."""
 

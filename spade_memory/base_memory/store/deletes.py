@@ -9,7 +9,7 @@ from typing import Any
 
 from spade_memory.base_memory.store import history, journal, sizes
 from spade_memory.base_memory.store.context import StoreContext
-from spade_memory.base_memory.store.effects import BatchWork
+from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.rows import Row, select
 from spade_memory.base_memory.store.writes import changeable, changed
 from spade_memory.protocol.memories import (
@@ -32,7 +32,7 @@ class Deletes:
     def __init__(self, ctx: StoreContext) -> None:
         self.ctx = ctx
 
-    async def delete(self, db: Database, request: Request, work: BatchWork) -> Record:
+    async def delete(self, db: Database, request: Request, work: Effects) -> Record:
         """Returns ``Deleted`` (a request id already applied: its first answer); raises
         as ``writes.changeable``."""
         op, owner = request.op, work.owner
@@ -47,7 +47,7 @@ class Deletes:
         await log.claim(db, owner, request.id, deleted)
         return deleted
 
-    async def forget(self, db: Database, request: Request, work: BatchWork) -> Record:
+    async def forget(self, db: Database, request: Request, work: Effects) -> Record:
         """Count, or delete, the memories of one space that the filters match and that the
         sender may delete. Returns ``MemoriesForgotten`` (a request id already applied:
         its first answer)."""
@@ -73,7 +73,7 @@ class Deletes:
             await log.claim(db, owner, request.id, forgotten)
         return forgotten
 
-    async def forget_all(self, db: Database, request: Request, work: BatchWork) -> Record:
+    async def forget_all(self, db: Database, request: Request, work: Effects) -> Record:
         """Every memory of the sender's own space, and the answers the ledger keeps for
         the sender (they may carry a memory's text); a dry run counts them. Each
         deletion reaches the feed as ``forgotten``: the beads mirror redacts its issue.
@@ -95,7 +95,7 @@ class Deletes:
 async def remove(
     db: Database,
     request: Request,
-    work: BatchWork,
+    work: Effects,
     row: Row,
     place: Place,
     reason: str | None = None,

@@ -41,7 +41,7 @@ class VectorChanges:
 
 
 @dataclass
-class BatchWork:
+class Effects:
     """What one batch carries through its handlers."""
 
     owner: str

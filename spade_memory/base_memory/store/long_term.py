@@ -40,10 +40,10 @@ from spade_memory.base_memory.retrieval.vector_notices import VectorNotices
 from spade_memory.base_memory.store import journal, sizes
 from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.access_counts import AccessLog
-from spade_memory.base_memory.store.batch import Batch, embed_queries
 from spade_memory.base_memory.store.context import Handler, StoreContext
 from spade_memory.base_memory.store.deletes import Deletes, remove
-from spade_memory.base_memory.store.effects import BatchWork
+from spade_memory.base_memory.store.dispatch import Dispatch, embed_queries
+from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.engine import engine_of
 from spade_memory.base_memory.store.imports import ImportMemory
 from spade_memory.base_memory.store.ledger import Ledger
@@ -235,7 +235,7 @@ class LongTermStore(AppliesOps):
 
         Returns one outcome per request, its result or its typed error (all the same
         failure when the transaction itself failed)."""
-        work = BatchWork(owner, queries=await embed_queries(self._ctx, owner, requests))
+        work = Effects(owner, queries=await embed_queries(self._ctx, owner, requests))
         if self.engine.single_writer and len(requests) > 1:
             work.ledger = Ledger(self._ctx.requests)
             work.store_ids = [
@@ -245,7 +245,7 @@ class LongTermStore(AppliesOps):
             isinstance(r.op, ListMemories | RecentMemories) for r in requests
         ):
             await self.flush_accesses()  # they order by last access
-        applying = Batch(self._ctx, self._handlers, work)
+        applying = Dispatch(self._ctx, self._handlers, work)
         outcomes = await apply_all(
             self._tx,
             requests,
@@ -288,7 +288,7 @@ class LongTermStore(AppliesOps):
         issue) and leaves its audit entry. Returns how many went."""
         if not self._ctx.expiring or self._tx.out_of_service is not None:
             return 0
-        work = BatchWork(EXPIRY)
+        work = Effects(EXPIRY)
         async with self._tx.write() as db:
             rows = await select(
                 db, "WHERE m.expires_at IS NOT NULL AND m.expires_at <= ? LIMIT 1000"

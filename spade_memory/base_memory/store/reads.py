@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from spade_memory.base_memory.store import history, journal
 from spade_memory.base_memory.store.context import StoreContext
-from spade_memory.base_memory.store.effects import BatchWork
+from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.rows import COLUMNS, Row, as_datetime, newest, select
 from spade_memory.protocol.errors import ItemNotFound
 from spade_memory.protocol.memories import (
@@ -46,7 +46,7 @@ class Reads:
     def __init__(self, ctx: StoreContext) -> None:
         self.ctx = ctx
 
-    async def get(self, db: Database, request: Request, work: BatchWork) -> Memory:
+    async def get(self, db: Database, request: Request, work: Effects) -> Memory:
         """Returns the memory ``GetMemory`` names; raises ``ItemNotFound`` when its place
         has no such live memory."""
         assert isinstance(request.op, GetMemory)
@@ -60,7 +60,7 @@ class Reads:
             raise ItemNotFound(f"no memory {request.op.id!r}")
         return self.ctx.count_access(found, names(request, work))[0]
 
-    async def list_memories(self, db: Database, request: Request, work: BatchWork) -> MemoryList:
+    async def list_memories(self, db: Database, request: Request, work: Effects) -> MemoryList:
         """Returns a page of the places' memories (``ListMemories``, ``RecentMemories``),
         most recently read first, with the next page's offset if there is one."""
         op = request.op
@@ -76,7 +76,7 @@ class Reads:
             next_offset=op.offset + op.limit if more else None,
         )
 
-    async def search(self, db: Database, request: Request, work: BatchWork) -> MemoryList:
+    async def search(self, db: Database, request: Request, work: Effects) -> MemoryList:
         """Returns the best matches of ``SearchMemories`` (BM25, fused with meaning when
         there is a model; the newest for ``session_recovery``), with how they were found.
         An unknown mode is answered as ``semantic``, with a note."""
@@ -115,7 +115,7 @@ class Reads:
         )  # fmt: skip
         return MemoryList(memories=memories, mode=mode, note=note, reasoning=reasoning)
 
-    async def stats(self, db: Database, request: Request, work: BatchWork) -> MemoryStats:
+    async def stats(self, db: Database, request: Request, work: Effects) -> MemoryStats:
         """Returns the counts of the place's live memories, its usage against its quota,
         and the state of its search."""
         ctx, (place,) = self.ctx, request.places_of(work.owner)
@@ -158,7 +158,7 @@ class Reads:
             vector_index=ctx.ranking.kind_of(place.key),
         )
 
-    async def changes(self, db: Database, request: Request, work: BatchWork) -> ChangeList:
+    async def changes(self, db: Database, request: Request, work: Effects) -> ChangeList:
         """Returns the changes after ``ChangesSince.after``, oldest first: a shared
         space's journal, or the whole feed (its entries up to ``after`` are forgotten)."""
         op = request.op
@@ -206,7 +206,7 @@ class Reads:
         ]
         return ChangeList(changes=changes, last_seq=last, complete=complete)
 
-    async def history(self, db: Database, request: Request, work: BatchWork) -> MemoryHistory:
+    async def history(self, db: Database, request: Request, work: Effects) -> MemoryHistory:
         """Returns the memory's earlier versions; raises ``ItemNotFound`` when its place
         has no such memory."""
         op = request.op
@@ -217,7 +217,7 @@ class Reads:
             raise ItemNotFound(f"no memory {op.id!r}")
         return found
 
-    async def refs(self, db: Database, request: Request, work: BatchWork) -> MemoryList:
+    async def refs(self, db: Database, request: Request, work: Effects) -> MemoryList:
         """Returns the places' live memories linked to the work item, newest first."""
         op = request.op
         assert isinstance(op, MemoryRefs)
@@ -240,6 +240,6 @@ async def by_seq(db: Database, seqs: Sequence[int]) -> list[Row]:
     return await select(db, f"WHERE m.seq IN ({', '.join('?' * len(seqs))})", seqs)
 
 
-def names(request: Request, work: BatchWork) -> dict[str, str]:
+def names(request: Request, work: Effects) -> dict[str, str]:
     """Returns space key → the name replies give, for the places of ``request``."""
     return {place.key: place.name for place in request.places_of(work.owner)}

@@ -27,7 +27,7 @@ from uuid_utils import uuid7
 from spade_memory.base_memory.classify.classifier import Classification, classify
 from spade_memory.base_memory.retrieval.ranking import embedding_text
 from spade_memory.base_memory.store import journal, sizes
-from spade_memory.base_memory.store.effects import BatchWork
+from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.tables import folded, text_key
 from spade_memory.base_memory.work_items import WorkItems
 from spade_memory.protocol.expiry import expiry_of
@@ -146,7 +146,7 @@ class _Planned:
 
 
 async def store_run(
-    db: Database, run: Sequence[Request], work: BatchWork, limits: Limits
+    db: Database, run: Sequence[Request], work: Effects, limits: Limits
 ) -> list[Record]:
     """Apply ``run`` (plain stores of ``work.owner``, two or more, in a batch with a
     ledger) in one pass, noting its effects in ``work`` as one op would (between the
@@ -214,7 +214,7 @@ async def _same_memories(
 
 
 async def _insert(
-    db: Database, new: Sequence[tuple[_Planned, str]], work: BatchWork, place: Place, now: float
+    db: Database, new: Sequence[tuple[_Planned, str]], work: Effects, place: Place, now: float
 ) -> None:
     """Insert the run's new memories, ``ROWS_PER_INSERT`` a statement, and note what each
     needs once committed: its words indexed, its vector computed."""

@@ -16,7 +16,7 @@ from spade_memory.base_memory.retrieval.ranking import embedding_text
 from spade_memory.base_memory.store import history, journal, sizes
 from spade_memory.base_memory.store import runs as store_runs
 from spade_memory.base_memory.store.context import StoreContext
-from spade_memory.base_memory.store.effects import BatchWork
+from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.engine import Engine
 from spade_memory.base_memory.store.imports import ImportMemory
 from spade_memory.base_memory.store.rows import Row, select
@@ -42,7 +42,7 @@ class Writes:
     def __init__(self, ctx: StoreContext) -> None:
         self.ctx = ctx
 
-    async def store(self, db: Database, request: Request, work: BatchWork) -> Record:
+    async def store(self, db: Database, request: Request, work: Effects) -> Record:
         """A new memory, or the sender's same memory in the space (same category and
         content) reinforced; without a category, the memory is classified first. Another
         member's same memory is left as it is: a store never changes what it did not
@@ -90,7 +90,7 @@ class Writes:
         await self._insert(db, request, work, place, memory_id, category, (now, now, 0))
         return stored
 
-    async def import_memory(self, db: Database, request: Request, work: BatchWork) -> Record:
+    async def import_memory(self, db: Database, request: Request, work: Effects) -> Record:
         """A memory from a spade_llm file, with its id and times. Returns ``Stored``
         (``deduplicated``: an id already here, left alone)."""
         op, owner = request.op, work.owner
@@ -107,7 +107,7 @@ class Writes:
         self,
         db: Database,
         request: Request,
-        work: BatchWork,
+        work: Effects,
         place: Place,
         memory_id: str,
         category: str,
@@ -144,7 +144,7 @@ class Writes:
             await link(db, request, work, memory_id, work_ids, place)
         await changed(db, request, work, "stored", memory_id, owner, place)
 
-    async def update(self, db: Database, request: Request, work: BatchWork) -> Record:
+    async def update(self, db: Database, request: Request, work: Effects) -> Record:
         """Returns the ``Memory`` as ``UpdateMemory`` left it, one version newer (its
         former version kept; a request id already applied: its first answer); raises as
         ``changeable``, and ``ResourceConstraint`` over a quota."""
@@ -219,7 +219,7 @@ async def changeable(
 async def link(
     db: Database,
     request: Request,
-    work: BatchWork,
+    work: Effects,
     memory_id: str,
     work_ids: Sequence[str],
     place: Place,
@@ -240,7 +240,7 @@ async def link(
 async def changed(
     db: Database,
     request: Request,
-    work: BatchWork,
+    work: Effects,
     kind: ChangeKind,
     memory_id: str,
     author: str,

@@ -1,5 +1,5 @@
-"""One batch of a long-term store, as ``storage.batches.apply_all`` applies it: each op
-through its handler, a run of plain stores in one pass (``runs``), and the writes
+"""One batch of a long-term store dispatched, as ``storage.batches.apply_all`` applies
+it: each op through its handler, a run of plain stores in one pass (``runs``), and the writes
 deferred to the batch (the word index, the stores' bookkeeping rows) between them.
 
 Before the transaction, the batch's search queries go to the model in one call
@@ -16,18 +16,18 @@ from spade_memory.base_memory.retrieval.ranking import QueryVector
 from spade_memory.base_memory.store import runs as store_runs
 from spade_memory.base_memory.store import words
 from spade_memory.base_memory.store.context import Handler, StoreContext
-from spade_memory.base_memory.store.effects import BatchWork
+from spade_memory.base_memory.store.effects import Effects
 from spade_memory.protocol.memories import SearchMemories, StoreMemory
 from spade_memory.protocol.ops import Op, Record, Request
 from spade_memory.storage.batches import Together
 from spade_memory.storage.connection import Database
 
 
-class Batch:
+class Dispatch:
     """The ops of one batch applied through ``handlers``, their effects noted in ``work``."""
 
     def __init__(
-        self, ctx: StoreContext, handlers: Mapping[type[Op[Any]], Handler], work: BatchWork
+        self, ctx: StoreContext, handlers: Mapping[type[Op[Any]], Handler], work: Effects
     ) -> None:
         self.ctx, self.handlers, self.work = ctx, handlers, work
 
