@@ -50,7 +50,7 @@ def test_installed_by_a_memory_agent_not_by_importing() -> None:
     script = (
         "import importlib\n"
         "import spade_memory\n"
-        "from spade_memory import xml_escape\n"
+        "from spade_memory.xmpp import xml_escape\n"
         "from spade_memory.serving.agent import MemoryAgent\n"
         "tostring = importlib.import_module('slixmpp.xmlstream.tostring')\n"
         "assert tostring.escape is not xml_escape.escape, 'patched at import'\n"
