@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from spade_memory.protocol.errors import (
     ItemNotFound,
     MemoryServiceError,
 )
+from spade_memory.protocol.expiry import PURGE_EVERY_SECONDS
 from spade_memory.protocol.interaction import InteractionOp, interaction_ops
 from spade_memory.protocol.interaction_forget import ForgetInteractions
 from spade_memory.protocol.limits import Limits
@@ -59,6 +61,7 @@ from spade_memory.spaces.directory import SpaceDirectory
 from spade_memory.spaces.gate import Gate
 from spade_memory.storage.answers import RecentAnswers
 from spade_memory.storage.faults import serving_fault
+from spade_memory.storage.purging import purge_now_and_then
 
 logger = logging.getLogger("spade_memory.interaction")
 DATABASE = "interaction-memory.db"
@@ -85,6 +88,7 @@ class InteractionMemoryService(AppliesOps):
         self.files = None if context is None else BudgetedFiles(store, context)
         """The context directory within the store's byte budgets."""
         self.limits = limits or Limits()
+        self.directory = directory
         self.gate = Gate(directory)
         """Which spaces a working-memory session or knowledge file may live in."""
         self.ops: TypeAdapter[InteractionOp] = interaction_ops
@@ -98,6 +102,29 @@ class InteractionMemoryService(AppliesOps):
             SaveKnowledge: self._save_knowledge,
             SearchContext: self._search,
         }
+
+    async def sweep_deleted_spaces(self) -> int:
+        """Delete what this agent keeps of spaces deleted since: the base memory agent
+        deletes a space from the shared directory, and the space's sessions, byte count
+        and knowledge files here, unreachable from then on, go at the next sweep.
+
+        Returns how many spaces had something to delete; raises the store's typed
+        failure, or what deleting a folder raised."""
+        if self.directory is None:
+            return 0
+        deleted = await self.directory.deleted()
+        kept = await self.store.space_keys()
+        gone = set(deleted) | (kept - set(await self.directory.by_ids(kept)))
+        swept = 0
+        for key in sorted(gone):
+            found = await self.store.purge_space(key)
+            if self.context is not None and key in deleted:
+                folder = folder_of(Place(key, deleted[key]))
+                found = bool(await asyncio.to_thread(self.context.forget, folder)) or found
+            swept += found
+        if swept:
+            logger.info("deleted what %d deleted space(s) kept here", swept)
+        return swept
 
     def behaviours(self, agent: Agent) -> Behaviours:
         """None beyond serving."""
@@ -313,7 +340,14 @@ class InteractionMemoryPlugin(ServicePlugin):
         )
         context.closing.push_async_callback(store.close)
         files = ContextDirectory(config.context_dir(context.data_dir))
-        return InteractionMemoryService(store, files, context.limits, directory=context.spaces)
+        service = InteractionMemoryService(store, files, context.limits, directory=context.spaces)
+        if context.spaces is not None:
+            sweeping = asyncio.create_task(
+                purge_now_and_then(service.sweep_deleted_spaces, _every_sweep, "deleted spaces"),
+                name="spade-memory-sweep-spaces",
+            )
+            context.closing.push_async_callback(_cancelled, sweeping)
+        return service
 
     def add_arguments(self, parser: argparse._ActionsContainer) -> None:
         parser.add_argument(
@@ -339,6 +373,16 @@ class InteractionMemoryPlugin(ServicePlugin):
             ("conversation notes", database or str(data_dir / DATABASE)),
             ("context directory", str(config.context_dir(data_dir))),
         ]
+
+
+def _every_sweep() -> float:
+    return PURGE_EVERY_SECONDS
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 PLUGIN = InteractionMemoryPlugin()

@@ -217,6 +217,29 @@ class InteractionStore(AppliesOps):
             await usage.add(db, freed)
             return len(gone) + await working_store.purge(db, now)
 
+    async def space_keys(self) -> set[str]:
+        """The keys of the shared spaces this store holds anything of: sessions, or bytes
+        counted (a personal key is a bare JID; a space's is its id, which has no ``@``)."""
+        rows = await self._tx.read(
+            "SELECT owner FROM working_memories WHERE owner NOT LIKE '%@%'"
+            f" UNION SELECT subject FROM {usage.TABLE} WHERE subject NOT LIKE '%@%'"
+        )
+        return {str(row[0]) for row in rows}
+
+    async def purge_space(self, key: str) -> bool:
+        """Delete the sessions and the byte count of the space ``key`` (a deleted one).
+
+        Returns whether there was anything; raises the store's typed failure for a fault
+        of its file."""
+        async with self._writing() as db:
+            sessions = await db.execute_fetchall(
+                "DELETE FROM working_memories WHERE owner = ? RETURNING session_id", (key,)
+            )
+            counted = await db.execute_fetchall(
+                f"DELETE FROM {usage.TABLE} WHERE subject = ? RETURNING subject", (key,)
+            )
+            return bool(list(sessions) or list(counted))
+
     async def reserve_files(self, place: Place, grown: int) -> None:
         """Count ``grown`` more bytes of files in ``place``'s folder, before they are
         written.

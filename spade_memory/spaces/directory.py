@@ -82,7 +82,23 @@ async def _create_v1(db: Database) -> None:
         await db.execute(statement)
 
 
-MIGRATIONS: list[Migration] = [_create_v1]
+_V2 = (
+    # A deleted space's name and id, so each memory agent can find and delete what it
+    # kept of the space (the interaction memory agent's folder is named after both).
+    """CREATE TABLE deleted_spaces (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        deleted_at REAL NOT NULL
+    ) WITHOUT ROWID""",
+)
+
+
+async def _remember_deleted_v2(db: Database) -> None:
+    for statement in _V2:
+        await db.execute(statement)
+
+
+MIGRATIONS: list[Migration] = [_create_v1, _remember_deleted_v2]
 
 PG_STORE = "spaces"
 """The directory's name in a PostgreSQL database's ``spade_memory_schema``."""
@@ -94,7 +110,15 @@ PG_MIGRATIONS = [
             .replace("max_bytes INTEGER", "max_bytes BIGINT")
             for statement in _V1
         )
-    )
+    ),
+    statements(
+        *(
+            statement.replace(" WITHOUT ROWID", "").replace(
+                "REAL NOT NULL", "DOUBLE PRECISION NOT NULL"
+            )
+            for statement in _V2
+        )
+    ),
 ]
 """The same tables in PostgreSQL's types (a float8 time, a bigint byte quota)."""
 
@@ -206,9 +230,20 @@ class SpaceDirectory:
         return existing
 
     async def delete(self, space_id: str) -> None:
-        """Forget the space, its members and subscriptions."""
+        """Forget the space, its members and subscriptions; keep its id and name among
+        the deleted spaces (``deleted``)."""
         async with self._write() as db:
+            await db.execute(
+                "INSERT INTO deleted_spaces (id, name, deleted_at)"
+                " SELECT id, name, ? FROM spaces WHERE id = ? ON CONFLICT (id) DO NOTHING",
+                (time.time(), space_id),
+            )
             await db.execute("DELETE FROM spaces WHERE id = ?", (space_id,))
+
+    async def deleted(self) -> dict[str, str]:
+        """The name of every deleted space, by id."""
+        rows = await self._tx.read("SELECT id, name FROM deleted_spaces")
+        return {str(row[0]): str(row[1]) for row in rows}
 
     async def set_quota(
         self, space_id: str, max_memories: int | None, max_bytes: int | None
