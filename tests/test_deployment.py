@@ -123,7 +123,7 @@ def test_the_memory_agents_share_one_database_and_its_spaces_file_is_valid() -> 
     )
     data = {services[name]["volumes"][0] for name in MEMORY_AGENTS}
     assert len(data) == len(MEMORY_AGENTS)  # a data directory each (each is locked)
-    assert '".[postgresql]"' in (ROOT / "Dockerfile").read_text()
+    assert '".[postgresql,llm]"' in (ROOT / "Dockerfile").read_text()  # the LLM agent too
     declared = read_spaces_file(ROOT / "agents" / "spaces.toml")
     accounts = services["xmpp"]["environment"]["PROSODY_ACCOUNTS"].split()
     users = {account.split(":")[0] + "@xmpp" for account in accounts}
