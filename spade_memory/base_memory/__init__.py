@@ -1,7 +1,8 @@
 """The base memory service: long-term memories (fact, pattern, preference, capability).
 
-``service`` (what its agent serves, its behaviours and its registry entry),
-``commands`` (its XEP-0050 forms), ``spaces`` (the space ops applied), ``work_items``
+``service`` (what its agent serves, and the agent), ``notifiers`` (the behaviours
+telling the mirror, the spaces' subscribers and a work engine what committed),
+``plugin`` (its registry entry: configuration, flags, environment), ``commands`` (its XEP-0050 forms), ``spaces`` (the space ops applied), ``work_items``
 (ids of work a memory came from); ``store/`` (the long-term store), ``retrieval/``
 (ranking), ``classify/`` (categories guessed offline). Its ops are in
 ``protocol.memories``; the client's calls in ``client.memories``. It imports ``protocol``, ``xmpp``,

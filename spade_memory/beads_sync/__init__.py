@@ -1,6 +1,6 @@
 """The beads sync service: memories kept as issues of a beads tracker, travelling with git.
 
-``service`` (what its agent serves, and its registry entry), ``store`` (memories as
+``service`` (what its agent serves), ``plugin`` (its registry entry), ``store`` (memories as
 issues), ``read_rules`` (who reads what), ``mirror`` (the debounced mirror of the
 base memory change feed), ``footprint`` (bytes held), ``forget`` (redaction). Its
 ops are in ``protocol.beads``; the client's calls in ``client.beads``. Besides the

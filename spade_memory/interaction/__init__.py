@@ -1,6 +1,7 @@
 """The interaction memory service: conversation notes, working memory, context directory.
 
-``service`` (what its agent serves, and its registry entry), ``store`` (notes and,
+``service`` (what its agent serves, and the agent), ``plugin`` (its registry entry,
+and the sweep of deleted spaces), ``store`` (notes and,
 through ``working_store``, working memories; ``usage`` counts their bytes;
 ``pg_tables`` for PostgreSQL), ``context_dir``, ``context_index`` and
 ``budgeted_files`` (the human-readable files and their search). Its ops are in

@@ -4,9 +4,9 @@ line here."""
 
 from __future__ import annotations
 
-from spade_memory.base_memory.service import PLUGIN as BASE_MEMORY
-from spade_memory.beads_sync.service import PLUGIN as BEADS_SYNC
-from spade_memory.interaction.service import PLUGIN as INTERACTION_MEMORY
+from spade_memory.base_memory.plugin import PLUGIN as BASE_MEMORY
+from spade_memory.beads_sync.plugin import PLUGIN as BEADS_SYNC
+from spade_memory.interaction.plugin import PLUGIN as INTERACTION_MEMORY
 from spade_memory.serving.plugin import ServicePlugin
 
 SERVICES: tuple[ServicePlugin, ...] = (BASE_MEMORY, INTERACTION_MEMORY, BEADS_SYNC)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from spade.behaviour import CyclicBehaviour
 
-from spade_memory.base_memory.service import WORK_ONTOLOGY
+from spade_memory.base_memory.notifiers import WORK_ONTOLOGY
 from spade_memory.protocol.errors import ItemNotFound
 from spade_memory.protocol.memories import (
     ForgetMemories,
