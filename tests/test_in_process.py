@@ -11,7 +11,7 @@ import pytest
 from spade_memory import BadRequest, ItemNotFound, MemoryClient, StoreMemory
 from spade_memory.base_memory.service import BaseMemoryService
 from spade_memory.base_memory.store.long_term import LongTermStore
-from spade_memory.client.in_process import InProcessTransport
+from spade_memory.client import InProcessTransport
 from spade_memory.interaction.context_dir import ContextDirectory
 from spade_memory.interaction.service import InteractionMemoryService
 from spade_memory.interaction.store import InteractionStore
