@@ -108,7 +108,7 @@ class InteractionMemoryService(AppliesOps):
         gone = set(deleted) | (kept - set(await self.directory.by_ids(kept)))
         swept = 0
         for key in sorted(gone):
-            found = await self.store.purge_space(key)
+            found = key in kept and await self.store.purge_space(key)  # no write for none
             if self.context is not None and key in deleted:
                 folder = folder_of(Place(key, deleted[key]))
                 found = bool(await asyncio.to_thread(self.context.forget, folder)) or found
