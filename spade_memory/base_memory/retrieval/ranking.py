@@ -176,14 +176,16 @@ class Ranking:
 
     def kind_of(self, space: str) -> Literal["none", "exact", "approximate", "pgvector"]:
         """``exact`` or ``approximate``: how the cached index of ``space`` scores (``none``
-        when it is not cached); ``pgvector`` when the database searches every space."""
-        from spade_memory.base_memory.retrieval.ann import ApproximateIndex
-
+        when it is not cached); ``pgvector`` when the database searches every space.
+        A cached index means numpy is installed: ``ann`` (which needs it) is imported only
+        then, so that word search alone serves without the ``embeddings`` extra."""
         if self.in_database is not None and self.embedder is not None:
             return "pgvector"
         index = self._indexes.get(space)
         if index is None:
             return "none"
+        from spade_memory.base_memory.retrieval.ann import ApproximateIndex
+
         return "approximate" if isinstance(index, ApproximateIndex) else "exact"
 
     def forget(self, space: str) -> None:
