@@ -118,8 +118,7 @@ async def bench_notices(count: int) -> dict[str, list[float]]:
                 if len(heard) >= count:
                     everything.set()
 
-            follower = listener.memory.on_change(space, arrived)
-            await asyncio.sleep(1.0)  # subscribed
+            follower = await listener.memory.on_change(space, arrived)  # subscribed
             acknowledged: dict[str, float] = {}
             round_trips: list[float] = []
             team = writer.memory.space(space)

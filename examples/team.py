@@ -37,8 +37,8 @@ async def main() -> None:
         await researcher.memory.grant(space, "writer@localhost", "writer")
 
         heard = asyncio.Queue[Change]()
-        follower = writer.memory.on_change(space, heard.put_nowait)
-        await asyncio.sleep(0.5)  # subscribed
+        # returns once subscribed: the stores below are heard, with no pause before them
+        follower = await writer.memory.on_change(space, heard.put_nowait)
 
         team = researcher.memory.space(space)
         await team.store_memory("fact", "The 2024 survey covered 1,200 firms")

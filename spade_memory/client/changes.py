@@ -73,7 +73,8 @@ class SpaceChanges:
     from; without it, the stream starts with the changes after it subscribed.
     ``incomplete`` turns True when a catch-up found changes already forgotten (a
     space keeps 30 days): read the space again then. Closing it (``aclose``)
-    unsubscribes.
+    unsubscribes. ``async with`` subscribes on entry (so a change committed inside the
+    block is yielded) and unsubscribes on exit.
     """
 
     def __init__(self, client: Transport, router: ChangeRouter, space: str, after: int | None):
@@ -90,6 +91,18 @@ class SpaceChanges:
 
     def __aiter__(self) -> SpaceChanges:
         return self
+
+    async def __aenter__(self) -> SpaceChanges:
+        """Subscribed (see ``start``); raises what ``start`` raises."""
+        try:
+            await self.start()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     async def __anext__(self) -> Change:
         await self.start()
@@ -121,6 +134,9 @@ class SpaceChanges:
 
     async def start(self) -> None:
         """Subscribe (and catch up from the cursor given); iterating does it first anyway.
+        It returns once the base memory agent has acknowledged the subscription: every
+        change committed after that is yielded (one committed before, only from a
+        cursor). Call it before the stores to hear, since iteration starts lazily.
 
         Raises the subscription's typed error (``ItemNotFound`` for a space the sender
         is not a member of).

@@ -106,11 +106,24 @@ class SpaceCalls(Calls):
             )
         return SpaceChanges(self, self._change_router, space, after)
 
-    def on_change(
+    async def on_change(
         self,
         space: str,
         callback: Callable[[Change], Awaitable[None] | None],
         after: int | None = None,
     ) -> asyncio.Task[None]:
-        """Call ``callback`` with each change of the space; cancel the task to stop."""
-        return asyncio.create_task(follow(self.changes(space, after), callback))
+        """Call ``callback`` with each change of the space committed after this returns
+        (or after the cursor ``after``). It returns once the base memory agent has
+        acknowledged the subscription, so a store made right after the call is heard:
+        the task that calls ``callback``; cancel it to stop (it unsubscribes).
+
+        Raises the subscription's typed error (``ItemNotFound`` for a space the sender is
+        not a member of).
+        """
+        stream = self.changes(space, after)
+        try:
+            await stream.start()
+        except BaseException:
+            await stream.aclose()
+            raise
+        return asyncio.create_task(follow(stream, callback))
