@@ -5,8 +5,12 @@ purpose, ``DIFFERENCES`` says how, and the test checks each side's own behaviour
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +27,8 @@ DIFFERENCES = {
     "empty content": "spade_llm stores it; spade_memory refuses it (ValueError)",
     "coroutines": "spade_llm's interaction memory is synchronous; spade_memory's is awaited",
     "several words": "spade_llm matches the query as one substring; spade_memory by words",
+    "the same text twice": "spade_llm keeps two rows; spade_memory one (the first id)",
+    "service limits": "spade_llm has none; spade_memory's raise LimitExceeded (a ValueError)",
 }
 
 
@@ -180,3 +186,88 @@ async def test_the_drop_in_logs_in_by_itself_with_a_password(
     with pytest.raises(ValueError, match="password"):
         await drop_in.AgentBaseMemory(jid).get_recent_memories()
     assert spade_memory.AgentBaseMemory is drop_in.AgentBaseMemory  # the one import to change
+
+
+async def test_a_query_no_memory_holds_finds_nothing(memories: Memories) -> None:
+    await memories.base.store_memory("fact", "z")
+    await memories.base.store_memory("fact", "the deploy window is on Tuesday")
+    # meaning search alone would answer the closest memory; spade_llm's LIKE finds none
+    assert await memories.base.search_memories("nothing-matches-xyz") == []
+    (found,) = await memories.base.search_memories("deploy")
+    assert found.content == "the deploy window is on Tuesday"
+    await memories.base.cleanup()
+
+
+async def test_a_limit_given_as_text_is_a_number(memories: Memories) -> None:
+    for number in range(3):
+        await memories.base.store_memory("fact", f"tea note {number}")
+    assert len(await memories.base.search_memories("tea", limit="2")) == 2
+    assert len(await memories.base.get_recent_memories(limit="2")) == 2
+    assert len(await memories.base.get_memories_by_category("fact", limit="1")) == 1
+    await memories.base.cleanup()
+
+
+async def test_the_same_text_twice(memories: Memories) -> None:
+    first = await memories.base.store_memory("fact", "the build takes ten minutes")
+    second = await memories.base.store_memory("fact", "the build takes ten minutes")
+    total = (await memories.base.get_memory_stats())["total_memories"]
+    if memories.name == "spade_llm":  # DIFFERENCES["the same text twice"]
+        assert (first != second, total) == (True, 2)
+    else:
+        assert (first == second, total) == (True, 1)
+    await memories.base.cleanup()
+
+
+async def test_a_service_limit_is_a_value_error(memories: Memories) -> None:
+    long = "word " * 5_000  # over the service's 16,384 characters
+    if memories.name == "spade_llm":  # DIFFERENCES["service limits"]
+        assert isinstance(await memories.base.store_memory("fact", long), str)
+    else:
+        with pytest.raises(ValueError, match="over") as refused:
+            await memories.base.store_memory("fact", long)
+        assert isinstance(refused.value, spade_memory.ResourceConstraint)
+        assert isinstance(refused.value, drop_in.LimitExceeded)
+    await memories.base.cleanup()
+
+
+async def test_note_times_are_naive_local_iso_texts(memories: Memories) -> None:
+    before = datetime.now()  # naive local, as spade_llm's
+    await done(memories.notes.add_information("c1", "user likes tea"))
+    (entry,) = (await done(memories.notes.get_all_interactions()))["c1"]
+    stamp = datetime.fromisoformat(entry["timestamp"])
+    assert stamp.tzinfo is None
+    assert abs((stamp - before).total_seconds()) < 3600  # local, not shifted by an offset
+
+
+CONCURRENT_FIRST_CALLS = """
+import asyncio, sys
+from spade_memory.llm.drop_in import AgentBaseMemory
+
+async def main() -> None:
+    base = AgentBaseMemory(sys.argv[1], password="drop-in-secret", port=int(sys.argv[2]))
+    await asyncio.gather(*(base.store_memory("fact", f"call {n}") for n in range(5)))
+    await base.cleanup()
+    print("done", flush=True)
+
+asyncio.run(main())
+"""
+
+
+async def test_concurrent_first_calls_share_one_login_and_the_program_exits(
+    memory_service: MemoryServiceProcess, tmp_path: Path
+) -> None:
+    script = tmp_path / "concurrent_first_calls.py"
+    script.write_text(CONCURRENT_FIRST_CALLS)
+    jid = unique_jid("gather")
+    # a connection left open keeps the program running: it never exits
+    ran = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, str(script), jid, str(memory_service.port)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (ran.returncode, ran.stdout.strip()) == (0, "done"), ran.stderr
+    base = drop_in.AgentBaseMemory(jid, password="drop-in-secret", port=memory_service.port)
+    try:
+        assert (await base.get_memory_stats())["total_memories"] == 5
+    finally:
+        await base.cleanup()

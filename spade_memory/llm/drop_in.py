@@ -12,23 +12,47 @@ unchanged against memory that many agents share. What differs, and why:
 - Empty content is refused (``ValueError``): spade_llm stores it, and nothing can ever
   find it again.
 - Search ranks with BM25 (and meaning search when on) over words; spade_llm matches the
-  query as one substring (``LIKE``), so a query of several words finds more here.
+  query as one substring (``LIKE``), so a query of several words finds more here. A query
+  none of whose words a memory holds finds nothing, as spade_llm's (meaning search alone
+  would answer the closest memories).
+- Storing the same text again returns the first memory's id (the service keeps one);
+  spade_llm keeps a second row.
+- A limit of the service (content too long, a quota) raises ``LimitExceeded``, and a value
+  it refuses ``InvalidRequest``: both are ``ValueError`` s, as spade_llm's callers catch,
+  and spade_memory's typed failures.
 
-``limit=0`` answers ``[]`` as spade_llm's does (the service refuses a limit below 1).
+``limit=0`` answers ``[]`` as spade_llm's does (the service refuses a limit below 1); a
+limit given as text (``"5"``, as models send it) is read as a number. Several first calls
+at once share one login, and ``cleanup()`` closes it. Times are naive local times, as
+spade_llm's.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from spade.agent import Agent
 from spade_llm.memory.backends.base import MemoryEntry
 
 from spade_memory.client.login import LoginAgent, log_in
 from spade_memory.client.memory_client import MemoryClient
+from spade_memory.llm.compat import (
+    InvalidRequest,
+    LimitExceeded,
+    as_value_errors,
+    local_naive,
+    local_naive_text,
+    whole_number,
+)
 from spade_memory.protocol.memories import CATEGORIES, Memory
 from spade_memory.xmpp.lifecycle import stop_agent
+
+__all__ = ["AgentBaseMemory", "AgentInteractionMemory", "InvalidRequest", "LimitExceeded"]
+
+T = TypeVar("T")
 
 TITLES = {
     "fact": "Facts I remember",
@@ -58,6 +82,8 @@ class _Connected:
         self._timeout = timeout
         self._own: LoginAgent | None = None
         self._client: MemoryClient | None = None
+        self._connecting = asyncio.Lock()
+        """Held while connecting or closing: concurrent first calls share one login."""
 
     async def initialize(self) -> None:
         """Connect (once): use the agent given, or log in as ``agent_id``.
@@ -67,6 +93,11 @@ class _Connected:
         """
         if self._client is not None:
             return
+        async with self._connecting:
+            if self._client is None:
+                await self._connect()
+
+    async def _connect(self) -> None:
         if self._agent is not None:
             memory = getattr(self._agent, "memory", None)  # a MemoryMixin agent's own client
             self._client = (
@@ -86,16 +117,22 @@ class _Connected:
 
     async def cleanup(self) -> None:
         """Close the connection this object opened (an agent given stays connected)."""
-        if self._own is not None:
-            await stop_agent(self._own)
-        self._own = None
-        self._client = None
+        async with self._connecting:
+            own, self._own, self._client = self._own, None, None
+            if own is not None:
+                await stop_agent(own)
 
     async def client(self) -> MemoryClient:
         """The connected client (connecting first if needed); raises as ``initialize``."""
         await self.initialize()
         assert self._client is not None
         return self._client
+
+    async def _run(self, call: Callable[[MemoryClient], Awaitable[T]]) -> T:
+        """``call`` on the connected client; refusals raise as ``ValueError`` s too."""
+        client = await self.client()
+        with as_value_errors():
+            return await call(client)
 
 
 class AgentBaseMemory(_Connected):
@@ -130,34 +167,41 @@ class AgentBaseMemory(_Connected):
             raise ValueError(f"Confidence must be between 0.0 and 1.0, got {confidence}")
         if not content.strip():
             raise ValueError("empty content is not stored: nothing could ever find it")
-        client = await self.client()
-        stored = await client.store_memory(category, content, context, confidence)
+        stored = await self._run(lambda c: c.store_memory(category, content, context, confidence))
         assert stored is not None
         return stored
 
-    async def search_memories(self, query: str, limit: int = 10) -> list[MemoryEntry]:
-        """The memories best matching ``query``, best first."""
-        if limit <= 0:
+    async def search_memories(self, query: str, limit: int | str = 10) -> list[MemoryEntry]:
+        """The memories best matching ``query``, best first; none when no memory holds a
+        word of it. Raises ``ValueError`` for a limit that is not a whole number."""
+        count = whole_number(limit)
+        if count <= 0:
             return []
         if not query.strip():  # spade_llm's LIKE '%%' matches every memory
-            return await self.get_recent_memories(limit)
-        return _entries(await (await self.client()).search_memories(query, limit))
+            return await self.get_recent_memories(count)
+        found = await self._run(lambda c: c.search_memories(query, count))
+        if found.reasoning is not None and found.reasoning.word_candidates == 0:
+            return []  # found by meaning alone: spade_llm's search finds nothing here
+        return _entries(found)
 
-    async def get_memories_by_category(self, category: str, limit: int = 50) -> list[MemoryEntry]:
+    async def get_memories_by_category(
+        self, category: str, limit: int | str = 50
+    ) -> list[MemoryEntry]:
         """Memories of ``category``, most recently used first."""
-        if limit <= 0 or category not in CATEGORIES:
+        count = whole_number(limit)
+        if count <= 0 or category not in CATEGORIES:
             return []
-        client = await self.client()
-        return _entries(await client.get_memories_by_category(category, limit))
+        return _entries(await self._run(lambda c: c.get_memories_by_category(category, count)))
 
-    async def get_recent_memories(self, limit: int = 10) -> list[MemoryEntry]:
+    async def get_recent_memories(self, limit: int | str = 10) -> list[MemoryEntry]:
         """The most recently used memories."""
-        if limit <= 0:
+        count = whole_number(limit)
+        if count <= 0:
             return []
-        return _entries(await (await self.client()).get_recent_memories(limit))
+        return _entries(await self._run(lambda c: c.get_recent_memories(count)))
 
     async def get_relevant_memories(
-        self, context: str | None = None, limit: int = 10
+        self, context: str | None = None, limit: int | str = 10
     ) -> list[MemoryEntry]:
         """A search for ``context``, or the recent memories when there is none."""
         if context and context.strip():
@@ -182,12 +226,12 @@ class AgentBaseMemory(_Connected):
 
     async def delete_memory(self, memory_id: str) -> bool:
         """True if deleted, False if there was no such memory."""
-        return await (await self.client()).delete_memory(memory_id)
+        return await self._run(lambda c: c.delete_memory(memory_id))
 
     async def get_memory_stats(self) -> dict[str, Any]:
         """``total_memories``, ``category_counts``, ``oldest_memory``, ``newest_memory`` (as
         spade_llm's ISO texts, local time), as spade_llm's dict."""
-        stats = await (await self.client()).get_memory_stats()
+        stats = await self._run(lambda c: c.get_memory_stats())
         assert stats is not None
         return {
             "total_memories": stats.total_memories,
@@ -216,29 +260,32 @@ class AgentInteractionMemory(_Connected):
 
     async def add_information(self, conversation_id: str, information: str) -> str:
         """Note ``information``; spade_llm's confirmation sentence."""
-        said = await (await self.client()).add_information(conversation_id, information)
+        said = await self._run(lambda c: c.add_information(conversation_id, information))
         assert said is not None
         return said
 
     async def get_information(self, conversation_id: str) -> list[str]:
         """The conversation's notes, oldest first."""
-        return await (await self.client()).get_information(conversation_id)
+        return await self._run(lambda c: c.get_information(conversation_id))
 
     async def get_all_interactions(self) -> dict[str, list[dict[str, str]]]:
         """Every conversation's notes as spade_llm keeps them: ``{conversation: [{"content",
-        "timestamp"}]}``."""
+        "timestamp"}]}``, timestamps in naive local time as spade_llm writes them."""
         client = await self.client()
         every: dict[str, list[dict[str, str]]] = {}
         for conversation in await client.get_all_conversations():
             exported = await client.export_conversation(conversation.conversation_id)
             assert exported is not None
             for name, entries in exported.interactions.items():
-                every[name] = [entry.model_dump() for entry in entries]
+                every[name] = [
+                    {"content": entry.content, "timestamp": local_naive_text(entry.timestamp)}
+                    for entry in entries
+                ]
         return every
 
     async def clear_conversation(self, conversation_id: str) -> bool:
         """True if the conversation had notes."""
-        return await (await self.client()).clear_conversation(conversation_id)
+        return await self._run(lambda c: c.clear_conversation(conversation_id))
 
     async def get_context_summary(self, conversation_id: str) -> str | None:
         """spade_llm's summary: "Previous interaction notes:" and a line per note (None
@@ -258,18 +305,13 @@ def _entries(memories: list[Memory]) -> list[MemoryEntry]:
             context=memory.context,
             confidence=memory.confidence,
             id=memory.id,
-            created_at=_local(memory.created_at),
-            last_accessed=_local(memory.last_accessed),
+            created_at=local_naive(memory.created_at),
+            last_accessed=local_naive(memory.last_accessed),
             access_count=memory.access_count,
         )
         for memory in memories
     ]
 
 
-def _local(moment: datetime) -> datetime:
-    """spade_llm's times are naive local times."""
-    return moment.astimezone().replace(tzinfo=None)
-
-
 def _local_text(moment: datetime | None) -> str | None:
-    return None if moment is None else _local(moment).isoformat()
+    return None if moment is None else local_naive(moment).isoformat()
