@@ -262,6 +262,19 @@ _READ_SPACES = (
 )
 
 
+CountAccess = Annotated[
+    bool,
+    Field(
+        description="Optional: false reads without counting it as a use: the memories'"
+        " access_count and last_accessed stay as they are, so an operator's look does not"
+        " change the ranking agents see (default: true)",
+        exclude_if=lambda counted: counted is True,  # the default is not sent
+    ),
+]
+"""Whether a read counts as a use of what it returns (``spade-memory memories`` sets it
+false: an admin's look is not an agent's use)."""
+
+
 Source = Annotated[
     str,
     Field(
@@ -314,6 +327,7 @@ class GetMemory(Op[Memory]):
     reads_only: ClassVar[bool] = True
     id: MemoryId
     space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
+    count_access: CountAccess = True
 
 
 class Filtered(Op[R], Generic[R]):
@@ -369,6 +383,7 @@ class SearchMemories(Filtered[MemoryList]):
         "any other value is answered as semantic, and the reply says so",
     )
     space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
+    count_access: CountAccess = True
 
 
 class ListMemories(Filtered[MemoryList]):
@@ -381,6 +396,7 @@ class ListMemories(Filtered[MemoryList]):
     limit: Limit = Field(default=50, description="Maximum number of memories to retrieve")
     offset: Offset = 0
     space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
+    count_access: CountAccess = True
 
 
 class RecentMemories(Filtered[MemoryList]):
@@ -392,6 +408,7 @@ class RecentMemories(Filtered[MemoryList]):
     limit: Limit = 10
     offset: Offset = 0
     space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
+    count_access: CountAccess = True
 
 
 class ForgetMemories(Filtered[MemoriesForgotten]):
@@ -450,6 +467,7 @@ class MemoryRefs(Op[MemoryList]):
     work_id: WorkId
     limit: Limit = 50
     space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
+    count_access: CountAccess = True
 
 
 class UpdateMemory(Op[Memory]):

@@ -37,6 +37,11 @@ class AccessLog:
             self._pending[seq] = (count + 1, now)
         return now, {seq: self._pending[seq][0] for seq in seqs}
 
+    def pending(self, seqs: list[int]) -> dict[int, tuple[int, float]]:
+        """The accesses noted but not written yet of ``seqs`` (count, newest time), noting
+        none: what a read that does not count (``count_access`` false) adds to the rows."""
+        return {seq: self._pending[seq] for seq in seqs if seq in self._pending}
+
     async def flush(self, db: Database) -> None:
         """Write the pending counts; call in a write transaction of their own."""
         if not self._pending:

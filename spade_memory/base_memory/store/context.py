@@ -65,14 +65,22 @@ class StoreContext:
         found: Sequence[Row],
         names: Mapping[str, str],
         scores: Mapping[int, float] | None = None,
+        *,
+        counted: bool = True,
     ) -> list[Memory]:
-        """Returns the memories of ``found``, each read once more (noted, written later)."""
-        now, pending = self.accesses.note([row.seq for row in found])
+        """Returns the memories of ``found``, each read once more (noted, written later);
+        with ``counted`` false (an op's ``count_access``), as they are, nothing noted."""
+        seqs = [row.seq for row in found]
+        if counted:
+            now, counts = self.accesses.note(seqs)
+            pending = {seq: (counts[seq], now) for seq in seqs}
+        else:
+            pending = self.accesses.pending(seqs)
         return [
             row.memory(
                 names,
-                accessed_at=now,
-                extra_accesses=pending[row.seq],
+                accessed_at=pending[row.seq][1] if row.seq in pending else None,
+                extra_accesses=pending[row.seq][0] if row.seq in pending else 0,
                 score=None if scores is None else scores[row.seq],
             )
             for row in found

@@ -58,7 +58,10 @@ class Reads:
         )  # fmt: skip
         if not found:
             raise ItemNotFound(f"no memory {request.op.id!r}")
-        return self.ctx.count_access(found, names(request, work))[0]
+        memories = self.ctx.count_access(
+            found, names(request, work), counted=request.op.count_access
+        )
+        return memories[0]
 
     async def list_memories(self, db: Database, request: Request, work: Effects) -> MemoryList:
         """Returns a page of the places' memories (``ListMemories``, ``RecentMemories``),
@@ -72,7 +75,9 @@ class Reads:
         found = await select(db, where + order, (*keys, *chosen.params, op.limit + 1, op.offset))
         more = len(found) > op.limit  # one row past the page says there is another
         return MemoryList(
-            memories=self.ctx.count_access(found[: op.limit], names(request, work)),
+            memories=self.ctx.count_access(
+                found[: op.limit], names(request, work), counted=op.count_access
+            ),
             next_offset=op.offset + op.limit if more else None,
         )
 
@@ -94,7 +99,7 @@ class Reads:
         ranking = self.ctx.ranking
         if mode == "session_recovery":
             found = await newest(db, keys, chosen, op.limit)
-            memories = self.ctx.count_access(found, names(request, work))
+            memories = self.ctx.count_access(found, names(request, work), counted=op.count_access)
             reasoning = Reasoning(
                 strategy="recency", dense_available=ranking.embedder is not None,
                 mode=mode, filtered=filtered, returned=len(memories),
@@ -107,7 +112,9 @@ class Reads:
         rows = await by_seq(db, ranked.seqs)
         of_seq = {row.seq: row for row in rows}
         found = [of_seq[seq] for seq in ranked.seqs if seq in of_seq]
-        memories = self.ctx.count_access(found, names(request, work), ranked.scores)
+        memories = self.ctx.count_access(
+            found, names(request, work), ranked.scores, counted=op.count_access
+        )
         reasoning = Reasoning(
             strategy="hybrid" if ranked.dense else "bm25",
             dense_available=ranked.dense, mode=mode, word_candidates=ranked.words,
@@ -230,7 +237,8 @@ class Reads:
             " ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
             (op.work_id, *keys, *live.params, op.limit),
         )
-        return MemoryList(memories=self.ctx.count_access(found, names(request, work)))
+        memories = self.ctx.count_access(found, names(request, work), counted=op.count_access)
+        return MemoryList(memories=memories)
 
 
 async def by_seq(db: Database, seqs: Sequence[int]) -> list[Row]:
