@@ -34,6 +34,10 @@ __all__ = ["xmpp_server"]  # fixtures of other modules, for every test
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
+STARTED_WITHIN = 120.0
+"""Seconds a service or server process of the tests may take to print its ready line:
+a loaded machine (other test runs beside this one) slows a start, it does not stop it."""
+
 _EXIT_LOOPS: list[asyncio.AbstractEventLoop] = []
 
 
@@ -87,7 +91,7 @@ def memory_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryS
     process = MemoryServiceProcess(
         tmp_path_factory.mktemp("memory-service"), "--registrations-per-minute", "0"
     )
-    process.start()
+    process.start(timeout=STARTED_WITHIN)
     yield process
     process.stop()
 
@@ -193,7 +197,7 @@ def prosody_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[prosody
     server = prosody.ProsodyProcess(
         tmp_path_factory.mktemp("prosody"), prosody.memory_agent_accounts("memory-agents-secret")
     )
-    server.start()
+    server.start(timeout=STARTED_WITHIN)
     yield server
     server.stop()
 
@@ -209,7 +213,7 @@ def prosody_memory_service(
         port=prosody_server.port,
         env={PASSWORD_ENV: "memory-agents-secret"},
     )
-    process.start()
+    process.start(timeout=STARTED_WITHIN)
     yield process
     process.stop()
 

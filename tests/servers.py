@@ -41,6 +41,6 @@ def xmpp_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serv
             tmp_path / "prosody", prosody.memory_agent_accounts(AGENTS_PASSWORD)
         )
         port = process.port
-    process.start()
+    process.start(timeout=120.0)  # generous: a loaded machine starts slowly
     yield Server(request.param, port, process)
     process.stop()

@@ -77,7 +77,7 @@ async def test_an_agent_restarted_with_the_same_jid_gets_its_answers(
     a bare JID to the agent's previous, closed connection, so a restarted agent got none."""
     jid = unique_jid("restarted")
     for attempt in range(3):
-        agent = await start_client(jid, memory_service.port, memory_timeout=2.0)
+        agent = await start_client(jid, memory_service.port, memory_timeout=10.0)
         try:
             await agent.memory.store_memory("fact", f"attempt {attempt}")
             stats = await agent.memory.get_memory_stats()

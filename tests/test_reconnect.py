@@ -63,7 +63,7 @@ async def test_agents_reconnect_and_a_call_made_during_the_outage_lands_once(
         restarted = time.monotonic()
 
         stored_during = await during  # resent after the reconnection, same request id
-        deadline = restarted + 10
+        deadline = restarted + 60  # about 3 s on a quiet machine
         while reconnected(service, mark) != set(AGENTS) and time.monotonic() < deadline:
             await asyncio.sleep(0.2)
         assert reconnected(service, mark) == set(AGENTS), "".join(service.output[mark:])

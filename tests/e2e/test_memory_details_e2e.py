@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
@@ -137,13 +138,15 @@ async def test_an_expired_memory_is_gone_from_every_read_and_closed_in_beads(
 ) -> None:
     alice = await start_client(unique_jid("alice"), service.port)
     try:
-        brief = await alice.memory.store("fact", "The staging password is hunter2", ttl_seconds=2)
+        # ten seconds to see it mirrored and found on a loaded machine, then it expires
+        brief = await alice.memory.store("fact", "The staging password is hunter2", ttl_seconds=10)
+        stored_by = time.monotonic()  # the service applied it before this
         kept = await alice.memory.store("fact", "The staging host is stage.example.com")
         assert brief is not None and kept is not None
-        await eventually(lambda: mirrored(service.data_dir, brief.id) is not None)
         found = await alice.memory.search_memories("staging")
         assert {m.id for m in found} == {brief.id, kept.id}
-        await asyncio.sleep(2.1)  # its two seconds are over: no read shows it any more
+        await eventually(lambda: mirrored(service.data_dir, brief.id) is not None)
+        await asyncio.sleep(stored_by + 10.1 - time.monotonic())  # over: no read shows it
         assert [m.id for m in await alice.memory.search_memories("staging")] == [kept.id]
         assert [m.id for m in await alice.memory.get_memories_by_category("fact")] == [kept.id]
         assert [m.id for m in await alice.memory.get_recent_memories()] == [kept.id]
