@@ -6,7 +6,9 @@ Start the memory service first (``spade-memory run``), then:
 
 The model is scripted (no network) unless ``SPADE_MEMORY_LLM_MODEL`` names a
 real one, e.g. ``openai/gpt-4o-mini`` with ``SPADE_MEMORY_LLM_API_KEY``, or
-any OpenAI-compatible endpoint through ``SPADE_MEMORY_LLM_BASE_URL``.
+any OpenAI-compatible endpoint through ``SPADE_MEMORY_LLM_BASE_URL``; a real model
+is asked for one token first, and one that does not answer stops the example with a
+line naming the model, the endpoint and the variable to set.
 ``SPADE_MEMORY_PORT`` selects another XMPP port than 5222;
 ``SPADE_MEMORY_DOMAIN`` another XMPP domain than localhost;
 ``SPADE_MEMORY_BASE_POOL`` and ``SPADE_MEMORY_INTERACTION_POOL`` spread its memory
@@ -29,6 +31,7 @@ from spade_memory import (
     start_agent,
     stop_agent,
 )
+from spade_memory.llm.model_check import ModelSettings, ModelUnreachable, check_model
 from spade_memory.llm.providers import last_tool_result, provider_from_env
 
 SCRIPT = [
@@ -42,6 +45,12 @@ SCRIPT = [
 
 
 async def main() -> None:
+    settings = ModelSettings.from_env()
+    if settings is not None:  # before the first turn, not in the middle of one
+        try:
+            await check_model(settings)
+        except ModelUnreachable as problem:
+            raise SystemExit(f"llm_agent: {problem}") from None
     port = int(os.environ.get("SPADE_MEMORY_PORT", "5222"))
     domain = os.environ.get("SPADE_MEMORY_DOMAIN", "localhost")
     assistant = MemoryLLMAgent(

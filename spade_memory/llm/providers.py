@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,15 +114,28 @@ class ScriptedProvider(BaseLLMProvider):  # type: ignore[misc]
         }
 
 
+KEYLESS = "no-key"
+"""The key sent to an endpoint of ``SPADE_MEMORY_LLM_BASE_URL`` when none is set: local
+OpenAI-compatible servers need none, but the OpenAI client refuses to send nothing."""
+
+
+def model_settings(
+    environ: Mapping[str, str] = os.environ,
+) -> tuple[str | None, str | None, str | None]:
+    """``(model, base_url, api_key)`` from ``SPADE_MEMORY_LLM_*`` (None for what is unset;
+    with a base URL and no key, ``KEYLESS``)."""
+    model = environ.get(MODEL_ENV) or None
+    base_url = environ.get(BASE_URL_ENV) or None
+    api_key = environ.get(API_KEY_ENV) or (KEYLESS if base_url else None)
+    return model, base_url, api_key
+
+
 def provider_from_env() -> BaseLLMProvider | None:
     """spade_llm's provider for the model named in ``SPADE_MEMORY_LLM_MODEL``
     (a LiteLLM name such as ``openai/gpt-4o-mini``), with ``SPADE_MEMORY_LLM_BASE_URL``
-    for any OpenAI-compatible endpoint and ``SPADE_MEMORY_LLM_API_KEY``; None if unset."""
-    model = os.environ.get(MODEL_ENV)
-    if not model:
+    for any OpenAI-compatible endpoint and ``SPADE_MEMORY_LLM_API_KEY``; None if unset.
+    ``model_check.check_model`` says in one line whether it answers."""
+    model, base_url, api_key = model_settings()
+    if model is None:
         return None
-    return LLMProvider(
-        model=model,
-        base_url=os.environ.get(BASE_URL_ENV) or None,
-        api_key=os.environ.get(API_KEY_ENV) or None,
-    )
+    return LLMProvider(model=model, base_url=base_url, api_key=api_key)

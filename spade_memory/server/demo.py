@@ -5,12 +5,15 @@ agent with memory and a user agent. In a first conversation the user says
 something worth keeping and the model stores it; the LLM agent is then
 stopped and started again (its context is gone); in a second conversation
 recall and ``search_memories`` bring it back. The model is scripted unless
-``SPADE_MEMORY_LLM_MODEL`` names a real one.
+``SPADE_MEMORY_LLM_MODEL`` names a real one; a real one is asked for one token before
+anything starts (``check_configured_model``), so a misconfiguration is one line, not a
+conversation of tracebacks.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from rich.markup import escape
 
 from spade_memory.llm.agent import MemoryLLMAgent
 from spade_memory.llm.chat_user import ChatUser
+from spade_memory.llm.model_check import ModelSettings, check_model
 from spade_memory.llm.providers import Prompt, Reply, ScriptedProvider, ToolCall, provider_from_env
 from spade_memory.server.runtime import MemoryRuntime, RunConfig
 from spade_memory.testing import free_port
@@ -61,8 +65,50 @@ def _second_session_script() -> list[Any]:
     return [ToolCall("search_memories", {"query": "drink", "limit": 3}), Reply(_answer_from_memory)]
 
 
+class OneLineLogs(logging.Formatter):
+    """Log records as one line each: no traceback, no second line of a long error (litellm
+    and spade_llm log a model's failure with its traceback, several times a turn)."""
+
+    def formatException(self, ei: Any) -> str:
+        return ""
+
+    def formatStack(self, stack_info: str) -> str:
+        return ""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return (super().format(record).splitlines() or [""])[0]
+
+
+def quiet_logs(debug: bool) -> None:
+    """Errors only, each in one line; with ``debug``, everything litellm and spade_llm say
+    (tracebacks included)."""
+    import litellm
+
+    litellm.suppress_debug_info = not debug  # its "Give Feedback / Get Help" banners
+    handler = logging.StreamHandler()
+    if not debug:
+        handler.setFormatter(OneLineLogs("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if debug else logging.ERROR, handlers=[handler])
+
+
+async def check_configured_model(console: Console) -> None:
+    """Say which model the demo uses; a real one must answer one token first.
+
+    Raises ``ModelUnreachable`` (one line naming the model, the endpoint and the variable
+    to set) when it does not.
+    """
+    settings = ModelSettings.from_env()
+    if settings is None:
+        console.print("model: scripted, no network (set SPADE_MEMORY_LLM_MODEL for a real one)")
+        return
+    await check_model(settings)
+    console.print(f"model {escape(settings.model)} at {escape(settings.endpoint)}: answers")
+
+
 async def run_demo(data_dir: Path, console: Console, port: int | None = None) -> str:
-    """Play the demo; the LLM agent's answer in the second session."""
+    """Play the demo; the LLM agent's answer in the second session. Raises
+    ``ModelUnreachable`` before anything starts when a real model does not answer."""
+    await check_configured_model(console)
     real = provider_from_env()
     model = (
         "a real model" if real else "a scripted model (set SPADE_MEMORY_LLM_MODEL for a real one)"
