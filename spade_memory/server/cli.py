@@ -194,6 +194,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--data-dir", type=Path, default=None, help="keep the demo's memories here (default: none)"
     )
+    demo.add_argument(
+        "--check",
+        action="store_true",
+        help="only check that the model of SPADE_MEMORY_LLM_MODEL answers (one line), then exit",
+    )
+    demo.add_argument(
+        "--debug", action="store_true", help="show litellm's and spade_llm's logs and tracebacks"
+    )
 
     commands.add_parser("schema", help="print the JSON Schema of every request and reply")
 
@@ -258,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     private_umask()  # every file it writes holds memories or credentials
     if args.command == "demo":
-        return _demo(args.data_dir)
+        return _demo(args.data_dir, check=args.check, debug=args.debug)
     if args.command == "schema":
         print(json.dumps(json_schemas(), indent=2))
         return 0
@@ -413,21 +421,31 @@ LLM_EXTRA = "spade-memory[llm]"
 """What to install for LLM agents with memory."""
 
 
-def _demo(data_dir: Path | None) -> int:
+def _demo(data_dir: Path | None, *, check: bool = False, debug: bool = False) -> int:
+    """The demo (or, with ``check``, only its model's check): 1 and one line on stderr
+    when the configured model does not answer."""
     # spade_llm imports litellm, which otherwise fetches a price list from the network.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        from spade_memory.server.demo import run_demo
+        from spade_memory.llm.model_check import ModelUnreachable
+        from spade_memory.server.demo import check_configured_model, quiet_logs, run_demo
     except ModuleNotFoundError as missing:
         if not (missing.name or "").startswith("spade_llm"):
             raise
         print(f"spade-memory demo needs spade_llm: pip install '{LLM_EXTRA}'", file=sys.stderr)
         return 2
 
-    logging.basicConfig(level=logging.ERROR)
+    quiet_logs(debug)
     console = Console()
-    with tempfile.TemporaryDirectory(prefix="spade-memory-demo-") as scratch:
-        asyncio.run(run_demo(data_dir or Path(scratch), console))
+    try:
+        if check:
+            asyncio.run(check_configured_model(console))
+            return 0
+        with tempfile.TemporaryDirectory(prefix="spade-memory-demo-") as scratch:
+            asyncio.run(run_demo(data_dir or Path(scratch), console))
+    except ModelUnreachable as problem:
+        print(f"spade-memory demo: {problem}", file=sys.stderr)
+        return 1
     return 0
 
 
