@@ -32,7 +32,7 @@ IQ = r"<(?:\w+:)?iq\b[^>]*?(/>|>.*?</(?:\w+:)?iq>)"
 class RawXMPP:
     """One client connection, read with ``until`` (text up to a pattern)."""
 
-    def __init__(self, port: int, domain: str = "localhost", timeout: float = 10.0) -> None:
+    def __init__(self, port: int, domain: str = "localhost", timeout: float = 60.0) -> None:
         self.domain = domain
         self.timeout = timeout
         self.sock: socket.socket | ssl.SSLSocket = socket.create_connection(

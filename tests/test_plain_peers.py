@@ -41,7 +41,7 @@ class PlainPeer:
             stanza["thread"] = thread
         stanza.send()
 
-    async def next_from(self, jid: str, timeout: float = 10.0) -> Stanza:
+    async def next_from(self, jid: str, timeout: float = 60.0) -> Stanza:
         """The next stanza from ``jid`` (others are passed over)."""
         while True:
             stanza = await asyncio.wait_for(self.received.get(), timeout)
