@@ -66,10 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
         default="localhost",
         help="XMPP domain of the agents, and the host they connect to",
     )
-    run.add_argument("--port", type=int, default=5222, help="XMPP client port")
     run.add_argument(
-        "--s2s-port", type=int, default=5269, help="server-to-server port of the embedded server"
-    )
+        "--port", type=int, default=5222,
+        help="XMPP client port: the embedded server listens there, the agents connect there"
+        " (default: %(default)s; a second service on one machine needs another)",
+    )  # fmt: skip
+    run.add_argument(
+        "--s2s-port", type=int, default=None, metavar="PORT",
+        help="let other XMPP servers connect to the embedded one on this port (the standard"
+        " is 5269; default: no server-to-server connections)",
+    )  # fmt: skip
     run.add_argument(
         "--external-server",
         action="store_true",

@@ -24,6 +24,7 @@ from spade.agent import Agent
 from spade_memory.protocol.limits import Limits
 from spade_memory.server import account_database, collector
 from spade_memory.server.embedded import EmbeddedXMPPServer, OfflineLimits
+from spade_memory.server.embedded.ports import check_ports
 from spade_memory.server.lock import lock
 from spade_memory.server.registry import NAMES, SERVICES, service
 from spade_memory.serving.agent import MemoryAgent, OutOfService
@@ -53,7 +54,8 @@ class RunConfig:
     data_dir: Path
     domain: str = "localhost"
     port: int = 5222
-    s2s_port: int = 5269
+    s2s_port: int | None = None
+    """The embedded server's server-to-server port (None: it takes no such connections)."""
     embedded_server: bool = True
     registrations_per_minute: int = 60
     """New accounts one source address may make on the embedded server in a minute."""
@@ -200,6 +202,8 @@ class MemoryRuntime:
         if config.database is not None and not is_url(config.database):
             raise RuntimeError(f"the database must be a postgresql:// URL, not {config.database!r}")
         try:
+            if config.embedded_server:  # before anything is written: a busy port leaves no trace
+                check_ports(config.domain, config.port, config.s2s_port)
             _writable(config.data_dir)
             self._running.callback(lock(config.data_dir).close)  # one service per directory
             tighten_and_say(config.data_dir)  # what an earlier run or another tool left open

@@ -7,8 +7,11 @@ the data directory (the in-memory one can lose its tables); certificates go
 to the data directory, not into site-packages; no admin web page on the
 fixed port 9090 (its HTTP task is simply not started); it listens on the
 loopback address only (pyjabber also binds the machine's LAN address); it
-does not install signal handlers, so Ctrl-C stops us cleanly; and it hashes
-passwords in threads, not in forked processes. Its client connections
+does not install signal handlers, so Ctrl-C stops us cleanly; it hashes
+passwords in threads, not in forked processes; and it takes server-to-server
+connections only when given an ``s2s_port`` (a server on the loopback address
+rarely federates, and a second service on one machine would otherwise need a
+second free port it never uses; ``ports``). Its client connections
 (``streams``) take canonical account names only (``accounts``, ``names``),
 stamp ``from``, route what pyjabber could not without dying, keep offline
 messages within bounds (``stanzas``, ``offline``), and find a bare JID's
@@ -22,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import socket
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -41,6 +43,7 @@ from spade_memory.server import account_database
 from spade_memory.server.embedded import accounts
 from spade_memory.server.embedded.connections import compare_exactly
 from spade_memory.server.embedded.offline import OfflineLimits, OfflineMessages
+from spade_memory.server.embedded.ports import check_ports
 from spade_memory.server.embedded.stanzas import StampingStanzaHandler
 from spade_memory.server.embedded.streams import ClientConnection
 
@@ -53,11 +56,13 @@ class EmbeddedXMPPServer:
         data_dir: Path,
         host: str = "localhost",
         port: int = 5222,
-        s2s_port: int = 5269,
+        s2s_port: int | None = None,
         offline: OfflineLimits | None = None,
         registrations_per_minute: int = 60,
     ) -> None:
-        """``offline``: what is kept for accounts with no available session;
+        """``s2s_port``: where other servers connect (None: no server-to-server
+        connections, and messages to other domains are answered with an error);
+        ``offline``: what is kept for accounts with no available session;
         ``registrations_per_minute``: new accounts per source address (0: no limit)."""
         self.host, self.port = host, port
         self.offline = OfflineMessages(offline)
@@ -70,7 +75,7 @@ class EmbeddedXMPPServer:
             Parameters(
                 host=host,
                 client_port=port,
-                server_port=s2s_port,
+                server_port=s2s_port or 0,  # 0: any free port, closed once started
                 database_path=str(self.database),
                 cert_path=str(cert_dir),
             )
@@ -82,11 +87,11 @@ class EmbeddedXMPPServer:
 
     async def start(self, timeout: float = 15.0) -> None:
         """Start listening; raise if the port cannot be bound."""
-        for port in (self.port, self._s2s_port):
-            _ensure_free(self.host, port)
+        check_ports(self.host, self.port, self._s2s_port)
         accounts.report_names(self.database)
         accounts.LIMIT.per_minute = self.registrations_per_minute
         StampingStanzaHandler.offline = self.offline
+        StampingStanzaHandler.federates = self._s2s_port is not None
         compare_exactly()
         for name in (QueueName.CONNECTIONS, QueueName.MESSAGES, QueueName.SERVERS):
             get_queue(name)
@@ -103,15 +108,15 @@ class EmbeddedXMPPServer:
             ready.cancel()
             await self.stop()
             raise RuntimeError(f"the embedded XMPP server could not listen on port {self.port}")
+        if self._s2s_port is None:
+            await _close(self._server._server_listener)
         await self._listen_for_clients()
 
     async def _listen_for_clients(self) -> None:
         """Take over pyjabber's client listener with one of ``ClientConnection``s (done
         before anyone is told the server is up)."""
         server = self._server
-        listener = server._client_listener
-        listener.close()
-        await listener.wait_closed()
+        await _close(server._client_listener)
         server._client_listener = await asyncio.get_running_loop().create_server(
             lambda: ClientConnection(
                 namespace="jabber:client", connection_timeout=server._connection_timeout
@@ -156,11 +161,8 @@ def _cert_dir_with_ca(cert_dir: Path) -> Path:
     return cert_dir
 
 
-def _ensure_free(host: str, port: int) -> None:
-    """pyjabber exits the process when it cannot bind; fail with a clear error instead."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as error:
-            raise RuntimeError(f"port {port} on {host} is not free: {error.strerror}") from None
+async def _close(listener: asyncio.Server | None) -> None:
+    """Stop one of pyjabber's listeners (replaced by ours, or not wanted)."""
+    if listener is not None:
+        listener.close()
+        await listener.wait_closed()

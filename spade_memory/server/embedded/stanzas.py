@@ -48,6 +48,9 @@ class StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
 
     offline: ClassVar[OfflineMessages] = OfflineMessages()
     """Messages waiting for their account (set by the server when it starts)."""
+    federates: ClassVar[bool] = True
+    """Whether messages to other domains go to other servers (pyjabber's s2s); when not,
+    they are answered remote-server-not-found (set by the server when it starts)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -77,6 +80,10 @@ class StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
             return
         host = AppConfig.app_config.host
         if to.domain != host and to.domain not in self._ip:
+            if not self.federates:
+                why = f"this server ({host}) takes no server-to-server connections"
+                self._bounce(element, "cancel", "remote-server-not-found", why)
+                return
             await super().handle_msg(element)  # another server's: pyjabber's s2s
             return
         routed = RoutedJID(user=to.user, domain=host, resource=to.resource or None)
