@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from spade_memory.protocol.limits import Limits
-from spade_memory.server import account_database, backup, imports, shell
+from spade_memory.server import account_database, accounts, backup, imports, shell
 from spade_memory.server.embedded import OfflineLimits
 from spade_memory.server.json_schema import json_schemas
 from spade_memory.server.registry import NAMES, SERVICES
@@ -231,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         " each is made again at its first login, by whoever logs in first",
     )
     afresh.add_argument("--data-dir", type=Path, default=None)
+    accounts.add_commands(commands)
 
     memories = commands.add_parser(
         "import-base-memory",
@@ -278,6 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command in ("backup", "check", "restore", "reset-accounts"):
         return _data_command(args)
+    if args.command == "accounts":
+        return accounts.run_accounts(args, args.data_dir or default_data_dir())
     if args.command in ("memories", "forget"):
         logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
         return shell.run_shell(args)

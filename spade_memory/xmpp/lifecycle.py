@@ -46,13 +46,25 @@ async def start_agent(
             await _abort(agent)
             raise WrongPassword(
                 f"the XMPP server at {agent.jid.host}:{agent.xmpp_port} refused the password"
-                f" of {agent.jid.bare}"
+                f" of {agent.jid.bare}: {_next_step(str(agent.jid.bare), auto_register)}"
             ) from None
         except (asyncio.TimeoutError, DisconnectedException):
             await _abort(agent)
     raise AgentStartError(
         f"{agent.jid} could not connect to an XMPP server at {agent.jid.host}:{agent.xmpp_port}"
         f" ({attempts} attempts of {attempt_timeout:.0f}s)"
+    )
+
+
+def _next_step(jid: str, registered: bool) -> str:
+    """What to do about a refused password, in a clause (with ``auto_register`` the account
+    exists: its registration was refused as taken, so it holds another password)."""
+    why = (
+        "registered with another password" if registered else "no such account or another password"
+    )
+    return (
+        f"{why}; `spade-memory accounts set-password {jid}` (spade-memory's embedded server)"
+        " or another JID"
     )
 
 

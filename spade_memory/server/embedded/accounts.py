@@ -9,7 +9,9 @@ authorization identity other than the account's own is refused too. At most
 ``RegistrationLimit.per_minute`` new accounts are made per source address in
 any minute (``not-acceptable`` of type ``wait``, as Prosody answers: slixmpp cannot
 read RFC 6120's ``policy-violation`` and fails the registration with a ValueError), so
-one address cannot mint accounts by the thousand.
+one address cannot mint accounts by the thousand. When an account is made, its time is
+noted beside it (``account_admin.MADE``: pyjabber keeps none), for ``spade-memory
+accounts list``.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from pyjabber.db.database import DB
 from pyjabber.db.model import Model
 from pyjabber.features.SASL.SASL import SASL
 from pyjabber.stream.negotiators.StreamNegotiator import StreamNegotiator
-from sqlalchemy import select
+from sqlalchemy import select, text
 
+from spade_memory.server.account_admin import MADE, MADE_TABLE, now_text
 from spade_memory.server.embedded.names import name_refusal
 
 logger = logging.getLogger("spade_memory.xmpp_server")
@@ -77,13 +80,15 @@ class CheckedSASL(SASL):  # type: ignore[misc]
     async def handle_iq(self, element: ET.Element) -> None:
         query = element.find(f"{_REGISTER}query")
         username = query.findtext(f"{_REGISTER}username") if query is not None else None
+        new = False
         if element.attrib.get("type") == "set" and username is not None:
             why = name_refusal(username)
             if why is not None:
                 logger.info("registration of %s refused: %s", ascii(username), why)
                 self._transport.write(_iq_error(element, "modify", "not-acceptable", why))
                 return
-            if not await account_exists(username):
+            new = not await account_exists(username)
+            if new:
                 address = str(self._peer[0]) if self._peer else "?"
                 wait = LIMIT.admit(address)
                 if wait:
@@ -92,6 +97,8 @@ class CheckedSASL(SASL):  # type: ignore[misc]
                     self._transport.write(_iq_error(element, "wait", "not-acceptable", why))
                     return
         await super().handle_iq(element)
+        if new and username is not None and await account_exists(username):
+            await note_made(username)
 
     async def handle_auth(self, element: ET.Element) -> Any:
         if element.attrib.get("mechanism", "PLAIN") == "PLAIN":
@@ -124,6 +131,16 @@ def _plain_refusal(token: str) -> str | None:
     if authzid and authzid != f"{authcid}@{AppConfig.app_config.host}":
         return f"{authcid} may not act as {authzid!a}"
     return None
+
+
+async def note_made(username: str) -> None:
+    """Note that the account ``username`` was made now (its first registration)."""
+    async with await DB.connection_async() as connection, connection.begin():
+        await connection.execute(text(MADE_TABLE))
+        await connection.execute(
+            text(f"INSERT OR IGNORE INTO {MADE} (jid, made) VALUES (:jid, :made)"),
+            {"jid": username, "made": now_text()},
+        )
 
 
 async def account_exists(username: str) -> bool:
