@@ -236,8 +236,11 @@ class MemoryRuntime:
                 self.agents.append(agent)
                 try:
                     await start_agent(agent, attempt_timeout=config.connect_timeout / 3)
-                except WrongPassword as refused:
-                    raise WrongPassword(f"{refused}; {_password_hint(config)}") from None
+                except WrongPassword:  # not a client's clash: the agents' own password
+                    raise WrongPassword(
+                        f"the XMPP server at {agent.jid.host}:{agent.xmpp_port} refused the"
+                        f" password of {agent.jid.bare}; {_password_hint(config)}"
+                    ) from None
             if config.embedded_server:  # the agents' accounts are in it now
                 await asyncio.to_thread(account_database.record, config.data_dir)
         except BaseException:
