@@ -23,7 +23,7 @@ class Assistant(MemoryMixin, Agent):  # type: ignore[misc]
 
 async def main() -> None:
     port = int(os.environ.get("SPADE_MEMORY_PORT", "5222"))
-    agent = Assistant("assistant@localhost", "assistant-secret", port=port)
+    agent = Assistant("assistant@localhost", "secret", port=port)
     await start_agent(agent)
     try:
         memory_id = await agent.memory.store_memory(

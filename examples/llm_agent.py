@@ -55,14 +55,14 @@ async def main() -> None:
     domain = os.environ.get("SPADE_MEMORY_DOMAIN", "localhost")
     assistant = MemoryLLMAgent(
         f"llm-assistant@{domain}",
-        "llm-assistant-secret",
+        "secret",
         provider_from_env() or ScriptedProvider(SCRIPT),
         system_prompt="You are a helpful assistant with long-term memory.",
         interaction_memory=True,  # remember_interaction_info + conversation notes in recall
         agent_base_memory=True,  # store_memory, search_memories, list_memories
         port=port,
     )
-    user = ChatUser(f"llm-user@{domain}", "llm-user-secret", port=port)
+    user = ChatUser(f"llm-user@{domain}", "secret", port=port)
     await start_agent(assistant)
     await start_agent(user)
     try:
