@@ -95,6 +95,15 @@ from spade_memory.protocol.working_memory import (
     Focus,
     WorkingMemory,
 )
+from spade_memory.xmpp.connect_errors import (
+    AgentStartError,
+    ConnectionRefused,
+    HostUnreachable,
+    TlsFailure,
+    UnknownHost,
+    WrongDomain,
+    WrongPassword,
+)
 from spade_memory.xmpp.discovery import protocol_feature
 from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 from spade_memory.xmpp.wire import ONTOLOGY
@@ -148,6 +157,7 @@ __all__ = [
     "AddInformation",
     "AgentBaseMemory",
     "AgentInteractionMemory",
+    "AgentStartError",
     "BadRequest",
     "BaseMemoryOp",
     "BeadsClient",
@@ -160,6 +170,7 @@ __all__ = [
     "ClearConversation",
     "Condition",
     "Conflict",
+    "ConnectionRefused",
     "ConversationInfo",
     "CreateSpace",
     "DeleteMemory",
@@ -176,6 +187,7 @@ __all__ = [
     "GetInformation",
     "GetMemory",
     "Grant",
+    "HostUnreachable",
     "InteractionOp",
     "InteractionStats",
     "InteractionStatsOp",
@@ -227,13 +239,17 @@ __all__ = [
     "Stored",
     "Subscribe",
     "Subscribed",
+    "TlsFailure",
     "ToolCall",
     "ToolSpec",
+    "UnknownHost",
     "UnshareSession",
     "Unsubscribe",
     "UpdateMemory",
     "WorkingMemory",
     "WorkingMemoryState",
+    "WrongDomain",
+    "WrongPassword",
     "memory_tools",
     "protocol_feature",
     "provider_from_env",

@@ -1,5 +1,7 @@
 """Start and stop SPADE agents without the hangs and zombies SPADE 4 allows.
 
+- slixmpp retries a refused connection in a loop until the caller gives up, so a
+  quick probe (``reachability``) first names why a server is missing or unfit.
 - ``Agent.start()`` waits forever when no server answers, and SPADE's
   embedded server (pyjabber 0.4) sometimes drops a login halfway through
   STARTTLS (seen on first logins to a fresh server), so a start attempt is
@@ -17,13 +19,10 @@ import contextlib
 from spade.agent import Agent, AuthenticationFailure, DisconnectedException
 from spade.behaviour import CyclicBehaviour
 
+from spade_memory.xmpp.connect_errors import AgentStartError, WrongPassword
+from spade_memory.xmpp.reachability import PROBE_SECONDS, probe
 
-class AgentStartError(RuntimeError):
-    """An agent could not connect and authenticate in time."""
-
-
-class WrongPassword(AgentStartError):
-    """The XMPP server refused an agent's password."""
+__all__ = ["AgentStartError", "WakesWhenKilled", "WrongPassword", "start_agent", "stop_agent"]
 
 
 async def start_agent(
@@ -35,9 +34,13 @@ async def start_agent(
 ) -> None:
     """Start ``agent``, each attempt bounded by ``attempt_timeout`` seconds.
 
-    Raises ``AgentStartError`` (naming the server tried) after ``attempts`` attempts,
-    at once ``WrongPassword`` when the server refuses the password.
+    Raises at once a named ``AgentStartError`` when a quick probe finds the server
+    missing or unfit (see ``reachability``) and ``WrongPassword`` when the server
+    refuses the password; ``AgentStartError`` (naming the server tried) after
+    ``attempts`` attempts.
     """
+    await probe(str(agent.jid.host), agent.xmpp_port, str(agent.jid.domain),
+                min(attempt_timeout, PROBE_SECONDS))  # fmt: skip
     for _ in range(attempts):
         try:
             await asyncio.wait_for(agent.start(auto_register=auto_register), attempt_timeout)
