@@ -14,6 +14,7 @@ from spade_memory.testing import READY_LINE, ChildProcess, free_port
 from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import start_client, unique_jid
+from .raw_xmpp import login
 from .test_faults import one_line_naming, spade_memory
 
 STANDARD_S2S_PORT = 5269
@@ -60,7 +61,8 @@ async def test_port_alone_serves_beside_a_service_on_the_standard_s2s_port(
     tmp_path: Path,
 ) -> None:
     """The standard server-to-server port is taken (as by a service run with the
-    defaults); ``--port N`` alone still starts, and serves."""
+    defaults); ``--port N`` alone still starts, and serves. Not federating, it answers a
+    message to another domain with an error at once."""
     with listening(STANDARD_S2S_PORT):
         port = free_port()
         service = ChildProcess(
@@ -77,6 +79,14 @@ async def test_port_alone_serves_beside_a_service_on_the_standard_s2s_port(
                 assert found is not None and found.content == "the second service serves"
             finally:
                 await stop_agent(client)
+            peer = login(port, unique_jid("peer").split("@")[0], "pw")
+            try:
+                far = "someone@example.org"
+                peer.send(f"<message to='{far}' type='chat' id='far'><body>hi</body></message>")
+                error = peer.until(r"type=\"error\".*?</(?:\w+:)?message>")
+                assert "remote-server-not-found" in error and "server-to-server" in error
+            finally:
+                peer.close()
         finally:
             service.stop()
     assert not any("not free" in line for line in service.output)
