@@ -73,15 +73,27 @@ def test_a_model_name_litellm_does_not_know() -> None:
     assert_one_line_failure(ran, "no-provider-model", "SPADE_MEMORY_LLM_MODEL")
 
 
+class OpenAILike:
+    """A tiny HTTP server answering chat completions as OpenAI's API does (``url``), that
+    keeps the requests it received and refuses the key after ``answers`` of them."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self.received: list[dict[str, Any]] = []
+        self.answers: int | None = None
+
+
 @pytest.fixture
-async def openai_like() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
-    """A tiny HTTP server answering chat completions as OpenAI's API does: its base URL
-    and the requests it received (body and authorization)."""
-    received: list[dict[str, Any]] = []
+async def openai_like() -> AsyncIterator[OpenAILike]:
+    server = OpenAILike()
 
     async def completions(request: web.Request) -> web.Response:
         body = await request.json()
-        received.append({"body": body, "authorization": request.headers.get("Authorization")})
+        auth = request.headers.get("Authorization")
+        server.received.append({"body": body, "authorization": auth})
+        if server.answers is not None and len(server.received) > server.answers:
+            refused = {"message": "Incorrect API key provided", "code": "invalid_api_key"}
+            return web.json_response({"error": refused}, status=401)
         return web.json_response(
             {
                 "id": "chatcmpl-test",
@@ -105,16 +117,15 @@ async def openai_like() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
     await runner.setup()
     port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
+    server.url = f"http://127.0.0.1:{port}/v1"
     try:
-        yield f"http://127.0.0.1:{port}/v1", received
+        yield server
     finally:
         await runner.cleanup()
 
 
-async def test_an_endpoint_that_answers_passes(
-    openai_like: tuple[str, list[dict[str, Any]]],
-) -> None:
-    endpoint, received = openai_like
+async def test_an_endpoint_that_answers_passes(openai_like: OpenAILike) -> None:
+    endpoint, received = openai_like.url, openai_like.received
     ran = await asyncio.to_thread(
         spade_memory,
         "demo", "--check",
@@ -132,3 +143,17 @@ def test_the_scripted_model_needs_no_check() -> None:
     ran = spade_memory("demo", "--check", environment={})
     assert ran.returncode == 0, ran.stderr
     assert "scripted" in ran.stdout
+
+
+async def test_a_model_that_fails_in_a_turn_ends_the_demo_in_one_line(
+    openai_like: OpenAILike,
+) -> None:
+    openai_like.answers = 1  # the check passes; the first turn is refused
+    ran = await asyncio.to_thread(
+        spade_memory,
+        "demo",
+        environment={"SPADE_MEMORY_LLM_MODEL": MODEL, "SPADE_MEMORY_LLM_BASE_URL": openai_like.url},
+    )  # fmt: skip
+    assert_one_line_failure(ran, MODEL, openai_like.url, "SPADE_MEMORY_LLM_API_KEY")
+    assert "Session 2" not in ran.stdout  # it stopped at the failed session
+    assert len(openai_like.received) >= 2

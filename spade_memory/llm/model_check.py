@@ -12,10 +12,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import litellm
 from litellm import exceptions as failures
 from litellm.utils import validate_environment
+from spade_llm.context import ContextManager
+from spade_llm.providers.base_provider import BaseLLMProvider
+from spade_llm.tools import LLMTool
 
 from spade_memory.llm.providers import API_KEY_ENV, BASE_URL_ENV, MODEL_ENV, model_settings
 
@@ -73,7 +77,7 @@ async def check_model(settings: ModelSettings, timeout: float = CHECK_TIMEOUT) -
             api_base=settings.base_url,
         )
     except Exception as error:  # litellm raises a different class per provider and HTTP status
-        raise _explain(settings, error) from None
+        raise explain(settings, error) from None
     finally:
         litellm.suppress_debug_info = banners
 
@@ -91,8 +95,8 @@ def _missing_key(settings: ModelSettings) -> str | None:
     return " or ".join(keys) or None
 
 
-def _explain(settings: ModelSettings, error: Exception) -> ModelUnreachable:
-    """One line for what litellm raised."""
+def explain(settings: ModelSettings, error: Exception) -> ModelUnreachable:
+    """One line for what litellm raised: what is wrong and which variable to set."""
     text = str(error)
     if isinstance(error, failures.AuthenticationError | failures.PermissionDeniedError) or (
         "Missing credentials" in text or "api_key" in text
@@ -114,3 +118,36 @@ def _explain(settings: ModelSettings, error: Exception) -> ModelUnreachable:
         return settings.problem("cannot connect (is it running?)", BASE_URL_ENV)
     first_line = (text.splitlines() or [type(error).__name__])[0][:200]
     return settings.problem(first_line, f"{MODEL_ENV}, {BASE_URL_ENV} or {API_KEY_ENV}")
+
+
+class WatchedProvider(BaseLLMProvider):  # type: ignore[misc]
+    """A provider that keeps its model's failure as one line (``failure``).
+
+    spade_llm turns a failed turn into a reply ("Error processing your message: ...")
+    and logs a traceback; with this around the provider, a program can tell the turn
+    failed and say why in the words of the check.
+    """
+
+    def __init__(self, provider: BaseLLMProvider, settings: ModelSettings) -> None:
+        super().__init__()
+        self.provider = provider
+        self.settings = settings
+        self.failure: ModelUnreachable | None = None
+        """The last failure of the model, as ``explain`` says it (None: none yet)."""
+
+    async def get_llm_response(
+        self,
+        context: ContextManager,
+        tools: list[LLMTool] | None = None,
+        conversation_id: str | None = None,
+        output_schema: Any | None = None,
+    ) -> dict[str, Any]:
+        """The wrapped provider's answer; its failure is kept, then raised as it was."""
+        try:
+            answer: dict[str, Any] = await self.provider.get_llm_response(
+                context, tools, conversation_id, output_schema
+            )
+        except Exception as error:
+            self.failure = explain(self.settings, error)
+            raise
+        return answer

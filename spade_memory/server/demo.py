@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from spade_memory.llm.agent import MemoryLLMAgent
 from spade_memory.llm.chat_user import ChatUser
-from spade_memory.llm.model_check import ModelSettings, check_model
+from spade_memory.llm.model_check import ModelSettings, WatchedProvider, check_model
 from spade_memory.llm.providers import Prompt, Reply, ScriptedProvider, ToolCall, provider_from_env
 from spade_memory.server.runtime import MemoryRuntime, RunConfig
 from spade_memory.testing import free_port
@@ -79,20 +79,28 @@ class OneLineLogs(logging.Formatter):
         return (super().format(record).splitlines() or [""])[0]
 
 
+MODEL_LOGGERS = ("spade_llm", "LiteLLM", "litellm")
+"""Loggers that report a model's failure (each three times a turn, with tracebacks): the
+demo says it once, in one line, unless ``--debug``."""
+
+
 def quiet_logs(debug: bool) -> None:
-    """Errors only, each in one line; with ``debug``, everything litellm and spade_llm say
-    (tracebacks included)."""
+    """Errors only, each in one line, and none from the model's loggers; with ``debug``,
+    everything litellm and spade_llm say (tracebacks included)."""
     import litellm
 
     litellm.suppress_debug_info = not debug  # its "Give Feedback / Get Help" banners
     handler = logging.StreamHandler()
     if not debug:
         handler.setFormatter(OneLineLogs("%(levelname)s %(name)s: %(message)s"))
+        for name in MODEL_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     logging.basicConfig(level=logging.INFO if debug else logging.ERROR, handlers=[handler])
 
 
-async def check_configured_model(console: Console) -> None:
-    """Say which model the demo uses; a real one must answer one token first.
+async def check_configured_model(console: Console) -> ModelSettings | None:
+    """Say which model the demo uses; a real one must answer one token first. Returns its
+    settings (None: the scripted model).
 
     Raises ``ModelUnreachable`` (one line naming the model, the endpoint and the variable
     to set) when it does not.
@@ -100,16 +108,19 @@ async def check_configured_model(console: Console) -> None:
     settings = ModelSettings.from_env()
     if settings is None:
         console.print("model: scripted, no network (set SPADE_MEMORY_LLM_MODEL for a real one)")
-        return
+        return None
     await check_model(settings)
     console.print(f"model {escape(settings.model)} at {escape(settings.endpoint)}: answers")
+    return settings
 
 
 async def run_demo(data_dir: Path, console: Console, port: int | None = None) -> str:
     """Play the demo; the LLM agent's answer in the second session. Raises
-    ``ModelUnreachable`` before anything starts when a real model does not answer."""
-    await check_configured_model(console)
-    real = provider_from_env()
+    ``ModelUnreachable`` before anything starts when a real model does not answer, and
+    after the session in which it failed."""
+    settings = await check_configured_model(console)
+    found = provider_from_env()
+    real = WatchedProvider(found, settings) if found and settings else None
     model = (
         "a real model" if real else "a scripted model (set SPADE_MEMORY_LLM_MODEL for a real one)"
     )
@@ -145,6 +156,8 @@ async def _session(
         answer = await user.ask(ASSISTANT, text, thread)
         _show_turn(assistant.context.get_conversation_history(thread), console)
         console.print(f"[green]assistant[/] → user: {escape(answer)}")
+        if isinstance(provider, WatchedProvider) and provider.failure is not None:
+            raise provider.failure  # spade_llm answered its failure as text: say it in a line
         return answer
     finally:
         await stop_agent(assistant)
