@@ -234,14 +234,15 @@ def test_mistakes_are_one_sentence(memory_service: MemoryServiceProcess, me: str
     ok(shell(memory_service, me, "memories", "stats"))  # makes the account
     cases = [
         (shell(memory_service, me, "memories", "stats", password="wrong"),
-         f"refused the password of {me}; set SPADE_MEMORY_AGENT_PASSWORD to its password"),
+         f"refused the password of {me}"),
         (shell(memory_service, me, "memories", "import", "-", stdin="not json\n"),
-         "-, line 1: not a memory"),
+         "-, line 1: not JSON"),
         (shell(memory_service, me, "memories", "import", "/nonexistent/file.jsonl"),
          "cannot open /nonexistent/file.jsonl: No such file or directory"),
         (shell(memory_service, me, "memories", "update", "some-id"),
          "say what to change: --content, --category, --context or --confidence"),
     ]  # fmt: skip
+    assert cases[0][0].stderr.endswith("; set SPADE_MEMORY_AGENT_PASSWORD to its password\n")
     for result, sentence in cases:
         assert result.returncode == 1
         assert sentence in result.stderr

@@ -23,7 +23,8 @@ from rich.table import Table
 from spade_memory.protocol.limits import Limits
 from spade_memory.server import account_database, accounts, backup, imports, shell
 from spade_memory.server.embedded import OfflineLimits
-from spade_memory.server.json_schema import json_schemas
+from spade_memory.server.json_schema import json_schemas, op_names, op_schema
+from spade_memory.server.parser import Parser, suggestion
 from spade_memory.server.registry import NAMES, SERVICES
 from spade_memory.server.runtime import (
     EXIT_AT_ONCE,
@@ -50,7 +51,12 @@ def default_data_dir() -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spade-memory", description=__doc__)
+    parser = Parser(
+        prog="spade-memory",
+        description="Shared memory for SPADE agents, kept by dedicated XMPP agents: run them,"
+        " try the demo, look at and change an agent's memories and spaces, back up, check,"
+        " restore, migrate, and print the protocol's schema.",
+    )
     parser.add_argument("--version", action="version", version=f"spade-memory {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -209,7 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show litellm's and spade_llm's logs and tracebacks"
     )
 
-    commands.add_parser("schema", help="print the JSON Schema of every request and reply")
+    schema = commands.add_parser(
+        "schema", help="print the JSON Schema of every request and reply, or of one op's"
+    )
+    schema.add_argument("op", nargs="?", help="one op, such as store_memory (default: all)")
 
     take = commands.add_parser(
         "backup", help="a consistent copy of a data directory, while the service runs"
@@ -275,13 +284,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "demo":
         return _demo(args.data_dir, check=args.check, debug=args.debug)
     if args.command == "schema":
-        print(json.dumps(json_schemas(), indent=2))
-        return 0
+        return _schema(args.op)
     if args.command in ("backup", "check", "restore", "reset-accounts"):
         return _data_command(args)
     if args.command == "accounts":
         return accounts.run_accounts(args, args.data_dir or default_data_dir())
-    if args.command in ("memories", "forget"):
+    if args.command in shell.SHELL_COMMANDS:
         logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
         return shell.run_shell(args)
     if args.command in ("import-base-memory", "import-interactions"):
@@ -398,6 +406,13 @@ def _data_command(args: argparse.Namespace) -> int:
             return _reset_accounts(args.data_dir or default_data_dir())
         if args.command == "backup":
             source = args.data_dir or default_data_dir()
+            if args.destination.exists():
+                print(
+                    f"spade-memory: {args.destination} already exists; back up into a new"
+                    " folder (or remove that one first)",
+                    file=sys.stderr,
+                )
+                return 1
             record = backup.backup(source, args.destination)
             print(f"backed up {len(record['files'])} files of {source} into {args.destination}")
             return 0
@@ -416,6 +431,20 @@ def _data_command(args: argparse.Namespace) -> int:
     if not problems:
         print(f"{folder}: every store passes its integrity check")
     return 1 if problems else 0
+
+
+def _schema(op: str | None) -> int:
+    """Every schema, or one op's (an unknown op: one line naming the close ones)."""
+    if op is None:
+        print(json.dumps(json_schemas(), indent=2))
+        return 0
+    found = op_schema(op)
+    if found is None:
+        every = f"{len(op_names())} ops: the docs' op reference lists them"
+        print(f"spade-memory schema: {suggestion(op, op_names(), every)}", file=sys.stderr)
+        return 1
+    print(json.dumps(found, indent=2))
+    return 0
 
 
 def _reset_accounts(data_dir: Path) -> int:

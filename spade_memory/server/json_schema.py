@@ -27,3 +27,20 @@ def _service_schema(service: ServicePlugin) -> dict[str, Any]:
         "request": service.ops.json_schema(),
         "replies": {op.tag(): op.result.model_json_schema() for op in op_types(service.union)},
     }
+
+
+def op_names() -> list[str]:
+    """Every op's tag, once (the base memory and the beads sync agent share a few)."""
+    return list(dict.fromkeys(op.tag() for service in SERVICES for op in op_types(service.union)))
+
+
+def op_schema(tag: str) -> dict[str, Any] | None:
+    """The JSON Schema of one op's request and reply at each service serving an op
+    ``tag`` (``spade-memory schema OP``); None when none does."""
+    serving = {
+        service.name: {"request": op.model_json_schema(), "reply": op.result.model_json_schema()}
+        for service in SERVICES
+        for op in op_types(service.union)
+        if op.tag() == tag
+    }
+    return {"op": tag, "services": serving} if serving else None

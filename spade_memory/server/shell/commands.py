@@ -1,0 +1,148 @@
+"""The shell's commands on the ``spade-memory`` parser: ``memories`` (list, search, show,
+add, update, delete, stats, export, import, forget), ``spaces`` (list, info, create, grant,
+revoke) and ``forget``, each with the options of the connection it logs in with."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from spade_memory.protocol.memories import CATEGORIES
+from spade_memory.protocol.space_names import ROLES
+from spade_memory.server.shell import memories, spaces, transfer
+from spade_memory.server.shell.forget import forget_verb
+from spade_memory.server.shell.session import JID_ENV, Verb, run_verb
+
+MEMORY_VERBS: dict[str, Verb] = {
+    "list": memories.list_verb,
+    "search": memories.search_verb,
+    "show": memories.show_verb,
+    "add": memories.add_verb,
+    "update": memories.update_verb,
+    "delete": memories.delete_verb,
+    "stats": memories.stats_verb,
+    "export": transfer.export_verb,
+    "import": transfer.import_verb,
+    "forget": forget_verb,
+}
+SPACE_VERBS: dict[str, Verb] = {
+    "list": spaces.list_verb,
+    "info": spaces.info_verb,
+    "create": spaces.create_verb,
+    "grant": spaces.grant_verb,
+    "revoke": spaces.revoke_verb,
+}
+SHELL_COMMANDS = ("memories", "spaces", "forget")
+"""The commands ``run_shell`` runs."""
+
+
+def run_shell(args: argparse.Namespace) -> int:
+    """Run a ``memories`` or ``spaces`` verb, or ``forget``; 0, or 1 with one sentence on
+    stderr."""
+    if args.command == "forget":
+        return run_verb(forget_verb, args)
+    verbs = MEMORY_VERBS if args.command == "memories" else SPACE_VERBS
+    return run_verb(verbs[args.verb], args)
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``memories``, ``spaces`` and ``forget`` to the ``spade-memory`` parser."""
+    _memory_commands(commands)
+    _space_commands(commands)
+    _forget_options(
+        _connection(
+            commands.add_parser(
+                "forget",
+                help="delete an agent's memories, notes, working memory, context files and"
+                " beads memories, and the replies kept for its retries (asks first)",
+            )
+        )
+    )
+
+
+def _memory_commands(commands: Any) -> None:
+    parser = commands.add_parser(
+        "memories", help="list, search, show, add, change, export or import an agent's memories"
+    )
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    listing = _verb(verbs, "list", "memories, most recently used first, a page at a time")
+    listing.add_argument("--category", choices=CATEGORIES)
+    listing.add_argument("--limit", type=int, default=20, help="memories per page (20)")
+    listing.add_argument("--offset", type=int, default=0, help="memories to skip (0)")
+    _space(listing, reads=True)
+    search = _verb(verbs, "search", "ranked search, with each memory's score")
+    search.add_argument("query")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--category", choices=CATEGORIES)
+    _space(search, reads=True)
+    _space(_id(_verb(verbs, "show", "one memory in full")), reads=True)
+    add = _verb(verbs, "add", "store a memory (classified by the service without --category)")
+    add.add_argument("content")
+    add.add_argument("--category", choices=CATEGORIES)
+    add.add_argument("--context")
+    add.add_argument("--confidence", type=float, default=1.0, help="0 to 1 (1)")
+    add.add_argument("--tag", action="append", help="a label (again for more)")
+    _space(add)
+    update = _id(
+        _verb(verbs, "update", "change a memory's content, category, context or confidence")
+    )
+    update.add_argument("--content")
+    update.add_argument("--category", choices=CATEGORIES)
+    update.add_argument("--context")
+    update.add_argument("--confidence", type=float)
+    _space(update)
+    _space(_id(_verb(verbs, "delete", "forget one memory")))
+    _space(_verb(verbs, "stats", "how many memories, by category"))
+    export = _verb(verbs, "export", "every memory of the agent's own space, as JSON lines")
+    export.add_argument("file", nargs="?", default="-", help="default: standard output")
+    load = _verb(verbs, "import", "store the memories of a JSON lines file (as export wrote)")
+    load.add_argument("file", help="a file, or - for standard input")
+    _forget_options(_verb(verbs, "forget", "everything of the agent, as spade-memory forget"))
+
+
+def _space_commands(commands: Any) -> None:
+    parser = commands.add_parser(
+        "spaces", help="list, make and share the spaces an agent belongs to"
+    )
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    _verb(verbs, "list", "the spaces the agent belongs to, with its role in each")
+    _verb(verbs, "info", "a space's owner, members, counts and quota").add_argument("name")
+    create = _verb(verbs, "create", "a new space, owned by the agent")
+    create.add_argument("name")
+    create.add_argument("--description")
+    grant = _verb(verbs, "grant", "give a member a role in a space")
+    grant.add_argument("name")
+    grant.add_argument("member", help="a bare JID, or *@domain for everyone of a domain")
+    grant.add_argument("role", choices=ROLES)
+    revoke = _verb(verbs, "revoke", "take a member's role in a space away")
+    revoke.add_argument("name")
+    revoke.add_argument("member")
+
+
+def _verb(verbs: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    return _connection(verbs.add_parser(name, help=help_text, description=help_text))
+
+
+def _id(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("id", help="the memory's id, or a unique start or end of it")
+    return parser
+
+
+def _space(parser: argparse.ArgumentParser, *, reads: bool = False) -> None:
+    where = "a shared space, or * for every space the agent reads" if reads else "a shared space"
+    parser.add_argument("--space", help=f"{where} (default: the agent's own)")
+
+
+def _forget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yes", action="store_true", help="do not ask")
+
+
+def _connection(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument(
+        "--jid", default=os.environ.get(JID_ENV), help=f"act as this agent (default: ${JID_ENV})"
+    )
+    parser.add_argument("--port", type=int, default=5222, help="XMPP client port (5222)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds per request (10)")
+    return parser

@@ -1,0 +1,74 @@
+"""How a shell command runs: log in as the agent it acts for, run the verb, log out, and
+turn every failure a person can mend into one line on stderr (exit status 1)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from pydantic import ValidationError
+from rich.console import Console
+
+from spade_memory.client.login import log_in
+from spade_memory.client.memory_client import MemoryClient
+from spade_memory.protocol.errors import MemoryServiceError, MemoryTimeout
+from spade_memory.server.shell.errors import ShellError, field_problem
+from spade_memory.xmpp.lifecycle import AgentStartError, WrongPassword, stop_agent
+
+JID_ENV = "SPADE_MEMORY_JID"
+PASSWORD_ENV = "SPADE_MEMORY_AGENT_PASSWORD"
+
+Verb = Callable[[MemoryClient, argparse.Namespace, Console], Awaitable[int]]
+"""One shell verb: runs on a logged-in client; returns the exit status."""
+
+
+def run_verb(verb: Verb, args: argparse.Namespace) -> int:
+    """Run ``verb`` logged in as ``args.jid``; returns 0, or 1 with one sentence on stderr."""
+    console = Console()
+    try:
+        return asyncio.run(_logged_in_run(verb, args, console))
+    except ShellError as error:
+        _say(str(error))
+    except ValidationError as error:
+        _say(field_problem(error))
+    except MemoryServiceError as error:
+        _say(f"{error.condition.value}: {error.text}")
+    except MemoryTimeout:
+        _say(
+            f"the memory service did not answer within {args.timeout:.0f}s;"
+            " is `spade-memory run` running?"
+        )
+    except WrongPassword as error:
+        _say(f"{error}; set {PASSWORD_ENV} to its password")
+    except AgentStartError as error:
+        _say(f"{error}; is `spade-memory run` running there (see --port)?")
+    return 1
+
+
+def _say(sentence: str) -> None:
+    print(f"spade-memory: {sentence}", file=sys.stderr)
+
+
+async def _logged_in_run(verb: Verb, args: argparse.Namespace, console: Console) -> int:
+    async with logged_in(args) as client:
+        return await verb(client, args, console)
+
+
+@asynccontextmanager
+async def logged_in(args: argparse.Namespace) -> AsyncIterator[MemoryClient]:
+    """The client of an agent logged in as ``args.jid`` (its password from the
+    environment), stopped on the way out; raises ``ShellError`` when either is missing."""
+    if not args.jid:
+        raise ShellError(f"say which agent to act as: --jid name@domain, or set {JID_ENV}")
+    password = os.environ.get(PASSWORD_ENV)
+    if not password:
+        raise ShellError(f"set {PASSWORD_ENV} to the password of {args.jid}")
+    agent = await log_in(args.jid, password, port=args.port, timeout=args.timeout)
+    try:
+        yield agent.memory
+    finally:
+        await stop_agent(agent)
