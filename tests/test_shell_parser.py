@@ -55,7 +55,11 @@ def test_an_unknown_op_names_the_close_ones() -> None:
         (("memorie",), "spade-memory: unknown 'memorie'; did you mean 'memories'?"),
         (("memories", "lst"), "spade-memory memories: unknown 'lst'; did you mean 'list'?"),
         (("spaces", "grnt"), "spade-memory spaces: unknown 'grnt'; did you mean 'grant'?"),
-        (("memories", "list", "--category", "facts"), "did you mean 'fact'?"),
+        (
+            ("memories", "list", "--category", "facts"),
+            "spade-memory memories list: --category: unknown 'facts'; did you mean 'fact'?"
+            " (one of fact, pattern, preference, capability)",
+        ),
     ],
 )
 def test_a_mistyped_verb_is_one_line_with_the_close_names(args: tuple[str, ...], said: str) -> None:

@@ -9,7 +9,10 @@ import difflib
 import re
 from typing import NoReturn
 
-INVALID_CHOICE = re.compile(r"invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)")
+INVALID_CHOICE = re.compile(
+    r"(?:argument (?P<option>-[^:]*): )?invalid choice: '(?P<given>[^']*)'"
+    r" \(choose from (?P<choices>.*)\)"
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -24,7 +27,8 @@ class Parser(argparse.ArgumentParser):
             super().error(message)
         given = wrong["given"]
         choices = re.findall(r"'([^']*)'", wrong["choices"])
-        self.exit(2, f"{self.prog}: {suggestion(given, choices)}\n")
+        field = f"{wrong['option'].split('/')[-1]}: " if wrong["option"] else ""
+        self.exit(2, f"{self.prog}: {field}{suggestion(given, choices)}\n")
 
     def format_help(self) -> str:
         """The help, with reStructuredText's literal markup taken out."""

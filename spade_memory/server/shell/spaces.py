@@ -83,7 +83,7 @@ async def _details(
         ("memories", f"{details.memories} ({details.bytes} bytes)"), ("quota", quota),
         ("subscribers", str(details.subscribers)),
     ]  # fmt: skip
-    rows += [(f"  {m.member}", m.role) for m in details.members]
+    rows += [("members", "")] + [(f"  {m.member}", m.role) for m in details.members]
     for name, value in rows:
         table.add_row(name, Text(value))
     console.print(table)
