@@ -23,7 +23,7 @@ import json
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,20 +74,39 @@ def _store_facts(path: Path) -> dict[str, Any]:
     return {"user_version": version, "rows": rows}
 
 
-def backup(data_dir: Path, destination: Path) -> dict[str, Any]:
-    """Copy ``data_dir`` (running or not) into the new folder ``destination``.
+def files_to_back_up(data_dir: Path) -> list[Path]:
+    """The files ``backup`` copies, in its order (the count a progress display needs)."""
+    return [source for source in _files(data_dir) if source.name != MANIFEST]
+
+
+def backup(
+    data_dir: Path, destination: Path, told: Callable[[Path], None] | None = None
+) -> dict[str, Any]:
+    """Copy ``data_dir`` (running or not) into the new folder ``destination``; ``told``
+    gets each file's path (relative to ``data_dir``) before it is copied.
 
     Returns the backup's ``backup.json``; raises ``FileExistsError`` if
     ``destination`` exists, ``OSError`` or ``sqlite3.Error`` if a file cannot be read.
-    The backup is its user's alone (folders 0700, files 0600): it holds every memory
-    and the embedded server's accounts.
+    A backup that fails or is interrupted (Ctrl-C) is removed: a half-made folder
+    never passes for a backup. The backup is its user's alone (folders 0700, files
+    0600): it holds every memory and the embedded server's accounts.
     """
     destination.mkdir(mode=0o700, parents=True, exist_ok=False)
+    try:
+        return _copy_into(data_dir, destination, told)
+    except BaseException:
+        shutil.rmtree(destination, ignore_errors=True)
+        raise
+
+
+def _copy_into(
+    data_dir: Path, destination: Path, told: Callable[[Path], None] | None
+) -> dict[str, Any]:
     listed: dict[str, Any] = {}
-    for source in _files(data_dir):
-        if source.name == MANIFEST:
-            continue  # a restore writes the restored stores' own
+    for source in files_to_back_up(data_dir):
         relative = source.relative_to(data_dir)
+        if told is not None:
+            told(relative)
         target = destination / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         if is_sqlite(source):

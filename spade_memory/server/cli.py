@@ -15,22 +15,25 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from spade_memory.protocol.limits import Limits
-from spade_memory.server import account_database, accounts, backup, imports, shell
+from spade_memory.server import account_database, accounts, backup, imports, progress, shell
 from spade_memory.server.embedded import OfflineLimits
 from spade_memory.server.json_schema import json_schemas, op_names, op_schema
 from spade_memory.server.parser import Parser, suggestion
 from spade_memory.server.registry import NAMES, SERVICES
 from spade_memory.server.runtime import (
     EXIT_AT_ONCE,
+    INTERRUPTED_START,
     PASSWORD_ENV,
     STEP_SECONDS,
     RunConfig,
+    StartInterrupted,
     run_service,
     use_uvloop,
 )
@@ -355,8 +358,10 @@ def _run(config: RunConfig, *, debug: bool) -> int:
     """Serve until stopped; 0, or 1 with one line saying what failed (and how to mend it)."""
     console = Console()
     try:
-        run_service(config, lambda ready: _print_banner(ready, console))
-    except KeyboardInterrupt:
+        with progress.shown_on(console):  # the model's preparation, at the first start
+            run_service(replace(config, debug=debug), lambda ready: _print_banner(ready, console))
+    except (KeyboardInterrupt, StartInterrupted):  # before the signal handlers, or while starting
+        print(f"spade-memory: {INTERRUPTED_START}", file=sys.stderr)
         return EXIT_AT_ONCE
     except Exception as error:
         if debug:
@@ -384,7 +389,12 @@ def _one_line(error: Exception, config: RunConfig) -> str:
 
 def _exit_cleanly(status: int) -> int:
     """Nothing the service started may keep the process alive: a thread still running
-    after the stop (a library's, a leaked connection's) is named, and the process ends."""
+    after the stop (a library's, a leaked connection's) is named, and the process ends;
+    after an interrupted start none is waited for (the model's preparation may run on)."""
+    if status == EXIT_AT_ONCE:
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(status)
     stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
     for thread in stuck:
         thread.join(timeout=2.0)
@@ -413,9 +423,7 @@ def _data_command(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 1
-            record = backup.backup(source, args.destination)
-            print(f"backed up {len(record['files'])} files of {source} into {args.destination}")
-            return 0
+            return _backup(source, args.destination)
         if args.command == "restore":
             kept = backup.restore(args.source, args.data_dir)
             where = f"; what was there is kept in {kept}" if kept else ""
@@ -444,6 +452,19 @@ def _schema(op: str | None) -> int:
         print(f"spade-memory schema: {suggestion(op, op_names(), every)}", file=sys.stderr)
         return 1
     print(json.dumps(found, indent=2))
+    return 0
+
+
+def _backup(source: Path, destination: Path) -> int:
+    """A backup with its progress (files copied); an interrupted one is removed."""
+    try:
+        total = len(backup.files_to_back_up(source)) if source.is_dir() else None
+        with progress.steps(Console(), f"backing up {source}", total) as step:
+            record = backup.backup(source, destination, lambda file: step(str(file)))
+    except KeyboardInterrupt:
+        print("spade-memory: backup interrupted; the unfinished copy is removed", file=sys.stderr)
+        return EXIT_AT_ONCE
+    print(f"backed up {len(record['files'])} files of {source} into {destination}")
     return 0
 
 
@@ -511,15 +532,16 @@ def _migrate(data_dir: Path, url: str) -> int:
 
     logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
     console = Console(stderr=True)
+    where = shown(url) if url.startswith(("postgresql://", "postgres://")) else url
     try:
-        with console.status("migrating ...") as status:
-
-            def told(table: str, rows: int) -> None:
-                status.update(f"migrating {table}: {rows:,} rows")
-
-            moved = asyncio.run(migrate.migrate(data_dir, url, told))
+        with progress.steps(console, f"migrating {data_dir} to {where}") as step:
+            moved = asyncio.run(
+                migrate.migrate(data_dir, url, lambda table, rows: step(f"{table}, {rows:,} rows"))
+            )
+    except KeyboardInterrupt:  # the migration's one transaction is rolled back
+        print("spade-memory: migration interrupted; nothing was moved", file=sys.stderr)
+        return EXIT_AT_ONCE
     except Exception as error:  # every failure is one sentence; nothing was committed
-        where = shown(url) if url.startswith(("postgresql://", "postgres://")) else url
         print(f"spade-memory: cannot migrate {data_dir} to {where}: {error}", file=sys.stderr)
         return 1
     table = Table("table", "rows", title=f"moved into {moved.url}")

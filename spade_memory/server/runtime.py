@@ -13,16 +13,18 @@ import logging
 import os
 import secrets
 import signal
+import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from spade.agent import Agent
 
 from spade_memory.protocol.limits import Limits
-from spade_memory.server import account_database, collector
+from spade_memory.server import account_database, collector, loop_errors
 from spade_memory.server.embedded import EmbeddedXMPPServer, OfflineLimits
 from spade_memory.server.embedded.ports import check_ports
 from spade_memory.server.lock import lock
@@ -37,7 +39,8 @@ from spade_memory.storage.faults import LOW_DISK_BYTES, DamagedStore, free_bytes
 from spade_memory.storage.manifest import Manifest
 from spade_memory.storage.postgres import is_url
 from spade_memory.storage.private import tighten_and_say
-from spade_memory.xmpp.lifecycle import WrongPassword, start_agent, stop_agent
+from spade_memory.xmpp.connect_errors import ConnectionRefused, WrongPassword
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 logger = logging.getLogger("spade_memory.runtime")
 PASSWORD_ENV = "SPADE_MEMORY_PASSWORD"
@@ -76,6 +79,8 @@ class RunConfig:
     DATA_DIR/spaces.db); agents of one deployment that run apart share it."""
     spaces_file: Path | None = None
     """Spaces, members and quotas to create at start (``--spaces FILE``)."""
+    debug: bool = False
+    """Let the event loop print the traceback of an error no task awaits (else one line)."""
     database: str | None = None
     """A PostgreSQL URL for the long-term memories, the notes and working memories, and
     (unless ``spaces_db``) the spaces (``--database``; None: SQLite files)."""
@@ -241,6 +246,12 @@ class MemoryRuntime:
                         f"the XMPP server at {agent.jid.host}:{agent.xmpp_port} refused the"
                         f" password of {agent.jid.bare}; {_password_hint(config)}"
                     ) from None
+                except ConnectionRefused:
+                    raise ConnectionRefused(
+                        f"nothing listens on {config.domain}:{config.port}: start the XMPP"
+                        " server there, give --domain and --port where it listens, or drop"
+                        " --external-server to run the embedded one"
+                    ) from None
             if config.embedded_server:  # the agents' accounts are in it now
                 await asyncio.to_thread(account_database.record, config.data_dir)
         except BaseException:
@@ -307,21 +318,47 @@ class MemoryRuntime:
             self.agents.clear()
 
 
+class StartInterrupted(Exception):
+    """SIGINT or SIGTERM came before the service was ready; what had started is stopped."""
+
+
+INTERRUPTED_START = "interrupted while starting; nothing was served"
+QUIT_SECONDS = 0.8
+"""How long the stop of a start interrupted by a signal may take before the process
+ends anyway: a user who pressed Ctrl-C waits for nothing (the model's preparation runs
+on in a thread otherwise; a store that is opening is safe to leave, as after a crash)."""
+
+
 async def serve(config: RunConfig, on_ready: Callable[[RunConfig], None] | None = None) -> None:
-    """Run the memory agents until SIGINT or SIGTERM, then stop them cleanly; a second
-    signal ends the process at once."""
+    """Run the memory agents until SIGINT or SIGTERM, then stop them cleanly.
+
+    A signal while starting cancels the start (what had started is stopped, within
+    ``QUIT_SECONDS``, else the process ends with one line) and raises
+    ``StartInterrupted``; a second signal ends the process at once.
+    """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    if not config.debug:
+        loop.set_exception_handler(loop_errors.one_line)
+    runtime = MemoryRuntime(config)
+    starting = asyncio.ensure_future(runtime.start())
 
     def on_signal() -> None:
         if stop.is_set():
-            os._exit(EXIT_AT_ONCE)
+            quit_now("stopped at once (a second signal)")
         stop.set()
+        if not starting.done():
+            starting.cancel()  # its failure path stops what had started
+            loop.call_later(QUIT_SECONDS, quit_now, INTERRUPTED_START)
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal)
-    runtime = MemoryRuntime(config)
-    await runtime.start()
+    try:
+        await starting
+    except asyncio.CancelledError:
+        if stop.is_set():
+            raise StartInterrupted(INTERRUPTED_START) from None
+        raise
     collector.settle()  # what start-up made lives as long as the process
     try:
         if on_ready is not None:
@@ -329,6 +366,15 @@ async def serve(config: RunConfig, on_ready: Callable[[RunConfig], None] | None 
         await stop.wait()
     finally:
         await runtime.stop()
+
+
+def quit_now(line: str) -> NoReturn:
+    """End the process with ``line`` on stderr and status ``EXIT_AT_ONCE``, without
+    waiting for threads; the logs are flushed (and a progress display closed) first."""
+    logging.shutdown()
+    print(f"spade-memory: {line}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(EXIT_AT_ONCE)
 
 
 LEFTOVER_SECONDS = 5.0

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from spade_memory.base_memory.retrieval.model_file import (
     SHIPPED_NAME,
+    once_per_machine,
     prepared_model,
     shipped_model,
 )
@@ -182,10 +183,10 @@ def _query_table(model: Path, name: str) -> Path | None:
     target = table_file(name)
     if target.is_file() and readable(target, MiniLMEmbedder.dimensions):
         return target
-    logger.info("distilling the query encoder once for this machine: %s", target)
     try:
-        model_itself = MiniLMEmbedder(model, name)
-        distil(*model_itself._model(), model_itself.embed, target)
+        with once_per_machine(f"distilling the query encoder for this machine ({target})"):
+            model_itself = MiniLMEmbedder(model, name)
+            distil(*model_itself._model(), model_itself.embed, target)
     except OSError as error:
         logger.warning("search queries will run the model (%s)", error)
         return None

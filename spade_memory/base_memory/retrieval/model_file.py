@@ -9,6 +9,10 @@ saturate, activations quantised per call) and keeps it in a cache directory: it
 embeds sooner, holds a fraction of the memory, and gives vectors close to the
 shipped model's. The rewrite needs the ``onnx`` package (in the ``embeddings``
 extra); without it, or without a writable cache, the shipped file is used.
+
+Such a step takes seconds (tens on a busy machine): ``once_per_machine`` announces its
+start and its end on the ``spade_memory.progress`` logger, which the command line
+shows as progress.
 """
 
 from __future__ import annotations
@@ -18,10 +22,14 @@ import importlib.resources
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 logger = logging.getLogger("spade_memory.embeddings")
+progress = logging.getLogger("spade_memory.progress")
+STEP = "long_step"
+"""The attribute of a progress record: "start" or "end"."""
 
 SHIPPED_NAME = "all-MiniLM-L6-v2-int8"
 PREPARED_NAME = "all-MiniLM-L6-v2-int8-dynamic"
@@ -60,8 +68,10 @@ def _prepare(target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    logger.info("preparing the embedding model once for this machine: %s", target)
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+    with (
+        once_per_machine(f"preparing the embedding model for this machine ({target})"),
+        tempfile.TemporaryDirectory(dir=target.parent) as scratch,
+    ):
         float32 = Path(scratch) / "float32.onnx"
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
@@ -80,6 +90,21 @@ def _prepare(target: Path) -> None:
                 weight_type=QuantType.QInt8,
             )
         os.replace(quantized, target)  # whole or not at all, even with a rival process
+
+
+@contextlib.contextmanager
+def once_per_machine(what: str) -> Iterator[None]:
+    """Announce a step of some seconds: a record when it starts and one when it ends
+    (or fails), each with ``STEP`` set, on the ``spade_memory.progress`` logger."""
+    started = time.monotonic()
+    progress.info("%s ...", what, extra={STEP: "start"})
+    outcome = "failed"
+    try:
+        yield
+        outcome = "done"
+    finally:
+        took = time.monotonic() - started
+        progress.info("%s: %s in %.1fs", what, outcome, took, extra={STEP: "end"})
 
 
 @contextlib.contextmanager

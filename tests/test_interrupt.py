@@ -1,0 +1,140 @@
+"""Ctrl-C at any moment of `spade-memory run` ends it soon, with one line and no
+traceback: while it starts, while it prepares the embedding model (the first start on
+a machine, made to happen here with an empty model cache), and once it is ready.
+
+`spade-memory run` runs in its own process, as a user starts it; each test waits on a
+condition (a file, a line), never on a fixed time, and the bound on the exit is
+generous (the model's preparation alone takes far longer than it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from spade_memory.server.lock import LOCK
+from spade_memory.server.runtime import EXIT_AT_ONCE, INTERRUPTED_START
+from spade_memory.testing import READY_LINE, free_port
+
+EXIT_WITHIN = 10.0
+"""Seconds from the signal to the end of the process (it needs well under one)."""
+PREPARING = "preparing the embedding model"
+
+
+class Run:
+    """`spade-memory run` with its stdout read all along and its stderr kept apart."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
+        command = [
+            sys.executable, "-m", "spade_memory", "run", "--data-dir", str(data_dir),
+            "--port", str(free_port()), "--s2s-port", str(free_port()),
+        ]  # fmt: skip
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200", **env},
+        )  # fmt: skip
+        self.lines: list[str] = []
+        self.errors: list[str] = []
+        self._readers = [
+            threading.Thread(target=self._read, args=(self.process.stdout, self.lines)),
+            threading.Thread(target=self._read, args=(self.process.stderr, self.errors)),
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _read(stream: IO[str] | None, into: list[str]) -> None:
+        """Read all along, or a chatty child would block on a full pipe."""
+        assert stream is not None
+        for line in stream:
+            into.append(line)
+
+    def wait_for(self, condition: Callable[[], bool], what: str, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if self.process.poll() is not None:
+                pytest.fail(f"the service ended before {what}: {self.lines}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no {what} within {timeout:.0f}s: {self.lines}")
+            time.sleep(0.05)
+
+    def said(self, text: str) -> bool:
+        return any(text in line for line in self.lines)
+
+    def interrupt(self) -> tuple[int, str]:
+        """SIGINT; the exit status and stderr, failing if it takes over ``EXIT_WITHIN``."""
+        self.process.send_signal(signal.SIGINT)
+        try:
+            status = self.process.wait(timeout=EXIT_WITHIN)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running {EXIT_WITHIN:.0f}s after Ctrl-C: {self.lines}")
+        for reader in self._readers:
+            reader.join(timeout=5)
+        return status, "".join(self.errors)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for reader in self._readers:
+            reader.join(timeout=5)
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture
+def runs() -> Iterator[Callable[..., Run]]:
+    started: list[Run] = []
+
+    def start(data_dir: Path, **env: str) -> Run:
+        started.append(Run(data_dir, env))
+        return started[-1]
+
+    yield start
+    for run in started:
+        run.kill()
+
+
+def _one_line_interrupted(status: int, stderr: str) -> None:
+    """One line on stderr, no traceback, the status of Ctrl-C."""
+    assert "Traceback" not in stderr
+    assert stderr.splitlines() == [f"spade-memory: {INTERRUPTED_START}"]
+    assert status == EXIT_AT_ONCE
+
+
+def test_ctrl_c_while_starting(tmp_path: Path, runs: Callable[..., Run]) -> None:
+    data_dir = tmp_path / "data"
+    run = runs(data_dir)
+    run.wait_for(lambda: (data_dir / LOCK).exists(), "lock on the data directory")
+    status, stderr = run.interrupt()  # the agents' logins are still seconds away
+    _one_line_interrupted(status, stderr)
+    assert not run.said(READY_LINE)
+
+
+def test_ctrl_c_while_the_model_is_prepared(tmp_path: Path, runs: Callable[..., Run]) -> None:
+    pytest.importorskip("onnx", reason="the model is prepared only with the embeddings extra")
+    cache = tmp_path / "empty-cache"
+    run = runs(tmp_path / "data", SPADE_MEMORY_CACHE=str(cache))
+    run.wait_for(lambda: run.said(PREPARING), "progress line for the model's preparation")
+    status, stderr = run.interrupt()
+    _one_line_interrupted(status, stderr)
+    assert not run.said(READY_LINE)
+    assert not (cache / "all-MiniLM-L6-v2-int8-dynamic.onnx").exists()  # never half-made
+
+
+def test_ctrl_c_once_ready(tmp_path: Path, runs: Callable[..., Run]) -> None:
+    run = runs(tmp_path / "data")
+    run.wait_for(lambda: run.said(READY_LINE), "ready line")
+    status, stderr = run.interrupt()
+    assert (status, stderr) == (0, "")
+    assert run.lines[-1].strip() == "stopped."
