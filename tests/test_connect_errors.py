@@ -105,6 +105,21 @@ def test_run_on_an_external_server_that_is_not_there_says_so_in_one_line(
     ]
 
 
+def test_the_shell_on_a_closed_port_says_so_in_one_line() -> None:
+    port = free_port()
+    done = subprocess.run(
+        [sys.executable, "-m", "spade_memory", "memories", "stats", "--jid", "you@localhost",
+         "--port", str(port)],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "SPADE_MEMORY_AGENT_PASSWORD": "secret"},
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"spade-memory: nothing listens on localhost:{port}: start the service with"
+        " `spade-memory run` (or give the port it listens on)"
+    ]
+
+
 async def _a_stanza_before_the_stream(port: int) -> None:
     """STARTTLS, then a stanza where the restarted stream's header belongs: the embedded
     server's parser raises a bare Exception inside the TLS protocol."""

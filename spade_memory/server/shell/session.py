@@ -17,7 +17,17 @@ from spade_memory.client.login import log_in
 from spade_memory.client.memory_client import MemoryClient
 from spade_memory.protocol.errors import MemoryServiceError, MemoryTimeout
 from spade_memory.server.shell.errors import ShellError, field_problem
+from spade_memory.xmpp.connect_errors import (
+    ConnectionRefused,
+    HostUnreachable,
+    TlsFailure,
+    UnknownHost,
+    WrongDomain,
+)
 from spade_memory.xmpp.lifecycle import AgentStartError, WrongPassword, stop_agent
+
+NAMED_FAILURES = (ConnectionRefused, HostUnreachable, TlsFailure, UnknownHost, WrongDomain)
+"""Login failures whose sentence already says what to do."""
 
 JID_ENV = "SPADE_MEMORY_JID"
 PASSWORD_ENV = "SPADE_MEMORY_AGENT_PASSWORD"
@@ -44,6 +54,8 @@ def run_verb(verb: Verb, args: argparse.Namespace) -> int:
         )
     except WrongPassword as error:
         _say(f"{error}; set {PASSWORD_ENV} to its password")
+    except NAMED_FAILURES as error:  # each names its cause and the next step
+        _say(str(error))
     except AgentStartError as error:
         _say(f"{error}; is `spade-memory run` running there (see --port)?")
     return 1
