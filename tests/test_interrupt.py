@@ -21,6 +21,7 @@ from typing import IO
 
 import pytest
 
+from spade_memory.base_memory.retrieval import model_file
 from spade_memory.server.lock import LOCK
 from spade_memory.server.runtime import EXIT_AT_ONCE, INTERRUPTED_START
 from spade_memory.testing import READY_LINE, free_port
@@ -130,6 +131,13 @@ def test_ctrl_c_while_the_model_is_prepared(tmp_path: Path, runs: Callable[..., 
     _one_line_interrupted(status, stderr)
     assert not run.said(READY_LINE)
     assert not (cache / "all-MiniLM-L6-v2-int8-dynamic.onnx").exists()  # never half-made
+    # the scratch folder the preparation leaves is removed by a later one, once abandoned
+    left = list(cache.iterdir())
+    assert all(path.name.startswith(model_file.SCRATCH) for path in left)
+    for path in left:
+        os.utime(path, (0, 0))
+    model_file._remove_abandoned_scratch(cache)
+    assert list(cache.iterdir()) == []
 
 
 def test_ctrl_c_once_ready(tmp_path: Path, runs: Callable[..., Run]) -> None:

@@ -323,7 +323,7 @@ class StartInterrupted(Exception):
 
 
 INTERRUPTED_START = "interrupted while starting; nothing was served"
-QUIT_SECONDS = 0.8
+QUIT_SECONDS = 0.5
 """How long the stop of a start interrupted by a signal may take before the process
 ends anyway: a user who pressed Ctrl-C waits for nothing (the model's preparation runs
 on in a thread otherwise; a store that is opening is safe to leave, as after a crash)."""

@@ -21,6 +21,7 @@ import contextlib
 import importlib.resources
 import logging
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -34,6 +35,10 @@ STEP = "long_step"
 SHIPPED_NAME = "all-MiniLM-L6-v2-int8"
 PREPARED_NAME = "all-MiniLM-L6-v2-int8-dynamic"
 """Stored with every vector: vectors of another model are computed again."""
+SCRATCH = "preparing-"
+"""The start of the name of a preparation's scratch folder in the cache."""
+ABANDONED_AFTER = 3600.0
+"""Seconds after which a scratch folder is taken for abandoned (a preparation takes less)."""
 
 
 def shipped_model() -> Path:
@@ -68,9 +73,10 @@ def _prepare(target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned_scratch(target.parent)
     with (
         once_per_machine(f"preparing the embedding model for this machine ({target})"),
-        tempfile.TemporaryDirectory(dir=target.parent) as scratch,
+        tempfile.TemporaryDirectory(prefix=SCRATCH, dir=target.parent) as scratch,
     ):
         float32 = Path(scratch) / "float32.onnx"
         options = onnxruntime.SessionOptions()
@@ -90,6 +96,15 @@ def _prepare(target: Path) -> None:
                 weight_type=QuantType.QInt8,
             )
         os.replace(quantized, target)  # whole or not at all, even with a rival process
+
+
+def _remove_abandoned_scratch(cache: Path) -> None:
+    """Remove what a preparation interrupted by Ctrl-C left (the process ends without
+    waiting for it); one younger than ``ABANDONED_AFTER`` may be a rival's at work."""
+    for scratch in cache.glob(f"{SCRATCH}*"):
+        with contextlib.suppress(OSError):
+            if time.time() - scratch.stat().st_mtime > ABANDONED_AFTER:
+                shutil.rmtree(scratch)
 
 
 @contextlib.contextmanager
