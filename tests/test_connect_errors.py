@@ -76,6 +76,37 @@ async def test_a_port_that_speaks_no_xmpp_is_a_tls_failure(not_xmpp: int) -> Non
     assert f"localhost:{not_xmpp} does not speak XMPP" in str(error)
 
 
+@pytest.fixture
+async def tls_breaks() -> AsyncIterator[int]:
+    """A port that answers as an XMPP server offering STARTTLS, says proceed, and then
+    speaks no TLS."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"version='1.0'>")
+        writer.write(
+            b"<stream:stream xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'"
+            b" id='1' version='1.0'><stream:features><starttls"
+            b" xmlns='urn:ietf:params:xml:ns:xmpp-tls'/></stream:features>"
+        )
+        await reader.readuntil(b"/>")
+        writer.write(b"<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
+        await reader.read(1)  # the client's hello
+        writer.write(b"this is no TLS record\r\n" * 8)
+        await writer.drain()
+        await reader.read()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    async with server:
+        yield server.sockets[0].getsockname()[1]
+
+
+async def test_a_tls_handshake_that_fails_is_a_tls_failure(tls_breaks: int) -> None:
+    error = await _login_fails("you@localhost", tls_breaks)
+    assert isinstance(error, TlsFailure)
+    assert f"the TLS handshake with the XMPP server on localhost:{tls_breaks} failed" in str(error)
+
+
 async def test_a_domain_the_server_does_not_serve_is_named(
     prosody_server: ProsodyProcess,
 ) -> None:

@@ -40,7 +40,7 @@ async def start_agent(
     ``attempts`` attempts.
     """
     await probe(str(agent.jid.host), agent.xmpp_port, str(agent.jid.domain),
-                min(attempt_timeout, PROBE_SECONDS))  # fmt: skip
+                min(attempt_timeout, PROBE_SECONDS), verify=agent.verify_security)  # fmt: skip
     for _ in range(attempts):
         try:
             await asyncio.wait_for(agent.start(auto_register=auto_register), attempt_timeout)
