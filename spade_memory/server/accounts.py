@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from spade_memory.server import account_admin
 from spade_memory.server.account_admin import NoSuchAccount
@@ -92,7 +92,7 @@ def _list(data_dir: Path, domain: str) -> int:
         print(f"{data_dir}: no accounts yet (the embedded server makes each at its first login)")
         return 0
     services = {service.node: service.title for service in SERVICES}
-    table = Table("account", "made (UTC)", "memory agent")
+    table = Table(Column("account", no_wrap=True), "made (UTC)", "memory agent")
     for account in accounts:
         made = account.made.strftime("%Y-%m-%d %H:%M:%S") if account.made else "-"
         table.add_row(f"{account.name}@{domain}", made, services.get(account.name, ""))
