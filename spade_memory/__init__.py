@@ -6,109 +6,23 @@ and the names of spaces. Importing it loads no store, database driver or model.
 The memory services themselves are imported from their packages
 (``spade_memory.base_memory.service``, ``spade_memory.serving``, ...).
 
-The LLM integration (``MemoryLLMAgent``, ``memory_tools``, ``Recall``,
-``ScriptedProvider``, ...) is imported on first use: spade_llm pulls in
-litellm, which the memory agents themselves never need; it needs the ``llm`` extra.
+Every name is imported on first use, so ``import spade_memory`` (and the
+``spade-memory`` command, which starts by importing it) costs next to nothing,
+and a Ctrl-C during the command's imports is the command's to answer. The LLM
+integration (``MemoryLLMAgent``, ``memory_tools``, ``Recall``, ...) needs the
+``llm`` extra: spade_llm pulls in litellm, which the memory agents never need.
 """
 
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from spade_memory.client.beads import BeadsClient
-from spade_memory.client.changes import SpaceChanges
-from spade_memory.client.memories import FetchedMemories
-from spade_memory.client.memory_client import MemoryClient, SpaceMemory
-from spade_memory.client.mixin import MemoryMixin
-from spade_memory.client.session import SessionMemory
-from spade_memory.protocol.beads import SessionShared, ShareSession, UnshareSession
-from spade_memory.protocol.conversation_stats import InteractionStats, InteractionStatsOp
-from spade_memory.protocol.errors import (
-    BadRequest,
-    Condition,
-    Conflict,
-    InternalServerError,
-    ItemNotFound,
-    MemoryServiceError,
-    MemoryTimeout,
-    NotAuthorized,
-    ResourceConstraint,
-    ServiceUnavailable,
-)
-from spade_memory.protocol.interaction import InteractionOp
-from spade_memory.protocol.interaction_forget import ForgetInteractions, InteractionsForgotten
-from spade_memory.protocol.limits import Limits
-from spade_memory.protocol.memories import (
-    CATEGORIES,
-    BaseMemoryOp,
-    Category,
-    Change,
-    ChangeList,
-    ChangesSince,
-    Deleted,
-    DeleteMemory,
-    GetMemory,
-    ListMemories,
-    Memory,
-    MemoryList,
-    MemoryStats,
-    MemoryStatsOp,
-    RecentMemories,
-    SearchMemories,
-    Stored,
-    StoreMemory,
-    UpdateMemory,
-)
-from spade_memory.protocol.notes import (
-    AddInformation,
-    ClearConversation,
-    ConversationInfo,
-    ExportConversation,
-    GetAllConversations,
-    GetContextSummary,
-    GetInformation,
-    InteractionsFile,
-)
-from spade_memory.protocol.ops import PERSONAL, Op, Record, Request
-from spade_memory.protocol.space_names import EVERY, Role
-from spade_memory.protocol.spaces import (
-    CreateSpace,
-    DeleteSpace,
-    Grant,
-    LeaveSpace,
-    ListSpaces,
-    Membership,
-    Revoke,
-    SpaceDetails,
-    SpaceDone,
-    SpaceInfo,
-    SpaceList,
-    SpaceSummary,
-    Subscribe,
-    Subscribed,
-    Unsubscribe,
-)
-from spade_memory.protocol.working import WorkingMemoryState
-from spade_memory.protocol.working_memory import (
-    Clarification,
-    EntityRef,
-    Finding,
-    Focus,
-    WorkingMemory,
-)
-from spade_memory.xmpp.connect_errors import (
-    AgentStartError,
-    ConnectionRefused,
-    HostUnreachable,
-    TlsFailure,
-    UnknownHost,
-    WrongDomain,
-    WrongPassword,
-)
-from spade_memory.xmpp.discovery import protocol_feature
-from spade_memory.xmpp.lifecycle import start_agent, stop_agent
-from spade_memory.xmpp.wire import ONTOLOGY
-
 if TYPE_CHECKING:
+    from spade_memory.client.beads import BeadsClient
+    from spade_memory.client.changes import SpaceChanges
+    from spade_memory.client.memories import FetchedMemories
+    from spade_memory.client.memory_client import MemoryClient, SpaceMemory
+    from spade_memory.client.mixin import MemoryMixin
+    from spade_memory.client.session import SessionMemory
     from spade_memory.llm.agent import MemoryLLMAgent, MemoryLLMBehaviour
     from spade_memory.llm.chat_user import ChatUser
     from spade_memory.llm.drop_in import AgentBaseMemory, AgentInteractionMemory
@@ -121,31 +35,159 @@ if TYPE_CHECKING:
         ToolSpec,
         memory_tools,
     )
+    from spade_memory.protocol.beads import SessionShared, ShareSession, UnshareSession
+    from spade_memory.protocol.conversation_stats import InteractionStats, InteractionStatsOp
+    from spade_memory.protocol.errors import (
+        BadRequest,
+        Condition,
+        Conflict,
+        InternalServerError,
+        ItemNotFound,
+        MemoryServiceError,
+        MemoryTimeout,
+        NotAuthorized,
+        ResourceConstraint,
+        ServiceUnavailable,
+    )
+    from spade_memory.protocol.interaction import InteractionOp
+    from spade_memory.protocol.interaction_forget import ForgetInteractions, InteractionsForgotten
+    from spade_memory.protocol.limits import Limits
+    from spade_memory.protocol.memories import (
+        CATEGORIES,
+        BaseMemoryOp,
+        Category,
+        Change,
+        ChangeList,
+        ChangesSince,
+        Deleted,
+        DeleteMemory,
+        GetMemory,
+        ListMemories,
+        Memory,
+        MemoryList,
+        MemoryStats,
+        MemoryStatsOp,
+        RecentMemories,
+        SearchMemories,
+        Stored,
+        StoreMemory,
+        UpdateMemory,
+    )
+    from spade_memory.protocol.notes import (
+        AddInformation,
+        ClearConversation,
+        ConversationInfo,
+        ExportConversation,
+        GetAllConversations,
+        GetContextSummary,
+        GetInformation,
+        InteractionsFile,
+    )
+    from spade_memory.protocol.ops import PERSONAL, Op, Record, Request
+    from spade_memory.protocol.space_names import EVERY, Role
+    from spade_memory.protocol.spaces import (
+        CreateSpace,
+        DeleteSpace,
+        Grant,
+        LeaveSpace,
+        ListSpaces,
+        Membership,
+        Revoke,
+        SpaceDetails,
+        SpaceDone,
+        SpaceInfo,
+        SpaceList,
+        SpaceSummary,
+        Subscribe,
+        Subscribed,
+        Unsubscribe,
+    )
+    from spade_memory.protocol.working import WorkingMemoryState
+    from spade_memory.protocol.working_memory import (
+        Clarification,
+        EntityRef,
+        Finding,
+        Focus,
+        WorkingMemory,
+    )
+    from spade_memory.xmpp.connect_errors import (
+        AgentStartError,
+        ConnectionRefused,
+        HostUnreachable,
+        TlsFailure,
+        UnknownHost,
+        WrongDomain,
+        WrongPassword,
+    )
+    from spade_memory.xmpp.discovery import protocol_feature
+    from spade_memory.xmpp.lifecycle import start_agent, stop_agent
+    from spade_memory.xmpp.wire import ONTOLOGY
 
-_LLM = {
-    "ChatUser": "llm.chat_user",
-    "Recall": "llm.recall",
-    "AgentBaseMemory": "llm.drop_in",
-    "AgentInteractionMemory": "llm.drop_in",
-    "MemoryLLMAgent": "llm.agent",
-    "MemoryLLMBehaviour": "llm.agent",
-    "Reply": "llm.providers",
-    "ScriptedProvider": "llm.providers",
-    "ToolCall": "llm.providers",
-    "provider_from_env": "llm.providers",
-    "TOOL_SPECS": "llm.tools",
-    "MemoryConnection": "llm.tools",
-    "MemoryTool": "llm.tools",
-    "ToolSpec": "llm.tools",
-    "memory_tools": "llm.tools",
+_EXPORTS: dict[str, str] = {
+    "client.beads": "BeadsClient",
+    "client.changes": "SpaceChanges",
+    "client.memories": "FetchedMemories",
+    "client.memory_client": "MemoryClient SpaceMemory",
+    "client.mixin": "MemoryMixin",
+    "client.session": "SessionMemory",
+    "protocol.beads": "SessionShared ShareSession UnshareSession",
+    "protocol.conversation_stats": "InteractionStats InteractionStatsOp",
+    "protocol.errors": (
+        "BadRequest Condition Conflict InternalServerError ItemNotFound "
+        "MemoryServiceError MemoryTimeout NotAuthorized ResourceConstraint "
+        "ServiceUnavailable"
+    ),
+    "protocol.interaction": "InteractionOp",
+    "protocol.interaction_forget": "ForgetInteractions InteractionsForgotten",
+    "protocol.limits": "Limits",
+    "protocol.memories": (
+        "CATEGORIES BaseMemoryOp Category Change ChangeList ChangesSince "
+        "Deleted DeleteMemory GetMemory ListMemories Memory MemoryList "
+        "MemoryStats MemoryStatsOp RecentMemories SearchMemories Stored "
+        "StoreMemory UpdateMemory"
+    ),
+    "protocol.notes": (
+        "AddInformation ClearConversation ConversationInfo ExportConversation "
+        "GetAllConversations GetContextSummary GetInformation InteractionsFile"
+    ),
+    "protocol.ops": "PERSONAL Op Record Request",
+    "protocol.space_names": "EVERY Role",
+    "protocol.spaces": (
+        "CreateSpace DeleteSpace Grant LeaveSpace ListSpaces Membership Revoke "
+        "SpaceDetails SpaceDone SpaceInfo SpaceList SpaceSummary Subscribe "
+        "Subscribed Unsubscribe"
+    ),
+    "protocol.working": "WorkingMemoryState",
+    "protocol.working_memory": "Clarification EntityRef Finding Focus WorkingMemory",
+    "xmpp.connect_errors": (
+        "AgentStartError ConnectionRefused HostUnreachable TlsFailure "
+        "UnknownHost WrongDomain WrongPassword"
+    ),
+    "xmpp.discovery": "protocol_feature",
+    "xmpp.lifecycle": "start_agent stop_agent",
+    "xmpp.wire": "ONTOLOGY",
+    "llm.chat_user": "ChatUser",
+    "llm.recall": "Recall",
+    "llm.drop_in": "AgentBaseMemory AgentInteractionMemory",
+    "llm.agent": "MemoryLLMAgent MemoryLLMBehaviour",
+    "llm.providers": "Reply ScriptedProvider ToolCall provider_from_env",
+    "llm.tools": "TOOL_SPECS MemoryConnection MemoryTool ToolSpec memory_tools",
 }
+"""The exported names of each module (space-separated), loaded on first use."""
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names.split()}
 
 
 def __getattr__(name: str) -> Any:
-    module = _LLM.get(name)
+    module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f".{module}", __name__), name)
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next look-up is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_MODULE_OF])
 
 
 __all__ = [

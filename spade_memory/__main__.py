@@ -1,5 +1,5 @@
 import sys
 
-from spade_memory.server.cli import main
+from spade_memory.server.entry import main
 
 sys.exit(main())

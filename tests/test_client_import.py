@@ -73,3 +73,19 @@ def test_the_demo_without_spade_llm_says_what_to_install() -> None:
     assert (
         done.stderr.strip() == "spade-memory demo needs spade_llm: pip install 'spade-memory[llm]'"
     )
+
+
+def test_the_package_loads_its_names_on_first_use() -> None:
+    """``import spade_memory`` loads none of its modules (the command's first frame
+    relies on it to catch a Ctrl-C); every exported name is there when asked for."""
+    loaded = loaded_by("import spade_memory")
+    assert [name for name in loaded if name.startswith("spade_memory.")] == []
+    assert "spade" not in loaded and "pydantic" not in loaded
+
+    import spade_memory
+
+    exported = set(spade_memory.__all__)
+    assert exported == set(spade_memory._MODULE_OF)
+    for name in exported - {"ChatUser"}:  # ChatUser would start spade_llm's console
+        assert getattr(spade_memory, name) is not None, name
+    assert exported <= set(dir(spade_memory))

@@ -146,3 +146,47 @@ def test_ctrl_c_once_ready(tmp_path: Path, runs: Callable[..., Run]) -> None:
     status, stderr = run.interrupt()
     assert (status, stderr) == (0, "")
     assert run.lines[-1].strip() == "stopped."
+
+
+IN_IMPORTS = """
+import importlib.abc, pathlib, sys, time
+
+class HeldImport(importlib.abc.MetaPathFinder):
+    '''Holds the import of SPADE, the command's first heavy one, for a minute.'''
+
+    def find_spec(self, name, path, target=None):
+        if name == "spade":
+            pathlib.Path(sys.argv[1]).touch()
+            time.sleep(60)
+        return None
+
+sys.meta_path.insert(0, HeldImport())
+from spade_memory.server.entry import main
+
+sys.exit(main(["run", "--data-dir", sys.argv[2], "--port", sys.argv[3]]))
+"""
+
+
+def test_ctrl_c_while_the_command_imports(tmp_path: Path) -> None:
+    """The command's own modules are still being imported (held there by a finder, so
+    the signal cannot miss that moment): one line and status 130, no traceback."""
+    marker = tmp_path / "importing-spade"
+    child = subprocess.Popen(
+        [sys.executable, "-c", IN_IMPORTS, str(marker), str(tmp_path / "data"),
+         str(free_port())],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline, "the command never imported SPADE"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=EXIT_WITHIN)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 130, stderr
+    assert stderr.splitlines() == ["spade-memory: interrupted"], stderr
