@@ -18,6 +18,7 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Column, Table
@@ -34,7 +35,7 @@ class AccountsError(Exception):
     """What an ``accounts`` verb cannot do, in one sentence."""
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
     """Add ``accounts`` and its verbs to the command's subparsers."""
     accounts = commands.add_parser(
         "accounts", help="list, set the password of, or delete the embedded XMPP server's accounts"
