@@ -73,3 +73,18 @@ def test_a_long_step_off_a_terminal_is_a_line_when_it_starts_and_one_when_it_end
     with progress.shown_on(console), once_per_machine("preparing the embedding model"):
         assert screen.getvalue() == "preparing the embedding model ...\n"
     assert screen.getvalue().splitlines()[1].startswith("preparing the embedding model: done in")
+
+
+def test_counted_work_is_a_bar_on_a_terminal_and_nothing_elsewhere() -> None:
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=100)
+    with progress.counting(terminal, "importing memories.jsonl", 250) as advance:
+        for _ in range(5):
+            advance(50)
+    assert "importing memories.jsonl" in screen.getvalue()
+    assert "250/250" in screen.getvalue()  # the bar's last frame, before it is removed
+
+    piped = io.StringIO()
+    with progress.counting(Console(file=piped, width=100), "importing", 250) as advance:
+        advance(250)
+    assert piped.getvalue() == ""  # a pipe or a --json reader gets the result line only

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -205,3 +207,42 @@ def test_spaces_create_grant_list_info_revoke(memory_service: MemoryServiceProce
     mistyped = shell(memory_service, owner, "spaces", "grant", name, member, "wrtier")
     assert mistyped.returncode == 2 and len(mistyped.stderr.splitlines()) == 1
     assert "unknown 'wrtier'; did you mean 'writer'?" in mistyped.stderr
+
+
+def test_an_import_of_thousands_shows_its_progress_on_a_terminal(
+    memory_service: MemoryServiceProcess, tmp_path: Path
+) -> None:
+    """2,500 lines, stderr a terminal (a pseudo-terminal here): a bar counts them; the
+    result line on stdout is unchanged."""
+    lines = tmp_path / "many.jsonl"
+    lines.write_text(
+        "".join(
+            json.dumps({"category": "fact", "content": f"imported finding number {n}"}) + "\n"
+            for n in range(2500)
+        )
+    )
+    screen, terminal = pty.openpty()
+    env = {**os.environ, "SPADE_MEMORY_AGENT_PASSWORD": PASSWORD, "COLUMNS": "80"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "spade_memory", "memories", "import", str(lines), "--json",
+             "--jid", unique_jid("importer"), "--port", str(memory_service.port)],
+            stdout=subprocess.PIPE, stderr=terminal, text=True, timeout=300, env=env,
+        )  # fmt: skip
+        os.close(terminal)
+        drawn = b""
+        while chunk := _read_some(screen):
+            drawn += chunk
+    finally:
+        os.close(screen)
+    assert done.returncode == 0
+    assert json.loads(done.stdout) == {"imported": 2500, "already_there": 0}
+    assert b"importing" in drawn and b"2500/2500" in drawn
+
+
+def _read_some(fd: int) -> bytes:
+    """What a pseudo-terminal holds (b"" once its other end is closed and read out)."""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the other end is closed
+        return b""

@@ -513,7 +513,8 @@ def _import(args: argparse.Namespace) -> int:
     data_dir = args.data_dir or default_data_dir()
     try:
         if args.command == "import-base-memory":
-            done = asyncio.run(imports.import_base_memory(data_dir, args.files))
+            with progress.counting(Console(stderr=True), "importing memories", None) as advance:
+                done = asyncio.run(imports.import_base_memory(data_dir, args.files, advance))
             what = "memories"
         else:
             done = [asyncio.run(imports.import_interactions(data_dir, args.file, args.owner))]

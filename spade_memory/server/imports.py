@@ -5,7 +5,7 @@ must be stopped first: its indexes would not see the rows) and both are idempote
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,8 +43,11 @@ class Imported:
         return f"{self.file}: imported {self.added} {what}{agents}{there}"
 
 
-async def import_base_memory(data_dir: Path, files: Sequence[Path]) -> list[Imported]:
-    """Every memory of each spade_llm ``{agent}_base_memory.db`` not in the store yet.
+async def import_base_memory(
+    data_dir: Path, files: Sequence[Path], advance: Callable[[int], None] = lambda _: None
+) -> list[Imported]:
+    """Every memory of each spade_llm ``{agent}_base_memory.db`` not in the store yet
+    (``advance`` is told how many memories each stored chunk held).
 
     Returns one ``Imported`` per file; raises ``DataDirectoryInUse`` while a service
     runs there, ``sqlite3.Error`` or ``ValueError`` for a file that is not spade_llm's,
@@ -54,12 +57,12 @@ async def import_base_memory(data_dir: Path, files: Sequence[Path]) -> list[Impo
     with lock(data_dir):
         store = await LongTermStore.open(data_dir / BASE_DATABASE)
         try:
-            return [await _one_file(store, file) for file in files]
+            return [await _one_file(store, file, advance) for file in files]
         finally:
             await store.close()
 
 
-async def _one_file(store: LongTermStore, file: Path) -> Imported:
+async def _one_file(store: LongTermStore, file: Path, advance: Callable[[int], None]) -> Imported:
     try:
         by_owner = read_spade_llm_file(file)
     except sqlite3.Error as error:
@@ -74,6 +77,7 @@ async def _one_file(store: LongTermStore, file: Path) -> Imported:
                 assert isinstance(outcome, Stored)
                 already += outcome.deduplicated
                 added += not outcome.deduplicated
+            advance(len(requests))
     return Imported(file, added, already, max(len(by_owner), 1))
 
 

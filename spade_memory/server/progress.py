@@ -15,7 +15,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 PROGRESS_LOGGER = "spade_memory.progress"
 STEP = "long_step"
@@ -99,3 +106,20 @@ def steps(console: Console, what: str, total: int | None = None) -> Iterator[Cal
             begun += 1
 
         yield step
+
+
+@contextmanager
+def counting(console: Console, what: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """Show ``total`` items (None: not known) being worked through on ``console`` when it
+    is a terminal, and nothing elsewhere (the command's result line says what was done,
+    and a pipe or a ``--json`` reader wants nothing else); yields the function to call
+    with each number of items done."""
+    columns = [SpinnerColumn(), TextColumn("{task.description}")]
+    if total is not None:
+        columns += [BarColumn(), MofNCompleteColumn()]
+    with Progress(
+        *columns, TimeElapsedColumn(), console=console, transient=True,
+        disable=not console.is_terminal,
+    ) as shown:  # fmt: skip
+        task = shown.add_task(what, total=total)
+        yield lambda done: shown.advance(task, done)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import IO, Any
@@ -19,6 +19,7 @@ from spade_memory.client.memory_client import MemoryClient
 from spade_memory.protocol.errors import MemoryServiceError
 from spade_memory.protocol.memories import Stored, StoreMemory
 from spade_memory.protocol.ops import Op, Record
+from spade_memory.server.progress import counting
 from spade_memory.server.shell.errors import ShellError, field_problem
 from spade_memory.server.shell.reading import every_memory
 from spade_memory.server.shell.views import said
@@ -33,10 +34,14 @@ KEPT = ("category", "content", "context", "confidence", "tags", "metadata", "sou
 async def export_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
     """Write every memory of the agent's own space to a file (or standard output)."""
     count = 0
-    with opened(args.file, "w") as out:
+    with (
+        opened(args.file, "w") as out,
+        counting(Console(stderr=True), f"exporting to {Path(args.file).name}", None) as advance,
+    ):
         async for memory in every_memory(client):
             out.write(memory.model_dump_json() + "\n")
             count += 1
+            advance(1)
     if args.file != "-":
         said(console, args.json, {"exported": count, "file": args.file})
     return 0
@@ -46,7 +51,8 @@ async def import_verb(client: MemoryClient, args: argparse.Namespace, console: C
     """Store the memories of a JSON lines file; says how many were new."""
     with opened(args.file, "r") as source:
         ops = list(stores_in(source, args.file))
-    stored = await _in_batches(client, ops)
+    with counting(Console(stderr=True), f"importing {Path(args.file).name}", len(ops)) as advance:
+        stored = await _in_batches(client, ops, advance)
     already = sum(isinstance(result, Stored) and result.deduplicated for result in stored)
     said(console, args.json, {"imported": len(stored) - already, "already_there": already})
     return 0
@@ -71,8 +77,11 @@ def stores_in(source: IO[str], name: str) -> Iterator[StoreMemory]:
             raise ShellError(f"{name}, line {number}: {field_problem(error)}") from None
 
 
-async def _in_batches(client: MemoryClient, ops: Sequence[Op[Any]]) -> list[Record]:
-    """The results of ``ops`` at the base memory agent, sent ``BATCH`` to a message.
+async def _in_batches(
+    client: MemoryClient, ops: Sequence[Op[Any]], advance: Callable[[int], None]
+) -> list[Record]:
+    """The results of ``ops`` at the base memory agent, sent ``BATCH`` to a message
+    (``advance`` is told of each batch done).
 
     Raises the first failure.
     """
@@ -82,6 +91,7 @@ async def _in_batches(client: MemoryClient, ops: Sequence[Op[Any]]) -> list[Reco
             if isinstance(outcome, MemoryServiceError):
                 raise outcome
             results.append(outcome)
+        advance(len(ops[start : start + BATCH]))
     return results
 
 
