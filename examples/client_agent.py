@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 
 from spade.agent import Agent
 
-from spade_memory import MemoryMixin, start_agent, stop_agent
+from spade_memory import AgentStartError, MemoryMixin, start_agent, stop_agent
 
 
 class Assistant(MemoryMixin, Agent):  # type: ignore[misc]
@@ -38,4 +39,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except AgentStartError as error:  # nothing listens there, a refused password, ...
+        sys.exit(f"client_agent: {error}")

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price list download
 
 from spade_memory import (
+    AgentStartError,
     ChatUser,
     MemoryLLMAgent,
     Reply,
@@ -75,4 +77,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except AgentStartError as error:  # nothing listens there, a refused password, ...
+        sys.exit(f"llm_agent: {error}")

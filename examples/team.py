@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import uuid
 
 from spade.agent import Agent
 
-from spade_memory import Change, MemoryMixin, start_agent, stop_agent
+from spade_memory import AgentStartError, Change, MemoryMixin, start_agent, stop_agent
 
 
 class TeamAgent(MemoryMixin, Agent):  # type: ignore[misc]
@@ -58,4 +59,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except AgentStartError as error:  # nothing listens there, a refused password, ...
+        sys.exit(f"team: {error}")

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from spade_memory.testing import MemoryServiceProcess
+from spade_memory.testing import MemoryServiceProcess, free_port
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -56,3 +56,17 @@ def test_team_example(memory_service: MemoryServiceProcess) -> None:
         "found: The 2024 survey covered 1,200 firms (by researcher@localhost)",
     ]
     assert lines[4:] == ["writer's own memories: 0"]
+
+
+def test_an_example_with_no_service_says_so_in_one_line() -> None:
+    """Nothing listens on the port: the example ends at once with one line naming the
+    next step, not a traceback (nor 23 s of retries)."""
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "client_agent.py")],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "SPADE_MEMORY_PORT": str(free_port())},
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert "nothing listens on localhost:" in result.stderr
+    assert "spade-memory run" in result.stderr
