@@ -93,7 +93,9 @@ def _list(data_dir: Path, domain: str) -> int:
         print(f"{data_dir}: no accounts yet (the embedded server makes each at its first login)")
         return 0
     services = {service.node: service.title for service in SERVICES}
-    table = Table(Column("account", no_wrap=True), "made (UTC)", "memory agent")
+    table = Table(
+        Column("account", no_wrap=True), Column("made (UTC)", no_wrap=True), "memory agent"
+    )
     for account in accounts:
         made = account.made.strftime("%Y-%m-%d %H:%M:%S") if account.made else "-"
         table.add_row(f"{account.name}@{domain}", made, services.get(account.name, ""))
