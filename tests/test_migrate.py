@@ -94,6 +94,8 @@ async def test_a_data_directory_moves_whole_and_the_store_goes_on(
     done = migrate(data_dir, url)
     assert done.returncode == 0, done.stderr
     assert "3 memories, 0 notes moved" in done.stdout
+    # off a terminal, the progress is one line as it starts (a spinner on a terminal)
+    assert done.stderr.splitlines()[0].startswith(f"migrating {data_dir} to "), done.stderr
     assert await query(url, f"SELECT {MEMORY_COLUMNS} FROM memories ORDER BY id") == before
     moved = await query(
         url,
