@@ -28,10 +28,12 @@ PASSWORD_ENV = "SPADE_MEMORY_AGENT_PASSWORD"
 
 
 def accounts(
-    *args: str, password: str | None = None, stdin: str = ""
+    *args: str, password: str | None = None, stdin: str = "", columns: int = 80
 ) -> subprocess.CompletedProcess[str]:
-    """``spade-memory accounts ARGS`` in its own process (no terminal: stdin is a pipe)."""
+    """``spade-memory accounts ARGS`` in its own process (no terminal: stdin is a pipe),
+    its tables ``columns`` wide."""
     env = {key: value for key, value in os.environ.items() if key != PASSWORD_ENV}
+    env["COLUMNS"] = str(columns)
     if password is not None:
         env[PASSWORD_ENV] = password
     return subprocess.run(
@@ -63,7 +65,10 @@ async def test_list_shows_every_account_and_when_made_never_a_hash(
     assert listed.returncode == 0, listed.stderr
     row = next(line for line in listed.stdout.splitlines() if jid in line)
     assert re.search(r"20\d\d-\d\d-\d\d \d\d:\d\d:\d\d", row), row  # when it was made
-    assert "base-memory@localhost" in listed.stdout and "base memory agent" in listed.stdout
+    # at 80 columns the last column may wrap (the names and times never do): read it wide
+    wide = accounts("list", "--data-dir", str(memory_service.data_dir), columns=200).stdout
+    agent_row = next(line for line in wide.splitlines() if "base-memory@localhost" in line)
+    assert "base memory agent" in agent_row
     assert "sha256$" not in listed.stdout
     assert not any(
         hashed[-16:] in listed.stdout for hashed in _hashes(memory_service.data_dir).values()
