@@ -33,9 +33,10 @@ def me(memory_service: MemoryServiceProcess) -> Iterator[str]:
 
 def shell(
     service: MemoryServiceProcess, jid: str, *args: str, stdin: str | None = None,
-    password: str = PASSWORD,
+    password: str = PASSWORD, columns: int = 200,
 ) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    env = {**os.environ, "SPADE_MEMORY_AGENT_PASSWORD": password, "COLUMNS": "200"}
+    """``spade-memory ARGS`` as ``jid``, in its own process, its tables ``columns`` wide."""
+    env = {**os.environ, "SPADE_MEMORY_AGENT_PASSWORD": password, "COLUMNS": str(columns)}
     return subprocess.run(
         [sys.executable, "-m", "spade_memory", *args, "--jid", jid,
          "--port", str(service.port)],

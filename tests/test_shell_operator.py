@@ -21,6 +21,8 @@ from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, start, unique_jid
+from .test_cli_shell import ok
+from .test_cli_shell import shell as shell_as
 
 PASSWORD = "operator-secret"
 STAGING = "The staging API is at /api/v2 and answers within two hundred milliseconds"
@@ -45,17 +47,7 @@ def shell(
     service: MemoryServiceProcess, jid: str, *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``spade-memory ARGS`` as ``jid``, in a terminal 80 columns wide."""
-    env = {**os.environ, "SPADE_MEMORY_AGENT_PASSWORD": PASSWORD, "COLUMNS": "80"}
-    return subprocess.run(
-        [sys.executable, "-m", "spade_memory", *args, "--jid", jid,
-         "--port", str(service.port)],
-        input=stdin, capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    return shell_as(service, jid, *args, stdin=stdin, password=PASSWORD, columns=80)
 
 
 def one_line_failure(result: subprocess.CompletedProcess[str]) -> str:
