@@ -28,13 +28,7 @@ if TYPE_CHECKING:
     from spade_memory.llm.drop_in import AgentBaseMemory, AgentInteractionMemory
     from spade_memory.llm.providers import Reply, ScriptedProvider, ToolCall, provider_from_env
     from spade_memory.llm.recall import Recall
-    from spade_memory.llm.tools import (
-        TOOL_SPECS,
-        MemoryConnection,
-        MemoryTool,
-        ToolSpec,
-        memory_tools,
-    )
+    from spade_memory.llm.tools import MemoryConnection, MemoryTool, memory_tools
     from spade_memory.protocol.beads import SessionShared, ShareSession, UnshareSession
     from spade_memory.protocol.conversation_stats import InteractionStats, InteractionStatsOp
     from spade_memory.protocol.errors import (
@@ -110,6 +104,7 @@ if TYPE_CHECKING:
         Focus,
         WorkingMemory,
     )
+    from spade_memory.tools import EVERY_TOOL_SPEC, TOOL_SPECS, ToolSpec
     from spade_memory.xmpp.connect_errors import (
         AgentStartError,
         ConnectionRefused,
@@ -171,7 +166,8 @@ _EXPORTS: dict[str, str] = {
     "llm.drop_in": "AgentBaseMemory AgentInteractionMemory",
     "llm.agent": "MemoryLLMAgent MemoryLLMBehaviour",
     "llm.providers": "Reply ScriptedProvider ToolCall provider_from_env",
-    "llm.tools": "TOOL_SPECS MemoryConnection MemoryTool ToolSpec memory_tools",
+    "llm.tools": "MemoryConnection MemoryTool memory_tools",
+    "tools": "EVERY_TOOL_SPEC TOOL_SPECS ToolSpec",
 }
 """The exported names of each module (space-separated), loaded on first use."""
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names.split()}
@@ -193,6 +189,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "CATEGORIES",
     "EVERY",
+    "EVERY_TOOL_SPEC",
     "ONTOLOGY",
     "PERSONAL",
     "TOOL_SPECS",

@@ -1,8 +1,9 @@
 """The layering holds: package rules checked on the import graph of the package (grimp).
 
 - each package imports only the packages below it (``ALLOWED``): protocol <- xmpp <-
-  client; protocol <- storage <- serving <- services; the command line above all;
-- ``protocol`` imports no third-party package but pydantic;
+  client; protocol <- tools; client and tools <- llm; protocol <- storage
+  <- serving <- services; the command line above all;
+- ``protocol`` and ``tools`` import no third-party package but pydantic;
 - no store imports XMPP (slixmpp, SPADE);
 - no service imports another service's store;
 - no import loops, between packages or between modules.
@@ -34,7 +35,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "beads_sync": frozenset(
         {"protocol", "xmpp", "client", "storage", "serving", "spaces", "beads", "base_memory"}
     ),
-    "llm": frozenset({"protocol", "xmpp", "client"}),
+    "tools": frozenset({"protocol"}),
+    "llm": frozenset({"protocol", "xmpp", "client", "tools"}),
     "testing": frozenset(),
 }
 """What each package may import of the others (the package itself always). ``server``
@@ -42,6 +44,9 @@ ALLOWED: dict[str, frozenset[str]] = {
 import anything; the top-level ``__init__`` exports the client surface."""
 
 PROTOCOL_MAY_USE = frozenset({"pydantic", "pydantic_core", "typing_extensions"})
+PYDANTIC_ONLY = ("protocol", "tools")
+"""Packages that import no third-party package but pydantic (the tools are read by
+spade_llm's agents and the MCP server alike, and load neither)."""
 STORES = {
     "base_memory": "base_memory.store",
     "interaction": "interaction.store",
@@ -95,8 +100,8 @@ def violations(graph: grimp.ImportGraph) -> list[str]:
         if inside and here != there and here in ALLOWED and there not in ALLOWED[here]:
             found.append(f"layers: {module} -> {imported}")
         outside = there not in sys.stdlib_module_names and there not in PROTOCOL_MAY_USE
-        if here == "protocol" and not inside and outside:
-            found.append(f"protocol imports only pydantic: {module} -> {imported}")
+        if here in PYDANTIC_ONLY and not inside and outside:
+            found.append(f"{here} imports only pydantic: {module} -> {imported}")
         if any(_under(module, store) for store in STORE_MODULES) and there in XMPP:
             found.append(f"a store speaks no XMPP: {module} -> {imported}")
         for service, store in STORES.items():
@@ -162,6 +167,8 @@ def test_every_rule_names_real_packages(graph: grimp.ImportGraph) -> None:
         ("spade_memory.serving.agent", "spade_memory.base_memory.service", "layers: "),
         ("spade_memory.storage.connection", "spade_memory.serving.agent", "layers: "),
         ("spade_memory.protocol.memories", "aiosqlite", "protocol imports only pydantic"),
+        ("spade_memory.tools.catalog", "spade_llm", "tools imports only pydantic"),
+        ("spade_memory.tools.spec", "spade_memory.client.calls", "layers: "),
         ("spade_memory.base_memory.store.rows", "slixmpp", "a store speaks no XMPP"),
         ("spade_memory.storage.connection", "spade", "a store speaks no XMPP"),
         (

@@ -16,6 +16,7 @@ from spade_llm.memory.agent_base_memory_tools import create_base_memory_tools
 
 from spade_memory import TOOL_SPECS, MemoryConnection, MemoryLLMAgent, ScriptedProvider
 from spade_memory.llm.tools import MemoryTool, memory_tools
+from spade_memory.tools import EVERY_TOOL_SPEC, Defaults, ToolArgumentError, op_for
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "memory_tools.json"
 
@@ -143,3 +144,47 @@ def test_importing_spade_memory_leaves_spade_llm_unloaded() -> None:
     )
     result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_extended_tools_reach_the_rest_of_a_memory() -> None:
+    """``extended`` adds the tools that read, correct, forget and trace one memory, the
+    spaces' and a working session's; the services' flags still choose."""
+    names = [tool.name for tool in memory_tools(extended=True)]
+    assert names == [spec.name for spec in EVERY_TOOL_SPEC]
+    assert names[4:] == [
+        "get_memory", "update_memory", "delete_memory", "memory_history", "list_spaces",
+        "space_info", "get_working_memory", "set_focus", "add_finding",
+    ]  # fmt: skip
+    base_only = [tool.name for tool in memory_tools(interaction_memory=False, extended=True)]
+    assert "set_focus" not in base_only and "update_memory" in base_only
+
+
+def test_nested_objects_are_written_in_place_without_what_the_service_fills() -> None:
+    focus = next(spec for spec in EVERY_TOOL_SPEC if spec.name == "set_focus").schema()
+    assert "$ref" not in json.dumps(focus) and "$defs" not in focus
+    shown = focus["properties"]["focus"]
+    assert set(shown["properties"]) == {"type", "id", "name", "context"}  # no set_at
+    assert shown["required"] == ["type", "id", "name"]
+    finding = next(spec for spec in EVERY_TOOL_SPEC if spec.name == "add_finding").schema()
+    assert set(finding["properties"]["finding"]["properties"]) == {
+        "type", "title", "description", "location", "severity", "evidence",
+    }  # fmt: skip
+
+
+def test_a_nested_argument_is_coerced_and_checked() -> None:
+    add_finding = next(spec for spec in EVERY_TOOL_SPEC if spec.name == "add_finding")
+    op = op_for(
+        add_finding, {"session_id": "s", "finding": {"type": "bug", "title": "t"}}, Defaults()
+    )
+    assert op.model_dump()["finding"]["severity"] == "info"
+    dire = {"type": "bug", "title": "t", "severity": "dire"}
+    with pytest.raises(ToolArgumentError, match=r"finding\.severity"):
+        op_for(add_finding, {"session_id": "s", "finding": dire}, Defaults())
+
+
+def test_a_note_needs_a_conversation() -> None:
+    remember = TOOL_SPECS[0]
+    with pytest.raises(ToolArgumentError, match="no conversation"):
+        op_for(remember, {"information": "x"}, Defaults())
+    op = op_for(remember, {"information": "x"}, Defaults(conversation_id="c-1"))
+    assert op.model_dump()["conversation_id"] == "c-1"

@@ -478,11 +478,13 @@ class UpdateMemory(Op[Memory]):
     op: Literal["update_memory"] = "update_memory"
     id: MemoryId
     space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
-    content: str | None = Field(default=None, min_length=1)
-    category: Category | None = None
-    context: str | None = None
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
-    tags: Tags | None = None
+    content: str | None = Field(default=None, min_length=1, description="Optional: the new text")
+    category: Category | None = Field(default=None, description="Optional: the new category")
+    context: str | None = Field(default=None, description="Optional: the new context")
+    confidence: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Optional: the new confidence (0.0 to 1.0)"
+    )
+    tags: Tags | None = Field(default=None, description="Optional: the new tags (all of them)")
     metadata: Metadata | None = None
     source: Source | None = None
     ttl_seconds: TtlSeconds | None = None

@@ -34,7 +34,14 @@ from spade_memory.protocol.errors import BadRequest, MemoryServiceError
 
 T = TypeVar("T")
 
-MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
+MemoryId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="A memory's id, as a store, search or list gives it",
+    ),
+]
 Limit = Annotated[int, Field(ge=1)]
 
 

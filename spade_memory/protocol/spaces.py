@@ -130,7 +130,7 @@ class SpaceInfo(Op[SpaceDetails]):
 
     op: Literal["space_info"] = "space_info"
     reads_only: ClassVar[bool] = True
-    space: SharedSpace
+    space: SharedSpace = Field(description="The shared space's name")
 
 
 class DeleteSpace(Op[SpaceDone]):

@@ -24,7 +24,15 @@ from spade_memory.protocol.working_memory import (
     WorkingMemory,
 )
 
-SessionId = Annotated[str, Field(min_length=1, max_length=512)]
+SessionId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=512,
+        description="The working session: any id the caller chooses (one state per id, per"
+        " owner or space)",
+    ),
+]
 SESSION_SPACE = "Optional: the shared space keeping the session (default: the sender's own)"
 
 

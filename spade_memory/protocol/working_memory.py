@@ -35,10 +35,10 @@ class _Part(BaseModel):
 class Focus(_Part):
     """What the session is looking at now."""
 
-    type: FocusType
-    id: str = Field(min_length=1)
-    name: str
-    context: str | None = None
+    type: FocusType = Field(description="What kind of thing it is")
+    id: str = Field(min_length=1, description="Its identifier: a path, a qualified name, a URL")
+    name: str = Field(description="A short name to show")
+    context: str | None = Field(default=None, description="Optional: why it is the focus")
     set_at: datetime = Field(default_factory=_now)
 
 
@@ -58,12 +58,16 @@ class Finding(_Part):
     """Something the session found out."""
 
     id: str = Field(default_factory=lambda: uuid.uuid4().hex, min_length=1)
-    type: str = Field(min_length=1)
-    title: str
-    description: str = ""
-    location: str | None = None
-    severity: Severity = "info"
-    evidence: list[str] = Field(default_factory=list)
+    type: str = Field(min_length=1, description="What kind of finding: bug, risk, decision, ...")
+    title: str = Field(description="The finding in a few words")
+    description: str = Field(default="", description="Optional: the finding in full")
+    location: str | None = Field(
+        default=None, description="Optional: where: a file and line, a URL"
+    )
+    severity: Severity = Field(default="info", description="How much it matters")
+    evidence: list[str] = Field(
+        default_factory=list, description="Optional: what shows it (quotes, log lines, ids)"
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=_now)
     expires_at: AwareDatetime | None = None

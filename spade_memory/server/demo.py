@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,11 @@ def _first_session_script() -> list[Any]:
 
 def _answer_from_memory(prompt: Prompt) -> str:
     found = [m["content"] for m in prompt if m["role"] == "tool"][-1]
-    lines = [line.split("] ", 1)[-1] for line in str(found).splitlines() if line.startswith("- ")]
+    lines = [
+        re.sub(r" \([^()]*\bid [^()]*\)$", "", line.split("] ", 1)[-1])  # without "(id …)"
+        for line in str(found).splitlines()
+        if line.startswith("- ")
+    ]
     if not lines:
         return "I don't remember anything about that, sorry."
     return f"Good morning! I remember this: {lines[0]}. So: green tea."

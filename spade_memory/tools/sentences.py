@@ -1,0 +1,153 @@
+"""What a model reads back from a memory tool: short sentences, never an exception.
+
+A memory is shown with its id, so a model that found it can read, change or forget
+it by that id; one kept in a shared space says which, and who stored it.
+"""
+
+from __future__ import annotations
+
+from spade_memory.protocol.errors import MemoryServiceError, MemoryTimeout
+from spade_memory.protocol.memories import (
+    Deleted,
+    DeleteMemory,
+    ListMemories,
+    Memory,
+    MemoryHistory,
+    MemoryList,
+    SearchMemories,
+    Stored,
+    StoreMemory,
+)
+from spade_memory.protocol.notes import AddInformation, Confirmation
+from spade_memory.protocol.ops import PERSONAL, Op
+from spade_memory.protocol.spaces import SpaceDetails, SpaceList
+from spade_memory.protocol.working import WorkingMemoryState
+
+
+def said_stored(op: StoreMemory, result: Stored) -> str:
+    where = "" if op.space in (None, PERSONAL) else f" in space {op.space}"
+    return f"Stored {result.category or op.category} memory{where}: {op.content} (id {result.id})"
+
+
+def memory_line(memory: Memory, *, with_category: bool = True) -> list[str]:
+    """A memory as one line (and its context on a second)."""
+    where = f"space {memory.space}, by {memory.author}; " if memory.space != PERSONAL else ""
+    head = f"- [{memory.category}] " if with_category else "- "
+    lines = [f"{head}{memory.content} ({where}id {memory.id})"]
+    if memory.context:
+        lines.append(f"  Context: {memory.context}")
+    return lines
+
+
+def _memory_lines(result: MemoryList, *, with_category: bool) -> list[str]:
+    return [
+        line
+        for memory in result.memories
+        for line in memory_line(memory, with_category=with_category)
+    ]
+
+
+def said_found(op: SearchMemories, result: MemoryList) -> str:
+    if not result.memories:
+        return f"No memories found for query: {op.query}"
+    head = f"Found {len(result.memories)} memories for '{op.query}':"
+    return "\n".join([head, *_memory_lines(result, with_category=True)])
+
+
+def said_listed(op: ListMemories, result: MemoryList) -> str:
+    if not result.memories:
+        return f"No {op.category} memories found."
+    head = f"My {op.category} memories ({len(result.memories)} total):"
+    return "\n".join([head, *_memory_lines(result, with_category=False)])
+
+
+def said_remembered(_op: AddInformation, result: Confirmation) -> str:
+    return result.text
+
+
+def said_memory(_op: Op[Memory], memory: Memory) -> str:
+    """One memory read or changed: its line, confidence, tags, version."""
+    details = [f"confidence {memory.confidence:g}", f"version {memory.version}"]
+    if memory.tags:
+        details.append(f"tags {', '.join(memory.tags)}")
+    return "\n".join([*memory_line(memory), f"  ({'; '.join(details)})"])
+
+
+def said_updated(op: Op[Memory], memory: Memory) -> str:
+    return f"Updated memory {memory.id}:\n{said_memory(op, memory)}"
+
+
+def said_deleted(_op: DeleteMemory, result: Deleted) -> str:
+    return f"Deleted memory {result.id}."
+
+
+def said_history(_op: Op[MemoryHistory], history: MemoryHistory) -> str:
+    lines = [f"History of memory {history.id} ({len(history.versions)} versions kept):"]
+    for version in history.versions:
+        lines.append(
+            f"- version {version.version}, by {version.changed_by} at"
+            f" {version.changed_at.isoformat(timespec='seconds')}: [{version.category}]"
+            f" {version.content}"
+        )
+    if history.deleted is not None:
+        why = f" ({history.deleted.reason})" if history.deleted.reason else ""
+        lines.append(
+            f"Deleted by {history.deleted.deleted_by} at"
+            f" {history.deleted.deleted_at.isoformat(timespec='seconds')}{why}."
+        )
+    return "\n".join(lines)
+
+
+def said_spaces(_op: Op[SpaceList], result: SpaceList) -> str:
+    if not result.spaces:
+        return "I belong to no shared space (only my personal one)."
+    lines = [f"My shared spaces ({len(result.spaces)}):"]
+    for space in result.spaces:
+        about = f": {space.description}" if space.description else ""
+        lines.append(f"- {space.name} (my role: {space.role}; owner {space.owner}){about}")
+    return "\n".join(lines)
+
+
+def said_space(_op: Op[SpaceDetails], space: SpaceDetails) -> str:
+    quota = f" of at most {space.max_memories}" if space.max_memories is not None else ""
+    lines = [
+        f"Space {space.name} (owner {space.owner}; my role: {space.role}):"
+        f" {space.memories} memories{quota}",
+        *(f"- {member.member}: {member.role}" for member in space.members),
+    ]
+    if space.description:
+        lines.insert(1, space.description)
+    return "\n".join(lines)
+
+
+def said_working_memory(_op: Op[WorkingMemoryState], state: WorkingMemoryState) -> str:
+    """A session's working memory, most useful parts first."""
+    memory = state.working_memory
+    where = "" if state.space == PERSONAL else f" (space {state.space})"
+    lines = [f"Working memory of session {memory.session_id}{where}:"]
+    focus = memory.current_focus
+    lines.append(
+        "Focus: none" if focus is None else f"Focus: {focus.type} {focus.name} ({focus.id})"
+    )
+    if memory.focus_history:
+        earlier = ", ".join(f"{item.type} {item.name}" for item in memory.focus_history[-5:])
+        lines.append(f"Earlier focus: {earlier}")
+    for finding in memory.findings:
+        at = f" at {finding.location}" if finding.location else ""
+        lines.append(f"- finding [{finding.severity}] {finding.title}{at}: {finding.description}")
+    for entity in memory.entities[-10:]:
+        lines.append(f"- entity {entity.type} {entity.name} ({entity.id})")
+    if state.pending_clarification is not None:
+        lines.append(f"Waiting for an answer: {state.pending_clarification.question}")
+    return "\n".join(lines)
+
+
+def said_failure(name: str, error: MemoryServiceError, to: str, timeout: float) -> str:
+    """Why ``name`` was not done (``to`` did not answer within ``timeout``, or answered
+    with ``error``), and what the model should do about it."""
+    if isinstance(error, MemoryTimeout):
+        return (
+            f"{name} was not done: memory is unavailable right now ({to} did not answer"
+            f" within {timeout:g} s). Continue without it."
+        )
+    return f"{name} was not done: {error.text} ({error.condition.value})."
