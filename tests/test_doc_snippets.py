@@ -13,10 +13,11 @@ What runs:
   ``SPADE_MEMORY_PORT`` (default 5222 on a user's machine), which the test sets, and the
   service's defaults (domain ``localhost``, accounts made at first login).
 - a ```` ```sh ```` block made only of ``spade-memory memories|forget|schema …`` commands
+  (and ``spade-memory mcp --check …``)
   (each may start with ``NAME=value`` assignments; ``export NAME=value`` lines and
   comments are allowed between them; no pipes, redirections or ``$``): each command runs
   as the ``spade-memory`` console script, with ``--port`` of the service added to
-  ``memories`` and ``forget``, and must exit with status 0. Any other shell block
+  ``memories``, ``forget`` and ``mcp``, and must exit with status 0. Any other shell block
   (installing, ``spade-memory run``, …) is only shown.
 - nothing else (``text``, ``toml``, ``json``, … blocks are only shown).
 
@@ -53,9 +54,10 @@ DOCS = Path(__file__).parent.parent / "docs"
 PAGES = ["getting-started.md", *sorted(f"guides/{p.name}" for p in DOCS.glob("guides/*.md"))]
 SKIP_MARK = "<!-- doc-test: skip -->"
 BLOCK_TIMEOUT = 90.0
-RUNNABLE_COMMANDS = {"memories", "forget", "schema", "--version", "--help"}
-"""``spade-memory`` subcommands a shell block may run (they need no data directory)."""
-WITH_PORT = {"memories", "forget"}
+RUNNABLE_COMMANDS = {"memories", "forget", "schema", "mcp", "--version", "--help"}
+"""``spade-memory`` subcommands a shell block may run (they need no data directory;
+``mcp`` only with ``--check``: it serves until stopped otherwise)."""
+WITH_PORT = {"memories", "forget", "mcp"}
 """Subcommands that log in, and are given the service's ``--port``."""
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
@@ -139,6 +141,8 @@ def shell_commands(code: str) -> list[Command] | None:
             name, value = words.pop(0).split("=", 1)
             env[name] = value
         if len(words) < 2 or words[0] != "spade-memory" or words[1] not in RUNNABLE_COMMANDS:
+            return None
+        if words[1] == "mcp" and "--check" not in words:
             return None
         commands.append(Command(words[1:], env))
     return commands or None

@@ -101,6 +101,8 @@ class MemoryLLMAgent(LLMAgent):  # type: ignore[misc]
     on beside the agent's own; ``default_space``: where ``store_memory`` stores when the
     model names no space (default: the agent's own).
     ``memory_timeout``: seconds a tool waits for a memory agent (it retries once).
+    ``extended_tools``: also the tools that read, correct, forget and trace one memory,
+    the spaces' and a working session's (``memory_tools(extended=True)``).
     ``port``: the XMPP server's client port (spade_llm's ``LLMAgent`` drops it).
     """
 
@@ -116,6 +118,7 @@ class MemoryLLMAgent(LLMAgent):  # type: ignore[misc]
         spaces: Sequence[str] = (),
         default_space: str | None = None,
         memory_timeout: float = 5.0,
+        extended_tools: bool = False,
         port: int = 5222,
         **kwargs: Any,
     ) -> None:
@@ -137,6 +140,7 @@ class MemoryLLMAgent(LLMAgent):  # type: ignore[misc]
             agent_base_memory=agent_base_memory,
             interaction_memory=interaction_memory,
             connection=self.connection,
+            extended=extended_tools,
         ):
             self._register_tool(tool)
         settings = recall if isinstance(recall, Recall) else Recall(enabled=recall)

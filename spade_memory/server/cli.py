@@ -1,6 +1,7 @@
 """The ``spade-memory`` command: ``run`` the memory agents, ``demo`` an LLM agent with
-memory, print the protocol ``schema``, ``import-interactions`` from spade_llm, and an
-agent's data from the shell (``memories …``, ``forget``: see ``shell``)."""
+memory, print the protocol ``schema``, ``import-interactions`` from spade_llm, an
+agent's data from the shell (``memories …``, ``forget``: see ``shell``), and the ``mcp``
+server (see ``mcp_command``)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,15 @@ from rich.console import Console
 from rich.table import Table
 
 from spade_memory.protocol.limits import Limits
-from spade_memory.server import account_database, accounts, backup, imports, progress, shell
+from spade_memory.server import (
+    account_database,
+    accounts,
+    backup,
+    imports,
+    mcp_command,
+    progress,
+    shell,
+)
 from spade_memory.server.embedded import OfflineLimits
 from spade_memory.server.json_schema import json_schemas, op_names, op_schema
 from spade_memory.server.parser import Parser, suggestion
@@ -278,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="an empty PostgreSQL database (postgresql://USER@HOST/DB)",
     )
     shell.add_commands(commands)
+    mcp_command.add_command(commands)
     return parser
 
 
@@ -292,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _data_command(args)
     if args.command == "accounts":
         return accounts.run_accounts(args, args.data_dir or default_data_dir())
+    if args.command == "mcp":
+        return mcp_command.run_mcp(args)
     if args.command in shell.SHELL_COMMANDS:
         logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
         return shell.run_shell(args)

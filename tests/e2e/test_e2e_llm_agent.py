@@ -20,6 +20,7 @@ from spade_memory.xmpp.lifecycle import stop_agent
 from ..harness import start, unique_jid
 
 TEA = "The user drinks green tea, never coffee"
+MOVED = "Staging is on port 9443"
 
 
 async def start_assistant(
@@ -278,3 +279,36 @@ async def test_a_team_of_llm_agents_shares_a_space(
     finally:
         await stop_agent(researcher)
         await stop_agent(writer)
+
+
+async def test_extended_tools_correct_what_the_model_found(
+    memory_service: MemoryServiceProcess, user: ChatUser
+) -> None:
+    """With ``extended_tools``, a model corrects a memory by the id its search showed, and
+    reads its history: each call over XMPP to the base memory agent in another process."""
+    jid = unique_jid("assistant")
+
+    def found_id(prompt: list[dict[str, object]]) -> str:
+        match = re.search(r"\(id ([0-9a-f-]{36})\)", last_tool_result(prompt))
+        assert match is not None, last_tool_result(prompt)
+        return match[1]
+
+    provider = ScriptedProvider(
+        [
+            ToolCall("store_memory", {"category": "fact", "content": "Staging is on port 8443"}),
+            ToolCall("search_memories", {"query": "staging port"}),
+            ToolCall("update_memory", lambda p: {"id": found_id(p), "content": MOVED}),
+            ToolCall("memory_history", lambda p: {"id": found_id(p)}),
+            Reply(lambda prompt: last_tool_result(prompt)),
+        ]
+    )
+    assistant = await start_assistant(jid, provider, memory_service.port, extended_tools=True)
+    try:
+        assert len(assistant.tools) == 13
+        history = await user.ask(jid, "Staging moved from 8443 to 9443.", "c-ext")
+        (memory,) = await assistant.memory.search_memories("staging port")
+    finally:
+        await stop_agent(assistant)
+    assert memory.content == MOVED and memory.version == 2
+    assert history.startswith(f"History of memory {memory.id} (2 versions kept):")
+    assert "Staging is on port 8443" in history and "Staging is on port 9443" in history

@@ -1,0 +1,190 @@
+"""Running the MCP server: over stdio (a desktop client or a coding agent starts it), or
+over streamable HTTP (one server for many clients), behind a bearer token.
+
+Neither the SDK's stdio server nor uvicorn stops well on a signal by itself: the stdio
+server's reader thread stays blocked until its input closes, and uvicorn raises the
+signal again once it has stopped. So SIGINT and SIGTERM are taken here: the account
+logs out, and the caller is told to end the process (``stop_now``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import json
+import logging
+import signal
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.stdio import stdio_server
+
+from spade_memory.mcp_bridge.server import MemoryBridge
+
+logger = logging.getLogger("spade_memory.mcp")
+MCP_PATH = "/mcp"
+"""Where the streamable HTTP endpoint answers."""
+
+ASGIApp = Callable[[Any, Any, Any], Any]
+
+
+async def _until_signal(on_signal: Callable[[], Any]) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for received in signals:
+            logger.info("%s: stopping", signal.Signals(received).name)
+            await on_signal()
+            return
+
+
+async def serve_stdio(bridge: MemoryBridge, stop_now: Callable[[], None]) -> None:
+    """Serve on stdin and stdout until the client closes stdin (then return) or a signal
+    comes (then log out and call ``stop_now``, which must end the process: the reader
+    thread of stdin cannot be interrupted)."""
+
+    async def signalled() -> None:
+        await bridge.close()
+        stop_now()
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_until_signal, signalled)
+        async with stdio_server() as (read, write):
+            await bridge.server.run(read, write, bridge.server.create_initialization_options())
+        tasks.cancel_scope.cancel()
+    await bridge.close()
+
+
+@dataclass(frozen=True)
+class HttpAddress:
+    host: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        """Whether only this machine can connect."""
+        if self.host == "localhost":
+            return True
+        with contextlib.suppress(ValueError):
+            return ipaddress.ip_address(self.host).is_loopback
+        return False
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{MCP_PATH}"
+
+
+def http_address(given: str) -> HttpAddress:
+    """``[HOST:]PORT`` (an IPv6 host in brackets) as an address; the host defaults to
+    127.0.0.1. Raises ``ValueError`` naming what is wrong."""
+    host, colon, port = given.rpartition(":")
+    host = host.strip("[]") if colon else ""
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--http takes [HOST:]PORT, such as 127.0.0.1:8765, not {given!r}")
+    return HttpAddress(host or "127.0.0.1", int(port))
+
+
+class BearerToken:
+    """An ASGI wrapper refusing every HTTP request without ``Authorization: Bearer
+    <token>``: 401 with a JSON-RPC error that MCP clients show."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and not self._authorized(scope):
+            body = json.dumps({
+                "jsonrpc": "2.0", "id": None,
+                "error": {"code": -32600, "message": "Unauthorized: a bearer token is required"},
+            }).encode()  # fmt: skip
+            await send({
+                "type": "http.response.start", "status": 401,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="spade-memory"')],
+            })  # fmt: skip
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    def _authorized(self, scope: Any) -> bool:
+        given = dict(scope.get("headers", ())).get(b"authorization", b"")
+        return hmac.compare_digest(given, self.expected)
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handling (it raises the signal again once stopped,
+    which ended the process with a traceback): ``serve_http`` stops it."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve_http(
+    bridge: MemoryBridge,
+    address: HttpAddress,
+    token: str | None,
+    ready: Callable[[], None] = lambda: None,
+) -> None:
+    """Serve streamable HTTP at ``address`` until SIGINT or SIGTERM, then log out.
+
+    ``token``: the bearer token every request must carry (None: none asked, which only a
+    loopback address may do; the caller checks). ``ready`` is called once it listens.
+    Raises ``OSError`` when the address cannot be bound (before anything is served).
+    """
+    listening = _bound_socket(address)
+    app: ASGIApp = bridge.server.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=address.host
+    )
+    if token is not None:
+        app = BearerToken(app, token)
+    config = uvicorn.Config(
+        app, host=address.host, port=address.port, log_level="warning", lifespan="on"
+    )
+    server = _QuietServer(config)
+
+    async def stop() -> None:
+        server.should_exit = True
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_until_signal, stop)
+        serving = anyio.Event()
+
+        async def serve() -> None:
+            try:
+                await server.serve(sockets=[listening])
+            finally:
+                serving.set()
+                tasks.cancel_scope.cancel()
+
+        tasks.start_soon(serve)
+        while not server.started and not serving.is_set():
+            await anyio.sleep(0.05)
+        if server.started:
+            ready()
+    listening.close()
+    await bridge.close()
+
+
+def _bound_socket(address: HttpAddress) -> socket.socket:
+    """A socket listening at ``address``; raises ``OSError`` (address in use, no such
+    address here) with the address in its text."""
+    try:
+        family, kind, protocol, _name, where = socket.getaddrinfo(
+            address.host, address.port, type=socket.SOCK_STREAM
+        )[0]
+        listening = socket.socket(family, kind, protocol)
+    except OSError as error:
+        raise OSError(f"cannot listen at {address.host}:{address.port}: {error}") from None
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(where)
+        listening.listen(128)
+    except OSError as error:
+        listening.close()
+        raise OSError(f"cannot listen at {address.host}:{address.port}: {error.strerror}") from None
+    return listening

@@ -1,0 +1,211 @@
+"""``spade-memory mcp``: the MCP server over the memory agents (``spade_memory.mcp_bridge``),
+on stdio or streamable HTTP, and ``--check`` of its login.
+
+The account's password comes from ``$SPADE_MEMORY_AGENT_PASSWORD`` or ``--password-file``
+(never a flag, which ``ps`` shows); the HTTP bearer token from ``$SPADE_MEMORY_MCP_TOKEN``
+or ``--token-file``. Every mistake a person can mend is one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from spade_memory.protocol.errors import MemoryServiceError
+from spade_memory.protocol.memories import MemoryStatsOp
+from spade_memory.protocol.notes import GetAllConversations
+from spade_memory.protocol.services import BASE_MEMORY, INTERACTION_MEMORY
+from spade_memory.server.shell.session import JID_ENV, PASSWORD_ENV
+
+TOKEN_ENV = "SPADE_MEMORY_MCP_TOKEN"
+MCP_EXTRA = "spade-memory[mcp]"
+"""What to install for the MCP server."""
+
+
+class Refused(Exception):
+    """A setting the command cannot start with; its text is the line to print."""
+
+
+def add_command(commands: Any) -> None:
+    """Add ``mcp`` to the ``spade-memory`` parser."""
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the memory to MCP clients (desktop assistants, coding agents) as one"
+        " XMPP account of the deployment",
+        description="An MCP server whose tools and resources are the memory agents', reached"
+        " over XMPP as one account: stdio by default, streamable HTTP with --http.",
+    )
+    mcp.add_argument(
+        "--jid", default=os.environ.get(JID_ENV),
+        help=f"the XMPP account it acts as (default: ${JID_ENV})",
+    )  # fmt: skip
+    mcp.add_argument(
+        "--password-file", type=Path, metavar="FILE",
+        help=f"read the account's password from FILE (default: ${PASSWORD_ENV})",
+    )  # fmt: skip
+    mcp.add_argument("--port", type=int, default=5222, help="XMPP client port (5222)")
+    mcp.add_argument(
+        "--timeout", type=float, default=5.0,
+        help="seconds to wait for a memory agent's reply, sent twice (5)",
+    )  # fmt: skip
+    mcp.add_argument(
+        "--http", metavar="[HOST:]PORT",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST:"
+        f" 127.0.0.1; any other needs a bearer token: ${TOKEN_ENV} or --token-file)",
+    )  # fmt: skip
+    mcp.add_argument(
+        "--token-file", type=Path, metavar="FILE",
+        help=f"the bearer token HTTP clients must send (default: ${TOKEN_ENV})",
+    )  # fmt: skip
+    mcp.add_argument(
+        "--spaces", default="",
+        help="shared spaces that search and list read beside the account's own, comma-separated",
+    )  # fmt: skip
+    mcp.add_argument("--default-space", help="where a store goes without a space (its own)")
+    mcp.add_argument(
+        "--conversation",
+        help="the conversation remember_interaction_info notes go to (default: mcp-CLIENT,"
+        " after the MCP client's name)",
+    )
+    mcp.add_argument(
+        "--check", action="store_true",
+        help="log in, ask each memory agent once, say so in one line and exit (0: ready)",
+    )  # fmt: skip
+    mcp.add_argument("--debug", action="store_true", help="log what happens, on stderr")
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    """Run ``spade-memory mcp``; returns its exit status (1 or 2 with one line on stderr)."""
+    _quiet_logs(args.debug)
+    try:
+        account = _account(args)
+        token = _secret(args.token_file, TOKEN_ENV, "the bearer token")
+        if args.check:
+            return asyncio.run(_check(account))
+        from spade_memory.mcp_bridge.transports import http_address
+    except Refused as problem:
+        print(f"spade-memory mcp: {problem}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as missing:
+        if (missing.name or "").split(".")[0] not in ("mcp", "uvicorn", "anyio"):
+            raise
+        print(f"spade-memory mcp needs the MCP SDK: pip install '{MCP_EXTRA}'", file=sys.stderr)
+        return 2
+    if args.http is None:
+        return _serve_stdio(account, args.conversation)
+    try:
+        address = http_address(args.http)
+    except ValueError as problem:
+        print(f"spade-memory mcp: {problem}", file=sys.stderr)
+        return 2
+    if token is None and not address.loopback:
+        print(
+            f"spade-memory mcp: --http {args.http} is reachable from other machines: set"
+            f" {TOKEN_ENV} (or --token-file) to the bearer token its clients must send",
+            file=sys.stderr,
+        )
+        return 2
+    return _serve_http(account, args.conversation, address, token)
+
+
+def _account(args: argparse.Namespace) -> Any:
+    from spade_memory.mcp_bridge.link import Account
+
+    if not args.jid:
+        raise Refused(f"say which account it acts as: --jid name@domain, or set {JID_ENV}")
+    password = _secret(args.password_file, PASSWORD_ENV, f"the password of {args.jid}")
+    if password is None:
+        raise Refused(f"set {PASSWORD_ENV} (or --password-file) to the password of {args.jid}")
+    spaces = tuple(name.strip() for name in args.spaces.split(",") if name.strip())
+    return Account(args.jid, password, args.port, args.timeout, spaces, args.default_space)
+
+
+def _secret(file: Path | None, variable: str, what: str) -> str | None:
+    """A secret from ``file`` (its first line) or the environment variable; None when
+    neither gives one. Raises ``Refused`` for a file that cannot be read or is empty."""
+    if file is None:
+        return os.environ.get(variable) or None
+    try:
+        lines = file.read_text().splitlines()
+    except OSError as error:
+        raise Refused(f"cannot read {what} from {file}: {error.strerror}") from None
+    if not lines or not lines[0].strip():
+        raise Refused(f"{file} is empty; write {what} on its first line")
+    return lines[0].strip()
+
+
+async def _check(account: Any) -> int:
+    """Log in and ask each memory agent once: 0 and one line, or 1 and what is wrong."""
+    from spade_memory.mcp_bridge.link import MemoryLink
+    from spade_memory.tools import EVERY_TOOL_SPEC
+
+    link = MemoryLink(account)
+    try:
+        client = await link.client()
+        await client.request(client.jids[BASE_MEMORY], MemoryStatsOp())
+        await client.request(client.jids[INTERACTION_MEMORY], GetAllConversations())
+    except MemoryServiceError as error:
+        print(f"spade-memory mcp: not ready: {error.text}", file=sys.stderr)
+        return 1
+    finally:
+        await link.close()
+    agents = f"{client.jids[BASE_MEMORY]} and {client.jids[INTERACTION_MEMORY]}"
+    print(f"ready: logged in as {account.jid}; {agents} answer; {len(EVERY_TOOL_SPEC)} tools")
+    return 0
+
+
+def _quiet_logs(debug: bool) -> None:
+    """Logs on stderr (stdout carries the protocol on stdio): warnings, or all with
+    ``--debug``; a refused password is said in one line, not slixmpp's."""
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.DEBUG if debug else logging.WARNING,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )  # fmt: skip
+    if not debug:
+        for noisy in ("mcp", "uvicorn", "spade"):
+            logging.getLogger(noisy).setLevel(logging.ERROR)
+        logging.getLogger("slixmpp").setLevel(logging.CRITICAL)
+
+
+def _stop_now() -> None:
+    """End the process at once, after a signal (stdin's reader thread cannot be stopped)."""
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _serve_stdio(account: Any, conversation: str | None) -> int:
+    import anyio
+
+    from spade_memory.mcp_bridge.link import MemoryLink
+    from spade_memory.mcp_bridge.server import MemoryBridge
+    from spade_memory.mcp_bridge.transports import serve_stdio
+
+    bridge = MemoryBridge(MemoryLink(account), conversation)
+    anyio.run(serve_stdio, bridge, _stop_now)
+    return 0
+
+
+def _serve_http(account: Any, conversation: str | None, address: Any, token: str | None) -> int:
+    import anyio
+
+    from spade_memory.mcp_bridge.link import MemoryLink
+    from spade_memory.mcp_bridge.server import MemoryBridge
+    from spade_memory.mcp_bridge.transports import serve_http
+
+    bridge = MemoryBridge(MemoryLink(account), conversation)
+    guarded = "a bearer token" if token else "no token: this machine only"
+
+    def ready() -> None:
+        print(f"spade-memory mcp: serving {address} as {account.jid} ({guarded})", file=sys.stderr)
+
+    try:
+        anyio.run(serve_http, bridge, address, token, ready)
+    except OSError as error:
+        print(f"spade-memory mcp: {error}", file=sys.stderr)
+        return 1
+    return 0
