@@ -3,20 +3,25 @@ the MCP server (its own process), ``spade-memory run`` (a third), a SPADE agent 
 
 from __future__ import annotations
 
+import json
 import os
+import select
+import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx2
 import pytest
 from mcp import MCPError
 
+from spade_memory.llm.tools import memory_tools
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
-from spade_memory.xmpp.lifecycle import stop_agent
 
-from .harness import ClientAgent, start_client, unique_jid
+from .harness import ClientAgent, unique_jid
 from .mcp_clients import Mode, Updates, call, over_http, said, server_command, subscribe
+from .test_without_extras import hidden as hidden_modules
 
 PASSWORD = "mcp-http-secret"
 TOKEN = "a-long-random-token"
@@ -49,40 +54,36 @@ def mcp_http(memory_service: MemoryServiceProcess) -> Iterator[McpHttpProcess]:
     server.stop()
 
 
-@pytest.fixture
-async def owner(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
-    agent = await start_client(unique_jid("owner"), memory_service.port)
-    yield agent
-    await stop_agent(agent)
-
-
 @pytest.mark.parametrize("mode", MODES)
 async def test_store_through_mcp_and_find_it_from_a_spade_agent(
-    mcp_http: McpHttpProcess, owner: ClientAgent, mode: Mode
+    mcp_http: McpHttpProcess, alice: ClientAgent, mode: Mode
 ) -> None:
     space = f"http-team-{mode}"
-    await owner.memory.create_space(space)
-    await owner.memory.grant(space, mcp_http.jid, "writer")
+    await alice.memory.create_space(space)
+    await alice.memory.grant(space, mcp_http.jid, "writer")
     async with over_http(mcp_http.url, TOKEN, mode) as mcp:
-        assert len((await mcp.list_tools()).tools) == 13
+        listed = (await mcp.list_tools()).tools
+        assert [(tool.name, tool.input_schema) for tool in listed] == [
+            (tool.name, tool.parameters) for tool in memory_tools(extended=True)
+        ]
         stored = await call(mcp, "store_memory", category="fact", content="Builds run on the"
                             " arm64 runners since March", space=space)  # fmt: skip
         assert not stored.is_error, said(stored)
-        found = await owner.memory.search_memories("arm64 runners", space=space)
+        found = await alice.memory.search_memories("arm64 runners", space=space)
         assert [m.author for m in found] == [mcp_http.jid]
-        theirs = await owner.memory.store_memory("fact", "Releases are tagged vX.Y.Z",
+        theirs = await alice.memory.store_memory("fact", "Releases are tagged vX.Y.Z",
                                                  space=space)  # fmt: skip
         got = await call(mcp, "get_memory", id=theirs, space=space)
         assert "Releases are tagged vX.Y.Z" in said(got)
 
 
 async def test_two_sessions_hear_an_agents_store(
-    mcp_http: McpHttpProcess, owner: ClientAgent
+    mcp_http: McpHttpProcess, alice: ClientAgent
 ) -> None:
     """Each HTTP session subscribed to a space's resource hears a SPADE agent's store."""
     space = "http-watched"
-    await owner.memory.create_space(space)
-    await owner.memory.grant(space, mcp_http.jid, "reader")
+    await alice.memory.create_space(space)
+    await alice.memory.grant(space, mcp_http.jid, "reader")
     uri = f"memory://spaces/{space}/recent"
     first, second = Updates(), Updates()
     async with (
@@ -91,7 +92,7 @@ async def test_two_sessions_hear_an_agents_store(
     ):
         await subscribe(one, uri)
         await subscribe(two, uri)
-        await owner.memory.store_memory("fact", "The on-call rota changes on Mondays", space=space)
+        await alice.memory.store_memory("fact", "The on-call rota changes on Mondays", space=space)
         await first.wait_for(uri)
         await second.wait_for(uri)
 
@@ -165,3 +166,51 @@ def test_the_stdio_server_ends_with_its_input() -> None:
         env={**os.environ, "SPADE_MEMORY_AGENT_PASSWORD": PASSWORD},
     )  # fmt: skip
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_without_the_mcp_extra_it_says_what_to_install(tmp_path: Path) -> None:
+    environment = {**os.environ, **hidden_modules(tmp_path, ("mcp", "uvicorn"))}
+    done = subprocess.run(
+        server_command(5222, "a@localhost"), capture_output=True, text=True, timeout=60,
+        env={**environment, "SPADE_MEMORY_AGENT_PASSWORD": PASSWORD},
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        2, "spade-memory mcp needs the MCP SDK: pip install 'spade-memory[mcp]'\n",
+    )  # fmt: skip
+
+
+def test_sigint_stops_the_stdio_server(memory_service: MemoryServiceProcess) -> None:
+    """A desktop client's Ctrl-C (or its SIGINT to the child) ends a serving stdio server
+    with status 0, logged out: the reader of stdin would otherwise wait for its end."""
+    server = subprocess.Popen(
+        server_command(memory_service.port, unique_jid("mcp-stdio")),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "SPADE_MEMORY_AGENT_PASSWORD": PASSWORD},
+    )  # fmt: skip
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        for message in INITIALIZE, INITIALIZED, CALL_LIST_SPACES:  # serving, logged in
+            server.stdin.write(json.dumps(message) + "\n")
+            server.stdin.flush()
+            if "id" in message:
+                ready, _, _ = select.select([server.stdout], [], [], 120)
+                assert ready, "no answer within 120 s"
+                assert json.loads(server.stdout.readline())["id"] == message["id"]
+        server.send_signal(signal.SIGINT)
+        status = server.wait(timeout=30)
+    finally:
+        server.kill()
+        errors = server.communicate()[1]
+    assert (status, errors) == (0, "")
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "1"}},
+}  # fmt: skip
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+CALL_LIST_SPACES = {
+    "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+    "params": {"name": "list_spaces", "arguments": {}},
+}  # fmt: skip

@@ -9,28 +9,18 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 
 import pytest
 from mcp import Client, types
 
 from spade_memory.llm.tools import memory_tools
 from spade_memory.testing import MemoryServiceProcess, free_port
-from spade_memory.xmpp.lifecycle import stop_agent
 
-from .harness import ClientAgent, start_client, unique_jid
+from .harness import ClientAgent, unique_jid
 from .mcp_clients import Mode, Updates, call, over_stdio, said, subscribe
 
 PASSWORD = "mcp-secret"
 MODES: list[Mode] = ["legacy", "auto"]
-
-
-@pytest.fixture
-async def owner(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent]:
-    """A SPADE agent of the team (this process), with a space of its own."""
-    agent = await start_client(unique_jid("owner"), memory_service.port)
-    yield agent
-    await stop_agent(agent)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -51,11 +41,11 @@ async def test_the_tools_are_the_spade_tools(
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_space_shared_between_an_mcp_identity_and_a_spade_agent(
-    memory_service: MemoryServiceProcess, owner: ClientAgent, mode: Mode
+    memory_service: MemoryServiceProcess, alice: ClientAgent, mode: Mode
 ) -> None:
     jid, space = unique_jid("mcp"), f"team-{mode}"
-    await owner.memory.create_space(space)
-    await owner.memory.grant(space, jid, "writer")
+    await alice.memory.create_space(space)
+    await alice.memory.grant(space, jid, "writer")
     async with over_stdio(memory_service.port, jid, PASSWORD, mode=mode) as mcp:
         deploy = "The deploy window is Tuesday 10:00 UTC"
         stored = await call(mcp, "store_memory", category="fact", content=deploy, space=space)
@@ -64,29 +54,29 @@ async def test_a_space_shared_between_an_mcp_identity_and_a_spade_agent(
         memory_id = stored.structured_content["id"]
         assert said(stored) == f"Stored fact memory in space {space}: {deploy} (id {memory_id})"
 
-        found = await owner.memory.search_memories("deploy window", space=space)
+        found = await alice.memory.search_memories("deploy window", space=space)
         assert [(m.id, m.author) for m in found] == [(memory_id, jid)]
 
-        mine = await owner.memory.store_memory(
+        mine = await alice.memory.store_memory(
             "preference", "The team prefers squash merges", space=space
         )
         searched = await call(mcp, "search_memories", query="squash merges", space=space)
-        assert f"squash merges (space {space}, by {owner.jid.bare}; id {mine})" in said(searched)
+        assert f"squash merges (space {space}, by {alice.jid.bare}; id {mine})" in said(searched)
         assert searched.structured_content is not None
         assert [m["id"] for m in searched.structured_content["memories"]] == [mine]
 
         personal = await call(mcp, "store_memory", category="fact", content="My own secret")
         assert not personal.is_error
-        assert await owner.memory.search_memories("own secret", space="*") == []
+        assert await alice.memory.search_memories("own secret", space="*") == []
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_resource_is_updated_after_an_agents_store(
-    memory_service: MemoryServiceProcess, owner: ClientAgent, mode: Mode
+    memory_service: MemoryServiceProcess, alice: ClientAgent, mode: Mode
 ) -> None:
     jid, space = unique_jid("mcp"), f"watched-{mode}"
-    await owner.memory.create_space(space)
-    await owner.memory.grant(space, jid, "reader")
+    await alice.memory.create_space(space)
+    await alice.memory.grant(space, jid, "reader")
     uri = f"memory://spaces/{space}/recent"
     updates = Updates()
     async with over_stdio(memory_service.port, jid, PASSWORD, mode=mode, updates=updates) as mcp:
@@ -94,12 +84,12 @@ async def test_a_resource_is_updated_after_an_agents_store(
         assert listed == ["memory://spaces/personal/recent", uri]
         if mode == "legacy":
             await subscribe(mcp, uri)
-            memory_id = await owner.memory.store_memory("fact", "Staging moved to port 8443",
+            memory_id = await alice.memory.store_memory("fact", "Staging moved to port 8443",
                                                         space=space)  # fmt: skip
             await updates.wait_for(uri)
         else:
             async with mcp.listen(resource_subscriptions=[uri]) as events:
-                memory_id = await owner.memory.store_memory(
+                memory_id = await alice.memory.store_memory(
                     "fact", "Staging moved to port 8443", space=space
                 )
                 async for event in events:
@@ -112,13 +102,13 @@ async def test_a_resource_is_updated_after_an_agents_store(
 
 
 async def test_a_working_session_through_mcp_is_the_agents(
-    memory_service: MemoryServiceProcess, owner: ClientAgent
+    memory_service: MemoryServiceProcess, alice: ClientAgent
 ) -> None:
     """Focus and findings set through MCP are the session a SPADE agent reads, in a
     shared space; the session's resource is updated by this server's own changes."""
     jid, space = unique_jid("mcp"), "review"
-    await owner.memory.create_space(space)
-    await owner.memory.grant(space, jid, "writer")
+    await alice.memory.create_space(space)
+    await alice.memory.grant(space, jid, "writer")
     uri = f"memory://spaces/{space}/sessions/pr%2F42"
     updates = Updates()
     async with over_stdio(memory_service.port, jid, PASSWORD, updates=updates) as mcp:
@@ -131,7 +121,7 @@ async def test_a_working_session_through_mcp_is_the_agents(
         added = await call(mcp, "add_finding", session_id="pr/42", finding=finding, space=space)
         assert not added.is_error, said(added)
         await updates.wait_for(uri)
-        state = await owner.memory.space(space).session("pr/42").get()
+        state = await alice.memory.space(space).session("pr/42").get()
     assert state.working_memory.current_focus is not None
     assert state.working_memory.current_focus.id == "app/db.py"
     assert [(f.title, f.severity) for f in state.working_memory.findings] == [
@@ -140,13 +130,13 @@ async def test_a_working_session_through_mcp_is_the_agents(
 
 
 async def test_forbidden_ops_are_tool_errors_with_the_services_condition(
-    memory_service: MemoryServiceProcess, owner: ClientAgent
+    memory_service: MemoryServiceProcess, alice: ClientAgent
 ) -> None:
     jid, space = unique_jid("mcp"), "read-only"
-    await owner.memory.create_space(space)
-    await owner.memory.grant(space, jid, "reader")
-    theirs = await owner.memory.store_memory("fact", "Only the owner changes this", space=space)
-    private = await owner.memory.store_memory("fact", "The owner's own note")
+    await alice.memory.create_space(space)
+    await alice.memory.grant(space, jid, "reader")
+    theirs = await alice.memory.store_memory("fact", "Only alice changes this", space=space)
+    private = await alice.memory.store_memory("fact", "Alice's own note")
     async with over_stdio(memory_service.port, jid, PASSWORD) as mcp:
         refused = {
             "store": await call(mcp, "store_memory", category="fact", content="x", space=space),
@@ -170,7 +160,7 @@ async def test_forbidden_ops_are_tool_errors_with_the_services_condition(
         "store": "not-authorized", "delete": "not-authorized", "update": "not-authorized",
         "someone's": "item-not-found", "stranger": "item-not-found",
     }  # fmt: skip
-    assert "Only the owner changes this" in said(still)
+    assert "Only alice changes this" in said(still)
 
 
 async def test_bad_input_is_a_tool_error_and_nothing_changes(
@@ -279,3 +269,19 @@ async def _until_answered(mcp: Client, name: str, **arguments: object) -> types.
         if result.structured_content["condition"] not in ("remote-server-timeout",):
             return result
     raise AssertionError(f"{name} still times out: {result}")
+
+
+async def test_no_memory_service_is_a_clear_tool_error() -> None:
+    """Started before the memory service (or on the wrong port), the MCP server serves:
+    each call says what is wrong and what to do."""
+    port = free_port()
+    async with over_stdio(port, unique_jid("mcp"), PASSWORD) as mcp:
+        assert len((await mcp.list_tools()).tools) == 13
+        result = await call(mcp, "search_memories", query="anything")
+    assert result.is_error and result.structured_content is not None
+    assert result.structured_content["condition"] == "service-unavailable"
+    assert said(result) == (
+        f"search_memories was not done: cannot reach the memory service: nothing listens on"
+        f" localhost:{port}: start the service with `spade-memory run` (or give the port it"
+        " listens on) (service-unavailable)."
+    )

@@ -22,11 +22,11 @@ EXTRAS = ("numpy", "onnxruntime", "faiss")
 """What the ``embeddings`` extra installs and word search must not need."""
 
 
-def hidden(folder: Path) -> dict[str, str]:
-    """The environment of a child process to which ``EXTRAS`` are not installed."""
+def hidden(folder: Path, modules: tuple[str, ...] = EXTRAS) -> dict[str, str]:
+    """The environment of a child process to which ``modules`` are not installed."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "sitecustomize.py").write_text(
-        f"import sys\n\nsys.modules.update(dict.fromkeys({EXTRAS!r}))\n"
+        f"import sys\n\nsys.modules.update(dict.fromkeys({modules!r}))\n"
     )
     path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p)
     return {"PYTHONPATH": path}

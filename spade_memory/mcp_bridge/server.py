@@ -129,8 +129,8 @@ class MemoryBridge:
         the memory service's failure (an unreadable space: item-not-found)."""
         resource = resources.parse(uri)
         if resource is None:
-            raise MCPError(types.INVALID_PARAMS, f"no such resource: {uri}", _detail(
-                Condition.ITEM_NOT_FOUND, "not a resource of this server"))  # fmt: skip
+            detail = _detail(Condition.ITEM_NOT_FOUND, "not a resource of this server")
+            raise MCPError(types.INVALID_PARAMS, f"no such resource: {uri}", detail)
         with _as_mcp_error():
             return await resources.read(await self.link.client(), resource)
 

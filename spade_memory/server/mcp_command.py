@@ -14,13 +14,18 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from spade_memory.mcp_bridge.link import Account, MemoryLink
 from spade_memory.protocol.errors import MemoryServiceError
 from spade_memory.protocol.memories import MemoryStatsOp
 from spade_memory.protocol.notes import GetAllConversations
 from spade_memory.protocol.services import BASE_MEMORY, INTERACTION_MEMORY
 from spade_memory.server.shell.session import JID_ENV, PASSWORD_ENV
+from spade_memory.tools import EVERY_TOOL_SPEC
+
+if TYPE_CHECKING:
+    from spade_memory.mcp_bridge.transports import HttpAddress
 
 TOKEN_ENV = "SPADE_MEMORY_MCP_TOKEN"
 MCP_EXTRA = "spade-memory[mcp]"
@@ -113,9 +118,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     return _serve_http(account, args.conversation, address, token)
 
 
-def _account(args: argparse.Namespace) -> Any:
-    from spade_memory.mcp_bridge.link import Account
-
+def _account(args: argparse.Namespace) -> Account:
     if not args.jid:
         raise Refused(f"say which account it acts as: --jid name@domain, or set {JID_ENV}")
     password = _secret(args.password_file, PASSWORD_ENV, f"the password of {args.jid}")
@@ -139,11 +142,8 @@ def _secret(file: Path | None, variable: str, what: str) -> str | None:
     return lines[0].strip()
 
 
-async def _check(account: Any) -> int:
+async def _check(account: Account) -> int:
     """Log in and ask each memory agent once: 0 and one line, or 1 and what is wrong."""
-    from spade_memory.mcp_bridge.link import MemoryLink
-    from spade_memory.tools import EVERY_TOOL_SPEC
-
     link = MemoryLink(account)
     try:
         client = await link.client()
@@ -178,10 +178,9 @@ def _stop_now() -> None:
     os._exit(0)
 
 
-def _serve_stdio(account: Any, conversation: str | None) -> int:
+def _serve_stdio(account: Account, conversation: str | None) -> int:
     import anyio
 
-    from spade_memory.mcp_bridge.link import MemoryLink
     from spade_memory.mcp_bridge.server import MemoryBridge
     from spade_memory.mcp_bridge.transports import serve_stdio
 
@@ -190,10 +189,11 @@ def _serve_stdio(account: Any, conversation: str | None) -> int:
     return 0
 
 
-def _serve_http(account: Any, conversation: str | None, address: Any, token: str | None) -> int:
+def _serve_http(
+    account: Account, conversation: str | None, address: HttpAddress, token: str | None
+) -> int:
     import anyio
 
-    from spade_memory.mcp_bridge.link import MemoryLink
     from spade_memory.mcp_bridge.server import MemoryBridge
     from spade_memory.mcp_bridge.transports import serve_http
 
