@@ -53,11 +53,16 @@ def test_a_uri_of_no_resource_is_none(uri: str) -> None:
 
 def test_a_space_resource_is_told_by_notices_the_rest_by_this_servers_calls() -> None:
     assert Resource("team").shared_space == "team"
+    assert Resource("team", "s").shared_space == "team"
     assert Resource().shared_space is None
-    assert Resource("team", "s").shared_space is None
-    focus = SetFocus(session_id="s", space="team", focus=Focus(type="file", id="a", name="a"))
+    assert Resource("personal", "s").shared_space is None
+    focus = Focus(type="file", id="a", name="a")
     state: Any = None
-    assert touched(Done(focus, state)) == [Resource("team", "s")]
+    assert touched(Done(SetFocus(session_id="s", focus=focus), state)) == [
+        Resource("personal", "s")
+    ]
+    shared_focus = SetFocus(session_id="s", space="team", focus=focus)
+    assert touched(Done(shared_focus, state)) == []  # the session notice tells
     assert touched(Done(GetWorkingMemory(session_id="s"), state)) == []
     assert touched(Done(StoreMemory(category="fact", content="x"), Stored(id="1"))) == [Resource()]
     shared = StoreMemory(category="fact", content="x", space="team")

@@ -14,6 +14,7 @@ import pytest
 from mcp import Client, types
 
 from spade_memory.llm.tools import memory_tools
+from spade_memory.protocol.working_memory import Finding
 from spade_memory.testing import MemoryServiceProcess, free_port
 
 from .harness import ClientAgent, unique_jid
@@ -105,7 +106,7 @@ async def test_a_working_session_through_mcp_is_the_agents(
     memory_service: MemoryServiceProcess, alice: ClientAgent
 ) -> None:
     """Focus and findings set through MCP are the session a SPADE agent reads, in a
-    shared space; the session's resource is updated by this server's own changes."""
+    shared space; a finding the agent adds updates the session's resource."""
     jid, space = unique_jid("mcp"), "review"
     await alice.memory.create_space(space)
     await alice.memory.grant(space, jid, "writer")
@@ -115,18 +116,28 @@ async def test_a_working_session_through_mcp_is_the_agents(
         focus = {"type": "file", "id": "app/db.py", "name": "db.py"}
         set_focus = await call(mcp, "set_focus", session_id="pr/42", focus=focus, space=space)
         assert "Focus: file db.py (app/db.py)" in said(set_focus)
-        await subscribe(mcp, uri)
         finding = {"type": "bug", "title": "N+1 query", "severity": "warning",
                    "location": "app/db.py:88"}  # fmt: skip
         added = await call(mcp, "add_finding", session_id="pr/42", finding=finding, space=space)
         assert not added.is_error, said(added)
-        await updates.wait_for(uri)
         state = await alice.memory.space(space).session("pr/42").get()
-    assert state.working_memory.current_focus is not None
-    assert state.working_memory.current_focus.id == "app/db.py"
-    assert [(f.title, f.severity) for f in state.working_memory.findings] == [
-        ("N+1 query", "warning")
-    ]
+        assert state.working_memory.current_focus is not None
+        assert state.working_memory.current_focus.id == "app/db.py"
+        assert [(f.title, f.severity) for f in state.working_memory.findings] == [
+            ("N+1 query", "warning")
+        ]
+        await subscribe(mcp, uri)
+        await (
+            alice.memory.space(space)
+            .session("pr/42")
+            .add_finding(Finding(type="risk", title="No index on orders.user_id"))
+        )
+        await updates.wait_for(uri)
+        read = await mcp.read_resource(uri)
+    (content,) = read.contents
+    shown = json.loads(content.text)  # type: ignore[union-attr]
+    titles = [f["title"] for f in shown["working_memory"]["findings"]]
+    assert titles == ["N+1 query", "No index on orders.user_id"]
 
 
 async def test_forbidden_ops_are_tool_errors_with_the_services_condition(

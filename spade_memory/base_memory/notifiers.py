@@ -8,7 +8,6 @@ import asyncio
 import dataclasses
 import json
 import logging
-from typing import Generic, TypeVar
 
 from slixmpp.jid import InvalidJID
 from spade.behaviour import CyclicBehaviour
@@ -16,11 +15,11 @@ from spade.behaviour import CyclicBehaviour
 from spade_memory.base_memory.store.journal import SpaceEvent
 from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.work_items import WorkItems, WorkLink
+from spade_memory.serving.drains import Drains
 from spade_memory.spaces.directory import SpaceDirectory
 from spade_memory.xmpp import wire
 from spade_memory.xmpp.notices import EVENTS_ONTOLOGY, change_notice
 
-T = TypeVar("T")
 logger = logging.getLogger("spade_memory.base_memory")
 WORK_ONTOLOGY = "spade-memory-work-items"
 """Ontology of the messages telling a work engine of a memory linked to a work item."""
@@ -84,33 +83,6 @@ class NotifyMirror(CyclicBehaviour):  # type: ignore[misc]
         await self.send(change_notice(self.mirror))
 
 
-class Drains(CyclicBehaviour, Generic[T]):  # type: ignore[misc]
-    """Handles what the service puts in ``items``, one at a time; killing it puts None
-    there, which wakes its wait so it ends at once. (Not ``queue``: that is SPADE's
-    own, for the messages a behaviour receives.)"""
-
-    def __init__(self, items: asyncio.Queue[T | None]) -> None:
-        super().__init__()
-        self.items = items
-
-    def kill(self, exit_code: object | None = None) -> None:
-        """Kill it, and wake its wait."""
-        super().kill(exit_code)
-        self.items.put_nowait(None)
-
-    async def run(self) -> None:
-        try:
-            item = await asyncio.wait_for(self.items.get(), timeout=1.0)
-        except asyncio.TimeoutError:
-            return
-        if item is not None and not self.is_killed():
-            await self.handle(item)
-
-    async def handle(self, item: T) -> None:
-        """Act on one item."""
-        raise NotImplementedError
-
-
 class NotifySubscribers(Drains[SpaceEvent]):
     """Sends each committed write in a shared space to the space's subscribers that are
     still members (a subscription does not outlive the membership)."""
@@ -124,10 +96,7 @@ class NotifySubscribers(Drains[SpaceEvent]):
         if space is None:
             return  # deleted meanwhile
         body = dataclasses.replace(event, name=space.name).change().model_dump_json()
-        for subscriber, address in await self.directory.subscribers(space.id):
-            if await self.directory.role_of(space, subscriber) is None:
-                await self.directory.unsubscribe(space, subscriber)
-                continue
+        for subscriber, address in await self.directory.listening(space):
             try:
                 notice = wire.notice(address, EVENTS_ONTOLOGY, body)
             except InvalidJID as error:  # kept by an older version, which took any name

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from spade_memory.client.calls import Calls
 from spade_memory.client.session import SessionMemory
+from spade_memory.client.session_notices import SessionNotices
+from spade_memory.client.xmpp_transport import XmppTransport
 from spade_memory.protocol.context import (
     ContextEntry,
     ContextType,
@@ -30,6 +32,9 @@ from spade_memory.protocol.notes import (
     InteractionsFile,
 )
 from spade_memory.protocol.services import INTERACTION_MEMORY as NAME
+from spade_memory.protocol.working import SessionChanged
+from spade_memory.xmpp import wire
+from spade_memory.xmpp.notices import SESSION_EVENTS_ONTOLOGY
 
 
 class InteractionCalls(Calls):
@@ -38,6 +43,8 @@ class InteractionCalls(Calls):
     Every call raises the reply's typed error (``MemoryServiceError``) or
     ``MemoryTimeout``; a degraded client returns an empty answer instead of a timeout.
     """
+
+    _session_notices: SessionNotices | None = None
 
     @property
     def interaction_memory_jid(self) -> str:
@@ -48,6 +55,25 @@ class InteractionCalls(Calls):
         """The working memory of one of the sender's sessions, or of a session kept in a
         shared ``space`` (one state its members read and its writers change)."""
         return SessionMemory(self, self.interaction_memory_jid, session_id, space)
+
+    def on_session_change(
+        self, space: str, listener: Callable[[SessionChanged], None]
+    ) -> Callable[[], None]:
+        """Call ``listener`` with each notice that a working session kept in ``space``
+        changed (``SessionChanged``: the session, who changed it, by which op). Notices
+        come while the sender is subscribed to the space (``changes(space)`` or
+        ``on_change``). Returns the call that stops listening; raises ``TypeError`` for a
+        client that does not speak XMPP."""
+        if self._session_notices is None:
+            transport = self.transport
+            if not isinstance(transport, XmppTransport):
+                raise TypeError("session notices come over XMPP: this client has no agent")
+            agents = transport.agents(self.interaction_memory_jid)
+            self._session_notices = SessionNotices([wire.bare(jid) for jid in agents])
+            transport.agent.add_behaviour(
+                self._session_notices, wire.notice_template(SESSION_EVENTS_ONTOLOGY)
+            )
+        return self._session_notices.listen(space, listener)
 
     async def add_information(
         self, conversation_id: str, information: str, *, ttl_seconds: float | None = None,

@@ -22,6 +22,11 @@ from spade.agent import Agent
 from spade_memory.interaction import NAME
 from spade_memory.interaction.budgeted_files import BudgetedFiles, folder_of
 from spade_memory.interaction.context_dir import ContextDirectory, ContextFile, Pending
+from spade_memory.interaction.session_notices import (
+    NotifySessionSubscribers,
+    SessionEvent,
+    SessionEvents,
+)
 from spade_memory.interaction.store import InteractionStore
 from spade_memory.protocol.context import (
     ContextEntries,
@@ -45,6 +50,7 @@ from spade_memory.protocol.interaction_forget import ForgetInteractions
 from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.notes import ClearConversation, GetInformation, context_summary
 from spade_memory.protocol.ops import AppliesOps, Op, Outcome, Place, Record, Request, in_place
+from spade_memory.protocol.working import WorkingMemoryState
 from spade_memory.serving.agent import MemoryAgent
 from spade_memory.serving.plugin import (
     Behaviours,
@@ -84,6 +90,8 @@ class InteractionMemoryService(AppliesOps):
         """Which spaces a working-memory session or knowledge file may live in."""
         self.ops: TypeAdapter[InteractionOp] = interaction_ops
         self.answers = answers or RecentAnswers(max_bytes=self.limits.retry_answers_bytes)
+        self.session_events = SessionEvents()
+        """Committed changes of sessions in shared spaces, for their subscribers."""
         """Answers to recent context-directory requests (files are not transactional)."""
         self._files: dict[type[Op[Any]], FileHandler] = {
             EndConversation: self._end,
@@ -118,8 +126,10 @@ class InteractionMemoryService(AppliesOps):
         return swept
 
     def behaviours(self, agent: Agent) -> Behaviours:
-        """None beyond serving."""
-        return []
+        """The behaviour telling spaces' subscribers of their sessions' changes."""
+        if self.directory is None:
+            return []
+        return [(NotifySessionSubscribers(self.session_events, self.directory), None)]
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Each op where the gate lets it act; runs of store ops in one transaction each,
@@ -143,10 +153,19 @@ class InteractionMemoryService(AppliesOps):
         return outcomes
 
     async def _store_run(self, owner: str, run: Sequence[Request]) -> list[Outcome]:
-        """A run of store ops, their places' files counted in their budgets first."""
+        """A run of store ops, their places' files counted in their budgets first; the
+        sessions of shared spaces it changed are told to their subscribers."""
         if self.files is not None:
             await self.files.measured(place for r in run for place in r.places_of(owner))
-        return await self.store.batch(owner, run)
+        outcomes = await self.store.batch(owner, run)
+        for request, outcome in zip(run, outcomes, strict=True):
+            place = request.places_of(owner)[0]
+            changed = isinstance(outcome, WorkingMemoryState) and not request.op.reads_only
+            if changed and not place.personal:
+                session_id = getattr(request.op, "session_id", "")
+                event = SessionEvent(place.key, session_id, owner, request.op.tag())
+                self.session_events.committed(event)
+        return outcomes
 
     def _in_store(self, op: Op[Any]) -> bool:
         archiving = isinstance(op, ClearConversation) and op.archive

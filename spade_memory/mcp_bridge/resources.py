@@ -48,9 +48,9 @@ class Resource:
 
     @property
     def shared_space(self) -> str | None:
-        """The shared space whose change notices tell of this resource's changes (None:
-        the account's own memories, or a session, which no notice tells of)."""
-        return self.space if self.session is None and self.space != PERSONAL else None
+        """The shared space whose notices tell of this resource's changes (None: the
+        account's own memories or sessions, which no notice tells of)."""
+        return None if self.space == PERSONAL else self.space
 
     def op(self) -> Op[Any]:
         """The op that reads it."""

@@ -2,11 +2,12 @@
 
 MCP has two ways to watch a resource: ``resources/subscribe`` on a session (protocol
 versions up to 2025-11-25, which desktop clients speak) and ``subscriptions/listen``
-streams (2026-07-28). Both count here, by URI. While a shared space's resource is
-watched, the space's change notices are followed (``client.changes``, which catches up
-after a reconnection), and each change tells every watcher. What no notice tells of (the
-account's own memories, working-memory sessions) is told when this server's own tool
-calls change it.
+streams (2026-07-28). Both count here, by URI. While a resource of a shared space is
+watched, the space is followed: its change notices (``client.changes``, which catches
+up after a reconnection) tell of its memories, the interaction memory agent's session
+notices of its working sessions, and each tells every watcher of what changed. What no
+notice tells of (the account's own memories and sessions) is told when this server's
+own tool calls change it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from spade_memory.mcp_bridge.tools import Done
 from spade_memory.protocol.errors import MemoryServiceError
 from spade_memory.protocol.memories import DeleteMemory, StoreMemory, UpdateMemory
 from spade_memory.protocol.ops import PERSONAL
+from spade_memory.protocol.working import SessionChanged
 
 logger = logging.getLogger("spade_memory.mcp")
 
@@ -38,13 +40,15 @@ Notify = Callable[[str], Awaitable[None]]
 
 
 def touched(done: Done) -> list[Resource]:
-    """The resources a successful tool call changed that no change notice tells of."""
+    """The resources a successful tool call changed that no notice tells of: the
+    account's own memories and sessions."""
     op = done.op
+    if op.reads_only or (getattr(op, "space", None) or PERSONAL) != PERSONAL:
+        return []
     session = getattr(op, "session_id", None)
-    space = getattr(op, "space", None) or PERSONAL
-    if session is not None and not op.reads_only:
-        return [Resource(space, session)]
-    if isinstance(op, StoreMemory | UpdateMemory | DeleteMemory) and space == PERSONAL:
+    if session is not None:
+        return [Resource(PERSONAL, session)]
+    if isinstance(op, StoreMemory | UpdateMemory | DeleteMemory):
         return [Resource(PERSONAL)]
     return []
 
@@ -114,30 +118,44 @@ class Watchers:
             return
         follower = self.followers.get(space)
         if follower is None:
-            follower = self.followers[space] = Follower(space)
+            follower = self.followers[space] = Follower(space, self.changed)
             follower.task = asyncio.create_task(self._follow_space(follower))
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(follower.started.wait(), FOLLOW_WAIT)
 
     def _unfollow(self, uri: str) -> None:
+        """Stop following the space of ``uri`` once no resource of it is watched."""
         resource = parse(uri)
         space = None if resource is None else resource.shared_space
-        if space is not None and not self.watched(uri) and space in self.followers:
+        if space is None or space not in self.followers:
+            return
+        watched = [*self.sessions, *self.listening]
+        if not any(self._space_of(other) == space and self.watched(other) for other in watched):
             self.followers.pop(space).cancel()
 
+    @staticmethod
+    def _space_of(uri: str) -> str | None:
+        resource = parse(uri)
+        return None if resource is None else resource.shared_space
+
     async def _follow_space(self, follower: Follower) -> None:
-        """Every change notice of the space tells the watchers of its resource; a failed
-        subscription (no login yet, not a member) is tried again while it is watched."""
-        resource = Resource(follower.space)
+        """Every change notice of the space tells the watchers of its recent memories,
+        every session notice those of the session; a failed subscription (no login yet,
+        not a member) is tried again while the space is watched."""
+        space = follower.space
         while True:
             try:
                 client = await self.link.client()
-                async with client.changes(follower.space) as changes:
-                    follower.started.set()
-                    async for _change in changes:
-                        await self.changed([resource])
+                stop = client.on_session_change(space, follower.session_changed)
+                try:
+                    async with client.changes(space) as changes:
+                        follower.started.set()
+                        async for _change in changes:
+                            await self.changed([Resource(space)])
+                finally:
+                    stop()
             except MemoryServiceError as error:
-                logger.warning("cannot follow the changes of space %s: %s", follower.space, error)
+                logger.warning("cannot follow the changes of space %s: %s", space, error)
             await asyncio.sleep(RETRY_SECONDS)
 
     async def close(self) -> None:
@@ -152,13 +170,22 @@ class Watchers:
 
 
 class Follower:
-    """The task following one shared space's change notices."""
+    """The task following one shared space's notices."""
 
-    def __init__(self, space: str) -> None:
+    def __init__(self, space: str, changed: Callable[[list[Resource]], Awaitable[None]]) -> None:
         self.space = space
+        self.changed = changed
         self.started = asyncio.Event()
         """Set once the subscription was acknowledged."""
         self.task: asyncio.Task[None] | None = None
+        self.telling: set[asyncio.Task[None]] = set()
+        """Watchers being told of a session's change."""
+
+    def session_changed(self, change: SessionChanged) -> None:
+        """A session notice of the space: tell the watchers of that session."""
+        told = asyncio.ensure_future(self.changed([Resource(self.space, change.session_id)]))
+        self.telling.add(told)
+        told.add_done_callback(self.telling.discard)
 
     def cancel(self) -> None:
         if self.task is not None:

@@ -44,6 +44,19 @@ class WorkingMemoryState(Record):
     space: str = PERSONAL
 
 
+class SessionChanged(Record):
+    """The interaction memory agent's notice that a working session kept in a shared
+    space changed: sent after the commit to each subscriber of the space (``subscribe``,
+    at the base memory agent), who reads the session again to see what changed."""
+
+    space: str
+    session_id: str
+    author: str
+    """Who changed it."""
+    op: str
+    """The op that changed it (``set_focus``, ``add_finding``, ...)."""
+
+
 class Entities(Record):
     """Result of ``recent_entities``, newest first."""
 

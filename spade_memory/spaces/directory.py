@@ -347,6 +347,17 @@ class SpaceDirectory:
         )
         return [(str(subscriber), str(address)) for subscriber, address in rows]
 
+    async def listening(self, space: Space) -> list[tuple[str, str]]:
+        """(subscriber, address) of the space's subscribers that are still members: a
+        subscription does not outlive the membership, and is dropped here."""
+        kept = []
+        for subscriber, address in await self.subscribers(space.id):
+            if await self.role_of(space, subscriber) is None:
+                await self.unsubscribe(space, subscriber)
+            else:
+                kept.append((subscriber, address))
+        return kept
+
     # -- shared beads sessions ---------------------------------------------------------
 
     async def share_session(self, owner: str, session: str, member: str, role: str) -> None:

@@ -1,7 +1,10 @@
-"""The base memory agent's "memory changed" notices to its mirror.
+"""The memory agents' notices: their ontologies, and the base memory agent's "memory
+changed" notice to its mirror.
 
-A notice carries nothing: it tells the mirror (the beads sync agent) that
-writes were committed, and the mirror fetches them with ``changes_since``.
+That notice carries nothing: it tells the mirror (the beads sync agent) that writes
+were committed, and the mirror fetches them with ``changes_since``. A space's
+subscribers get each change itself (``EVENTS_ONTOLOGY``), and each change of one of its
+working sessions (``SESSION_EVENTS_ONTOLOGY``).
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from spade_memory.xmpp import wire
 
 EVENTS_ONTOLOGY = "spade-memory-events"
 """Ontology of the base memory agent's change notices."""
+SESSION_EVENTS_ONTOLOGY = "spade-memory-session-events"
+"""Ontology of the interaction memory agent's notices of changed working sessions."""
 
 
 def change_notice(to: str) -> Message:
