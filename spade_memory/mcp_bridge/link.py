@@ -54,10 +54,6 @@ class Account:
     default_space: str | None = None
     """Where a store goes when the model names no space (None: the account's own)."""
 
-    @property
-    def domain(self) -> str:
-        return self.jid.partition("@")[2]
-
 
 class MemoryLink:
     """The logged-in account (``client()``), made when first needed."""
@@ -70,10 +66,6 @@ class MemoryLink:
     def defaults(self, conversation_id: str | None = None) -> Defaults:
         """What each tool call is given besides the model's arguments."""
         return Defaults(self.account.spaces, self.account.default_space, conversation_id)
-
-    @property
-    def logged_in(self) -> bool:
-        return self._agent is not None
 
     async def client(self) -> MemoryClient:
         """The account's client, logging in first if it is not yet.

@@ -54,9 +54,8 @@ def op_for(spec: ToolSpec, arguments: dict[str, Any], defaults: Defaults) -> Op[
         if parameter not in values and "default" in bounds:
             values[parameter] = bounds["default"]
     if spec.space_default is not None and "space" not in values:
-        values["space"] = defaults.default_space if spec.space_default == "store" else (
-            defaults.readable
-        )  # fmt: skip
+        store = spec.space_default == "store"
+        values["space"] = defaults.default_space if store else defaults.readable
     if "conversation_id" in spec.filled:
         if defaults.conversation_id is None:
             raise ToolArgumentError("no conversation is active")
