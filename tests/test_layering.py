@@ -1,7 +1,8 @@
 """The layering holds: package rules checked on the import graph of the package (grimp).
 
 - each package imports only the packages below it (``ALLOWED``): protocol <- xmpp <-
-  client; protocol <- tools; client and tools <- llm and mcp_bridge; protocol <- storage
+  client; protocol <- tools; client and tools <- llm and mcp_bridge; client and http <-
+  web (http, the listening address, imports nothing of the project); protocol <- storage
   <- serving <- services; the command line above all;
 - ``protocol`` and ``tools`` import no third-party package but pydantic;
 - no store imports XMPP (slixmpp, SPADE);
@@ -37,7 +38,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     ),
     "tools": frozenset({"protocol"}),
     "llm": frozenset({"protocol", "xmpp", "client", "tools"}),
-    "mcp_bridge": frozenset({"protocol", "xmpp", "client", "tools"}),
+    "http": frozenset(),
+    "mcp_bridge": frozenset({"protocol", "xmpp", "client", "tools", "http"}),
+    "web": frozenset({"protocol", "xmpp", "client", "http"}),
     "testing": frozenset(),
 }
 """What each package may import of the others (the package itself always). ``server``

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from spade_memory.http.address import http_address
 from spade_memory.mcp_bridge.resources import Resource, parse
 from spade_memory.mcp_bridge.tools import TOOLS, Done, failure
-from spade_memory.mcp_bridge.transports import BearerToken, http_address
+from spade_memory.mcp_bridge.transports import BearerToken
 from spade_memory.mcp_bridge.watch import touched
 from spade_memory.protocol.errors import Condition
 from spade_memory.protocol.memories import Deleted, DeleteMemory, Stored, StoreMemory

@@ -15,13 +15,17 @@ class LoginAgent(MemoryMixin, Agent):  # type: ignore[misc]
     """A SPADE agent with ``self.memory`` and nothing else to do."""
 
 
-async def log_in(jid: str, password: str, *, port: int = 5222, timeout: float = 10.0) -> LoginAgent:
+async def log_in(
+    jid: str, password: str, *, port: int = 5222, timeout: float = 10.0, register: bool = True
+) -> LoginAgent:
     """Connect as ``jid``; ``agent.memory`` is then its client (``timeout`` per request).
+    ``register`` False never makes the account on a server that lets clients register
+    (a login of a person checks an account that exists).
 
     Returns the started agent (stop it with ``lifecycle.stop_agent``); raises
     ``WrongPassword`` when the server refuses the password, ``AgentStartError`` when no
     server answers within ``timeout`` seconds.
     """
     agent = LoginAgent(jid, password, port=port, memory_timeout=timeout)
-    await start_agent(agent, attempt_timeout=timeout, attempts=1)
+    await start_agent(agent, attempt_timeout=timeout, attempts=1, auto_register=register)
     return agent

@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import hmac
-import ipaddress
 import json
 import logging
 import signal
-import socket
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
 
+from spade_memory.http.address import HttpAddress, bound_socket
 from spade_memory.mcp_bridge.server import MemoryBridge
 
 logger = logging.getLogger("spade_memory.mcp")
@@ -56,35 +54,6 @@ async def serve_stdio(bridge: MemoryBridge, stop_now: Callable[[], None]) -> Non
             await bridge.server.run(read, write, bridge.server.create_initialization_options())
         tasks.cancel_scope.cancel()
     await bridge.close()
-
-
-@dataclass(frozen=True)
-class HttpAddress:
-    host: str
-    port: int
-
-    @property
-    def loopback(self) -> bool:
-        """Whether only this machine can connect."""
-        if self.host == "localhost":
-            return True
-        with contextlib.suppress(ValueError):
-            return ipaddress.ip_address(self.host).is_loopback
-        return False
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{MCP_PATH}"
-
-
-def http_address(given: str) -> HttpAddress:
-    """``[HOST:]PORT`` (an IPv6 host in brackets) as an address; the host defaults to
-    127.0.0.1. Raises ``ValueError`` naming what is wrong."""
-    host, colon, port = given.rpartition(":")
-    host = host.strip("[]") if colon else ""
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--http takes [HOST:]PORT, such as 127.0.0.1:8765, not {given!r}")
-    return HttpAddress(host or "127.0.0.1", int(port))
 
 
 class BearerToken:
@@ -136,7 +105,7 @@ async def serve_http(
     loopback address may do; the caller checks). ``ready`` is called once it listens.
     Raises ``OSError`` when the address cannot be bound (before anything is served).
     """
-    listening = _bound_socket(address)
+    listening = bound_socket(address)
     app: ASGIApp = bridge.server.streamable_http_app(
         streamable_http_path=MCP_PATH, host=address.host
     )
@@ -168,23 +137,3 @@ async def serve_http(
             ready()
     listening.close()
     await bridge.close()
-
-
-def _bound_socket(address: HttpAddress) -> socket.socket:
-    """A socket listening at ``address``; raises ``OSError`` (address in use, no such
-    address here) with the address in its text."""
-    try:
-        family, kind, protocol, _name, where = socket.getaddrinfo(
-            address.host, address.port, type=socket.SOCK_STREAM
-        )[0]
-        listening = socket.socket(family, kind, protocol)
-    except OSError as error:
-        raise OSError(f"cannot listen at {address.host}:{address.port}: {error}") from None
-    try:
-        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listening.bind(where)
-        listening.listen(128)
-    except OSError as error:
-        listening.close()
-        raise OSError(f"cannot listen at {address.host}:{address.port}: {error.strerror}") from None
-    return listening

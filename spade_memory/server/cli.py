@@ -31,6 +31,7 @@ from spade_memory.server import (
     mcp_command,
     progress,
     shell,
+    web_command,
 )
 from spade_memory.server.embedded import OfflineLimits
 from spade_memory.server.json_schema import json_schemas, op_names, op_schema
@@ -207,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
         " service-unavailable) instead of refusing to start",
     )
     run.add_argument(
+        "--web", type=web_command.web_address, metavar="[HOST:]PORT", default=None,
+        help="serve the web view there too (a bare port is on 127.0.0.1; see `spade-memory"
+        " web`)",
+    )  # fmt: skip
+    run.add_argument(
         "--debug", action="store_true", help="show the traceback of a failure to start or stop"
     )
     for service in SERVICES:
@@ -288,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     shell.add_commands(commands)
     mcp_command.add_command(commands)
+    web_command.add_command(commands)
     return parser
 
 
@@ -304,6 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return accounts.run_accounts(args, args.data_dir or default_data_dir())
     if args.command == "mcp":
         return mcp_command.run_mcp(args)
+    if args.command == "web":
+        return web_command.run_web(args)
     if args.command in shell.SHELL_COMMANDS:
         logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
         return shell.run_shell(args)
@@ -343,6 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         spaces_file=args.spaces,
         spaces_db=args.spaces_db,
         database=args.database or None,
+        web=args.web,
     )
     if config.database is not None and not is_url(config.database):
         print(
@@ -577,6 +587,8 @@ def _print_banner(config: RunConfig, console: Console) -> None:
         table.add_row(service.title, config.jid_of(service.name))
     table.add_row("ontology", wire.ONTOLOGY)
     table.add_row("data directory", str(config.data_dir))
+    if config.web is not None:
+        table.add_row("web view", config.web.url())
     free = free_bytes(config.data_dir)
     if free is not None:
         table.add_row("free disk space", f"{free / 2**30:.1f} GiB")

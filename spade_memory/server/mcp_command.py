@@ -25,7 +25,7 @@ from spade_memory.server.shell.session import JID_ENV, PASSWORD_ENV
 from spade_memory.tools import EVERY_TOOL_SPEC
 
 if TYPE_CHECKING:
-    from spade_memory.mcp_bridge.transports import HttpAddress
+    from spade_memory.http.address import HttpAddress
 
 TOKEN_ENV = "SPADE_MEMORY_MCP_TOKEN"
 MCP_EXTRA = "spade-memory[mcp]"
@@ -92,7 +92,6 @@ def run_mcp(args: argparse.Namespace) -> int:
         token = _secret(args.token_file, TOKEN_ENV, "the bearer token")
         if args.check:
             return asyncio.run(_check(account))
-        from spade_memory.mcp_bridge.transports import http_address
     except Refused as problem:
         print(f"spade-memory mcp: {problem}", file=sys.stderr)
         return 2
@@ -103,6 +102,8 @@ def run_mcp(args: argparse.Namespace) -> int:
         return 2
     if args.http is None:
         return _serve_stdio(account, args.conversation)
+    from spade_memory.http.address import http_address
+
     try:
         address = http_address(args.http)
     except ValueError as problem:
@@ -195,13 +196,14 @@ def _serve_http(
     import anyio
 
     from spade_memory.mcp_bridge.server import MemoryBridge
-    from spade_memory.mcp_bridge.transports import serve_http
+    from spade_memory.mcp_bridge.transports import MCP_PATH, serve_http
 
     bridge = MemoryBridge(MemoryLink(account), conversation)
     guarded = "a bearer token" if token else "no token: this machine only"
 
     def ready() -> None:
-        print(f"spade-memory mcp: serving {address} as {account.jid} ({guarded})", file=sys.stderr)
+        where = address.url(MCP_PATH)
+        print(f"spade-memory mcp: serving {where} as {account.jid} ({guarded})", file=sys.stderr)
 
     try:
         anyio.run(serve_http, bridge, address, token, ready)

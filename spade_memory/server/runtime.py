@@ -23,6 +23,7 @@ from typing import NoReturn
 
 from spade.agent import Agent
 
+from spade_memory.http.address import HttpAddress
 from spade_memory.protocol.limits import Limits
 from spade_memory.server import account_database, collector, loop_errors
 from spade_memory.server.embedded import EmbeddedXMPPServer, OfflineLimits
@@ -84,6 +85,8 @@ class RunConfig:
     database: str | None = None
     """A PostgreSQL URL for the long-term memories, the notes and working memories, and
     (unless ``spaces_db``) the spaces (``--database``; None: SQLite files)."""
+    web: HttpAddress | None = None
+    """Where to serve the web view too (``--web``; None: nowhere)."""
 
     def config_of(self, name: str) -> ServiceConfig:
         """The settings of the service called ``name``."""
@@ -254,9 +257,24 @@ class MemoryRuntime:
                     ) from None
             if config.embedded_server:  # the agents' accounts are in it now
                 await asyncio.to_thread(account_database.record, config.data_dir)
+            if config.web is not None:
+                await self._serve_web(config.web)
         except BaseException:
             await self.stop()
             raise
+
+    async def _serve_web(self, address: HttpAddress) -> None:
+        """The web view beside the agents (its viewers log in over XMPP like any client)."""
+        from spade_memory.server.web_command import view
+        from spade_memory.web.viewers import Deployment
+
+        config = self.config
+        served = view(Deployment(config.domain, config.port), address)
+        try:
+            await served.start()
+        except OSError as error:
+            raise RuntimeError(f"the web view {error}; give --web another port") from None
+        self._push(served.stop)
 
     def _push(self, step: Callable[..., Awaitable[None]], *args: object) -> None:
         """A step of the stop, bounded by ``STEP_SECONDS``."""

@@ -1,0 +1,98 @@
+"""``spade-memory web``: the web view (``spade_memory.web``) against a running deployment,
+and ``spade-memory run --web`` serving it beside the memory agents.
+
+Bound to 127.0.0.1 unless told otherwise. Bound to another address, its cookies are
+marked Secure: put it behind a proxy that speaks HTTPS, since people type passwords
+into it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from typing import Any
+
+from spade_memory.http.address import HttpAddress, http_address
+from spade_memory.web.app import WebView, web_app
+from spade_memory.web.viewers import Deployment
+
+DEFAULT_ADDRESS = "127.0.0.1:8470"
+
+
+def web_address(given: str) -> HttpAddress:
+    """``--web``'s and ``--http``'s value, for argparse (an error names what it takes)."""
+    try:
+        return http_address(given, "the web view's address")
+    except ValueError as problem:
+        raise argparse.ArgumentTypeError(str(problem)) from None
+
+
+def view(deployment: Deployment, address: HttpAddress, secure_cookies: bool = False) -> WebView:
+    """The view of ``deployment`` at ``address`` (Secure cookies beyond this machine)."""
+    app = web_app(deployment, secure_cookies=secure_cookies or not address.loopback)
+    return WebView(app, address)
+
+
+def add_command(commands: Any) -> None:
+    """Add ``web`` to the ``spade-memory`` parser."""
+    web = commands.add_parser(
+        "web",
+        help="serve the web view of a running deployment: people log in with its XMPP"
+        " accounts and browse, search and watch what those may read",
+        description="The web view of the memory, for a deployment already running"
+        " (`spade-memory run --web` serves it beside the agents instead).",
+    )
+    web.add_argument(
+        "--http", type=web_address, default=web_address(DEFAULT_ADDRESS), metavar="[HOST:]PORT",
+        help=f"where it listens (default: {DEFAULT_ADDRESS}; another host than this machine"
+        " marks its cookies Secure: serve it behind HTTPS)",
+    )  # fmt: skip
+    web.add_argument("--domain", default="localhost", help="the deployment's XMPP domain")
+    web.add_argument("--port", type=int, default=5222, help="its XMPP client port (5222)")
+    web.add_argument(
+        "--timeout", type=float, default=5.0,
+        help="seconds to wait for a login and for a memory agent's reply (5)",
+    )  # fmt: skip
+    web.add_argument(
+        "--secure-cookies", action="store_true",
+        help="mark cookies Secure on this machine's address too (behind an HTTPS proxy)",
+    )  # fmt: skip
+    web.add_argument("--debug", action="store_true", help="log what every request does")
+
+
+def run_web(args: argparse.Namespace) -> int:
+    """Run ``spade-memory web`` until SIGINT or SIGTERM; returns its exit status (1 with
+    one line when it cannot listen)."""
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )  # fmt: skip
+    logging.getLogger("slixmpp").setLevel(logging.DEBUG if args.debug else logging.CRITICAL)
+    deployment = Deployment(args.domain, args.port, args.timeout)
+    served = view(deployment, args.http, args.secure_cookies)
+    try:
+        asyncio.run(_serve(served, deployment))
+    except OSError as error:
+        print(f"spade-memory web: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(served: WebView, deployment: Deployment) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await served.start()
+    print(
+        f"spade-memory web: serving {served.address.url()}; log in with an account of"
+        f" {deployment.domain} (XMPP at port {deployment.port}). Stop with Ctrl-C.",
+        file=sys.stderr, flush=True,
+    )  # fmt: skip
+    try:
+        await stop.wait()
+    finally:
+        await served.stop()

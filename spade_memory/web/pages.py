@@ -1,0 +1,234 @@
+"""The pages: each one memory op (or a few) sent over XMPP as the viewer's account.
+
+Nothing here decides who may see or change what: the memory agents do, for this
+account as for any agent, and their refusal is the page (``guard.error_pages``). The
+forms for editing are shown only where the account may change the memory (its own, or
+any as an admin), as a courtesy; another POST is refused by the base memory agent.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, time, timezone
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp_jinja2
+from aiohttp import web
+
+from spade_memory.client.memories import FetchedMemories
+from spade_memory.client.memory_client import MemoryClient
+from spade_memory.protocol.memories import Category
+from spade_memory.protocol.ops import PERSONAL
+from spade_memory.web.guard import (
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    VIEWER,
+    VIEWERS,
+    checked_form,
+    login_token,
+    set_cookie,
+    viewer_of,
+)
+from spade_memory.web.viewers import LoginRefused
+
+PAGE_SIZE = 25
+MAX_PAGE = 400
+"""The last page a list shows (10,000 memories); a search shows its best ``PAGE_SIZE``."""
+CATEGORIES: tuple[str, ...] = ("fact", "pattern", "preference", "capability")
+routes = web.RouteTableDef()
+
+
+@routes.get("/login")
+async def login_page(request: web.Request) -> web.StreamResponse:
+    if request[VIEWER] is not None:
+        raise web.HTTPSeeOther("/")
+    return _login_form(request, None)
+
+
+def _login_form(request: web.Request, problem: str | None, jid: str = "") -> web.Response:
+    response = web.Response(status=401 if problem else 200)
+    token = login_token(request, response)
+    page = aiohttp_jinja2.render_string(
+        "login.html", request, {"csrf": token, "problem": problem, "jid": jid, "viewer": None}
+    )
+    response.text, response.content_type = page, "text/html"
+    return response
+
+
+@routes.post("/login")
+async def log_in(request: web.Request) -> web.StreamResponse:
+    form = await checked_form(request, request.cookies.get(LOGIN_COOKIE))
+    jid, password = str(form.get("jid", "")), str(form.get("password", ""))
+    try:
+        key, _viewer = await request.app[VIEWERS].log_in(jid, password)
+    except LoginRefused as refused:
+        return _login_form(request, str(refused), jid[:200])
+    response = _see_other("/")
+    set_cookie(request, response, SESSION_COOKIE, key)
+    response.del_cookie(LOGIN_COOKIE, path="/")
+    return response
+
+
+@routes.post("/logout")
+async def log_out(request: web.Request) -> web.StreamResponse:
+    await checked_form(request, viewer_of(request).csrf)
+    await request.app[VIEWERS].log_out(request.cookies.get(SESSION_COOKIE))
+    response = _see_other("/login")
+    response.del_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@routes.get("/")
+async def home(request: web.Request) -> web.StreamResponse:
+    """The viewer's spaces, with its role in each."""
+    memory = viewer_of(request).memory
+    spaces = await memory.list_spaces()
+    return _render(request, "home.html", {"spaces": spaces})
+
+
+@routes.get("/spaces/{space}")
+async def space(request: web.Request) -> web.StreamResponse:
+    """A space's memories, a page at a time and filtered, or a search's best, with each
+    one's score and how the search ranked; its members and its usage."""
+    name = request.match_info["space"]
+    memory = viewer_of(request).memory
+    shown = _Shown.read(request.query)
+    fetched = await _memories(memory, name, shown)
+    context = {"space": name, "shown": shown, "fetched": fetched, "categories": CATEGORIES}
+    if request.query.get("fragment") == "list":
+        return _render(request, "memories.html", context)
+    details = None if name == PERSONAL else await memory.space_info(name)
+    stats = await memory.get_memory_stats(space=None if name == PERSONAL else name)
+    role = "owner" if details is None else details.role
+    context |= {"details": details, "stats": stats, "role": role}
+    return _render(request, "space.html", context)
+
+
+@routes.get("/spaces/{space}/memories/{id}")
+async def one_memory(request: web.Request) -> web.StreamResponse:
+    """One memory, every version kept of it, and (to its writers) a form to change it."""
+    name, memory_id = request.match_info["space"], request.match_info["id"]
+    memory = viewer_of(request).memory
+    where = None if name == PERSONAL else name
+    found = await memory.get_memory(memory_id, space=where)
+    history = await memory.memory_history(memory_id, space=where)
+    role = "owner" if where is None else (await _role(memory, name))
+    writes = role in ("owner", "admin") or (
+        role == "writer" and found is not None and found.author == viewer_of(request).jid
+    )
+    context = {"space": name, "memory": found, "history": history, "role": role,
+               "categories": CATEGORIES, "writes": writes}  # fmt: skip
+    return _render(request, "memory.html", context)
+
+
+@routes.post("/spaces/{space}/memories/{id}")
+async def edit_memory(request: web.Request) -> web.StreamResponse:
+    """Change a memory's content, category or context (the base memory agent decides
+    whether this account may)."""
+    viewer = viewer_of(request)
+    form = await checked_form(request, viewer.csrf)
+    name, memory_id = request.match_info["space"], request.match_info["id"]
+    changes: dict[str, Any] = {"content": str(form.get("content", ""))}
+    if form.get("category") in CATEGORIES:
+        changes["category"] = form["category"]
+    context = str(form.get("context", "")).strip()
+    changes["context"] = context or None
+    where = None if name == PERSONAL else name
+    await viewer.memory.update_memory(memory_id, space=where, **changes)
+    raise web.HTTPSeeOther(request.path)
+
+
+@routes.post("/spaces/{space}/memories/{id}/delete")
+async def delete_memory(request: web.Request) -> web.StreamResponse:
+    viewer = viewer_of(request)
+    await checked_form(request, viewer.csrf)
+    name, memory_id = request.match_info["space"], request.match_info["id"]
+    if not await viewer.memory.delete_memory(memory_id, space=None if name == PERSONAL else name):
+        raise web.HTTPNotFound(text=f"There is no memory {memory_id} in {name}.")
+    raise web.HTTPSeeOther(f"/spaces/{name}")
+
+
+def _see_other(location: str) -> web.Response:
+    """A redirect that carries cookies (an HTTP exception is raised, not returned)."""
+    return web.Response(status=303, headers={"Location": location})
+
+
+async def _role(memory: MemoryClient, name: str) -> str:
+    details = await memory.space_info(name)
+    return "reader" if details is None else details.role
+
+
+async def _memories(memory: MemoryClient, space: str, shown: _Shown) -> FetchedMemories:
+    filters = shown.filters()
+    if shown.query:
+        return await memory.search_memories(
+            shown.query, limit=PAGE_SIZE, category=shown.category, space=space, **filters
+        )
+    offset = (shown.page - 1) * PAGE_SIZE
+    if shown.category:
+        return await memory.get_memories_by_category(
+            shown.category, PAGE_SIZE, offset=offset, space=space, **filters
+        )
+    return await memory.get_recent_memories(PAGE_SIZE, offset=offset, space=space, **filters)
+
+
+class _Shown:
+    """What the viewer asked a space's page to show (its query string)."""
+
+    def __init__(self, query: str, category: Category | None, tag: str, after: date | None,
+                 before: date | None, page: int) -> None:  # fmt: skip
+        self.query, self.category, self.tag = query, category, tag
+        self.after, self.before, self.page = after, before, page
+
+    @classmethod
+    def read(cls, given: Any) -> _Shown:
+        """Raises ``HTTPBadRequest`` naming the parameter that is wrong."""
+        category = given.get("category") or None
+        if category is not None and category not in CATEGORIES:
+            raise web.HTTPBadRequest(text=f"category is one of {', '.join(CATEGORIES)}")
+        page_given = given.get("page", "1")
+        if not page_given.isdigit() or not 1 <= int(page_given) <= MAX_PAGE:
+            raise web.HTTPBadRequest(text=f"page is a whole number from 1 to {MAX_PAGE}")
+        return cls(given.get("q", "").strip(), category, given.get("tag", "").strip(),
+                   _day(given, "after"), _day(given, "before"), int(page_given))  # fmt: skip
+
+    def filters(self) -> dict[str, Any]:
+        """The op's filters: a tag, stored on or after a day, before a day."""
+        filters: dict[str, Any] = {}
+        if self.tag:
+            filters["tags_any"] = [self.tag]
+        if self.after:
+            filters["created_after"] = datetime.combine(self.after, time(), timezone.utc)
+        if self.before:
+            filters["created_before"] = datetime.combine(self.before, time(), timezone.utc)
+        return filters
+
+    def link(self, **changes: Any) -> str:
+        """This page's query string with ``changes``."""
+        values = {
+            "q": self.query,
+            "category": self.category or "",
+            "tag": self.tag,
+            "after": self.after or "",
+            "before": self.before or "",
+            "page": self.page,
+        }
+        values |= changes
+        return "?" + urlencode({key: value for key, value in values.items() if value})
+
+
+def _day(given: Any, name: str) -> date | None:
+    text = given.get(name, "")
+    if not text:
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"{name} is a day, such as 2026-11-27") from None
+
+
+def _render(request: web.Request, template: str, context: dict[str, Any]) -> web.Response:
+    viewer = viewer_of(request)
+    return aiohttp_jinja2.render_template(
+        template, request, {**context, "viewer": viewer, "csrf": viewer.csrf}
+    )
