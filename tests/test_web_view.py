@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from spade_memory.protocol.memories import GetMemory
+from spade_memory.protocol.working_memory import Finding, Focus
 from spade_memory.testing import MemoryServiceProcess, free_port
 from spade_memory.xmpp.lifecycle import stop_agent
 
@@ -254,3 +256,81 @@ async def test_run_serves_the_view_beside_the_agents(tmp_path: Path) -> None:
         ]
     finally:
         await asyncio.to_thread(service.stop)
+
+
+async def test_an_admin_grants_and_revokes_through_the_view(
+    memory_service: MemoryServiceProcess, alice: ClientAgent, bob: ClientAgent
+) -> None:
+    carol = unique_jid("carol")
+    await alice.memory.create_space("web-admin")
+    await alice.memory.grant("web-admin", str(bob.jid.bare), "writer")
+    async with web_view(memory_service.port) as base:
+        async with browser() as admin:
+            await log_in(admin, base, str(alice.jid.bare))
+            _, shown = await page(admin, f"{base}/spaces/web-admin")
+            assert 'action="/spaces/web-admin/members"' in shown
+            token = csrf_of(shown)
+            for role in ("reader", "none"):
+                data = {"csrf": token, "member": carol, "role": role}
+                async with admin.post(f"{base}/spaces/web-admin/members", data=data,
+                                      allow_redirects=False) as answer:  # fmt: skip
+                    assert answer.status == 303
+                details = await alice.memory.space_info("web-admin")
+                assert details is not None
+                roles = {m.member: m.role for m in details.members}
+                assert roles.get(carol) == (None if role == "none" else role)
+            bad = {"csrf": token, "member": carol, "role": "owner"}
+            async with admin.post(f"{base}/spaces/web-admin/members", data=bad) as answer:
+                assert answer.status == 400
+        async with browser() as writer:
+            await log_in(writer, base, str(bob.jid.bare))
+            _, shown = await page(writer, f"{base}/spaces/web-admin")
+            assert 'action="/spaces/web-admin/members"' not in shown
+            data = {"csrf": csrf_of(shown), "member": carol, "role": "admin"}
+            async with writer.post(f"{base}/spaces/web-admin/members", data=data) as answer:
+                assert answer.status == 403
+    details = await alice.memory.space_info("web-admin")
+    assert details is not None and carol not in {m.member for m in details.members}
+
+
+async def test_a_working_session_of_a_space(
+    memory_service: MemoryServiceProcess, alice: ClientAgent, bob: ClientAgent
+) -> None:
+    await alice.memory.create_space("web-sessions")
+    await alice.memory.grant("web-sessions", str(bob.jid.bare), "reader")
+    session = alice.memory.session("pr/7", space="web-sessions")
+    await session.set_focus(Focus(type="file", id="app/db.py", name="db.py"))
+    await session.add_finding(Finding(type="bug", title="<b>N+1</b> query", severity="warning"))
+    async with web_view(memory_service.port) as base, browser() as viewer:
+        await log_in(viewer, base, str(bob.jid.bare))
+        async with viewer.get(f"{base}/spaces/web-sessions/sessions?id=pr/7",
+                              allow_redirects=False) as opened:  # fmt: skip
+            assert opened.headers["Location"] == "/spaces/web-sessions/sessions/pr%2F7"
+        status, shown = await page(viewer, f"{base}/spaces/web-sessions/sessions/pr%2F7")
+        assert status == 200
+        assert "db.py" in shown and "&lt;b&gt;N+1&lt;/b&gt; query" in shown and "warning" in shown
+        status, _ = await page(viewer, f"{base}/spaces/web-sessions/sessions/nothing")
+        assert status == 404
+
+
+async def test_the_charts_count_what_the_space_holds_and_a_look_is_not_a_use(
+    memory_service: MemoryServiceProcess, alice: ClientAgent, bob: ClientAgent
+) -> None:
+    await alice.memory.create_space("web-charts")
+    await alice.memory.grant("web-charts", str(bob.jid.bare), "writer")
+    for n in range(3):
+        await alice.memory.store_memory("fact", f"Alice's fact number {n}", space="web-charts")
+    bobs = await bob.memory.store_memory("fact", "Bob's only fact", space="web-charts")
+    async with web_view(memory_service.port) as base, browser() as viewer:
+        await log_in(viewer, base, str(alice.jid.bare))
+        _, shown = await page(viewer, f"{base}/spaces/web-charts")
+        label = f"Stored per author, last 14 days: {alice.jid.bare} 3, {bob.jid.bare} 1"
+        assert label in shown
+        assert "No search from this view in the last hour" in shown
+        await page(viewer, f"{base}/spaces/web-charts?q=fact")
+        await page(viewer, f"{base}/spaces/web-charts/memories/{bobs}")
+        _, shown = await page(viewer, f"{base}/spaces/web-charts")
+        assert "This view's searches, last hour: 1, p50" in shown
+    unused = GetMemory(id=str(bobs), space="web-charts", count_access=False)
+    kept = await bob.memory.request(bob.memory.base_memory_jid, unused)
+    assert kept is not None and kept.access_count == 0  # looking at it was not a use

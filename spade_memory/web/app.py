@@ -18,6 +18,7 @@ from aiohttp import web
 
 from spade_memory.http.address import HttpAddress, bound_socket
 from spade_memory.web import live, pages
+from spade_memory.web.charts import SEARCH_TIMES, SearchTimes
 from spade_memory.web.guard import (
     SECURE_COOKIES,
     VIEWERS,
@@ -46,6 +47,7 @@ def web_app(deployment: Deployment, *, secure_cookies: bool = False) -> web.Appl
     )
     app[VIEWERS] = Viewers(deployment)
     app[SECURE_COOKIES] = secure_cookies
+    app[SEARCH_TIMES] = SearchTimes()
     aiohttp_jinja2.setup(
         app,
         loader=jinja2.FileSystemLoader(HERE / "templates"),

@@ -9,16 +9,18 @@ any as an admin), as a courtesy; another POST is refused by the base memory agen
 from __future__ import annotations
 
 from datetime import date, datetime, time, timezone
-from typing import Any
-from urllib.parse import urlencode
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import quote, urlencode
 
 import aiohttp_jinja2
 from aiohttp import web
 
 from spade_memory.client.memories import FetchedMemories
 from spade_memory.client.memory_client import MemoryClient
-from spade_memory.protocol.memories import Category
+from spade_memory.protocol.memories import Category, GetMemory
 from spade_memory.protocol.ops import PERSONAL
+from spade_memory.web import charts
+from spade_memory.web.charts import SEARCH_TIMES, SearchTimes
 from spade_memory.web.guard import (
     LOGIN_COOKIE,
     SESSION_COOKIE,
@@ -31,10 +33,14 @@ from spade_memory.web.guard import (
 )
 from spade_memory.web.viewers import LoginRefused
 
+if TYPE_CHECKING:
+    from spade_memory.protocol.space_names import Role
+
 PAGE_SIZE = 25
 MAX_PAGE = 400
 """The last page a list shows (10,000 memories); a search shows its best ``PAGE_SIZE``."""
 CATEGORIES: tuple[str, ...] = ("fact", "pattern", "preference", "capability")
+ROLES: tuple[str, ...] = ("reader", "writer", "admin")
 routes = web.RouteTableDef()
 
 
@@ -93,15 +99,55 @@ async def space(request: web.Request) -> web.StreamResponse:
     name = request.match_info["space"]
     memory = viewer_of(request).memory
     shown = _Shown.read(request.query)
-    fetched = await _memories(memory, name, shown)
+    fetched = await _memories(memory, name, shown, request.app[SEARCH_TIMES])
     context = {"space": name, "shown": shown, "fetched": fetched, "categories": CATEGORIES}
     if request.query.get("fragment") == "list":
         return _render(request, "memories.html", context)
     details = None if name == PERSONAL else await memory.space_info(name)
     stats = await memory.get_memory_stats(space=None if name == PERSONAL else name)
     role = "owner" if details is None else details.role
-    context |= {"details": details, "stats": stats, "role": role}
+    drawn = await charts.of_space(memory, name, request.app[SEARCH_TIMES])
+    context |= {"details": details, "stats": stats, "role": role, "roles": ROLES,
+                "charts": drawn}  # fmt: skip
     return _render(request, "space.html", context)
+
+
+@routes.post("/spaces/{space}/members")
+async def change_member(request: web.Request) -> web.StreamResponse:
+    """Grant a member a role, or revoke it (``role`` ``none``); the base memory agent
+    lets admins only."""
+    viewer = viewer_of(request)
+    form = await checked_form(request, viewer.csrf)
+    name, member = request.match_info["space"], str(form.get("member", "")).strip()
+    role = form.get("role")
+    if role == "none":
+        await viewer.memory.revoke(name, member)
+    elif role in ROLES:
+        await viewer.memory.grant(name, member, cast("Role", role))
+    else:
+        raise web.HTTPBadRequest(text=f"role is one of {', '.join(ROLES)} or none")
+    raise web.HTTPSeeOther(f"/spaces/{name}")
+
+
+@routes.get("/spaces/{space}/sessions")
+async def open_session(request: web.Request) -> web.StreamResponse:
+    """The session whose id the form names."""
+    session_id = request.query.get("id", "").strip()
+    if not session_id:
+        raise web.HTTPBadRequest(text="give a session's id")
+    raise web.HTTPSeeOther(
+        f"/spaces/{request.match_info['space']}/sessions/{quote(session_id, safe='')}"
+    )
+
+
+@routes.get("/spaces/{space}/sessions/{id}")
+async def working_session(request: web.Request) -> web.StreamResponse:
+    """A working-memory session: its focus and their history, entities, findings and a
+    pending clarification."""
+    name, session_id = request.match_info["space"], request.match_info["id"]
+    memory = viewer_of(request).memory
+    state = await memory.session(session_id, space=None if name == PERSONAL else name).get()
+    return _render(request, "session.html", {"space": name, "state": state})
 
 
 @routes.get("/spaces/{space}/memories/{id}")
@@ -110,7 +156,9 @@ async def one_memory(request: web.Request) -> web.StreamResponse:
     name, memory_id = request.match_info["space"], request.match_info["id"]
     memory = viewer_of(request).memory
     where = None if name == PERSONAL else name
-    found = await memory.get_memory(memory_id, space=where)
+    found = await memory.request(
+        memory.base_memory_jid, GetMemory(id=memory_id, space=where, count_access=False)
+    )
     history = await memory.memory_history(memory_id, space=where)
     role = "owner" if where is None else (await _role(memory, name))
     writes = role in ("owner", "admin") or (
@@ -158,12 +206,16 @@ async def _role(memory: MemoryClient, name: str) -> str:
     return "reader" if details is None else details.role
 
 
-async def _memories(memory: MemoryClient, space: str, shown: _Shown) -> FetchedMemories:
-    filters = shown.filters()
+async def _memories(
+    memory: MemoryClient, space: str, shown: _Shown, searches: SearchTimes
+) -> FetchedMemories:
+    """The memories the page shows; a person's look is not a use (``count_access``)."""
+    filters = shown.filters() | {"count_access": False}
     if shown.query:
-        return await memory.search_memories(
-            shown.query, limit=PAGE_SIZE, category=shown.category, space=space, **filters
-        )
+        with searches.timed():
+            return await memory.search_memories(
+                shown.query, limit=PAGE_SIZE, category=shown.category, space=space, **filters
+            )
     offset = (shown.page - 1) * PAGE_SIZE
     if shown.category:
         return await memory.get_memories_by_category(
