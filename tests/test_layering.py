@@ -3,7 +3,8 @@
 - each package imports only the packages below it (``ALLOWED``): protocol <- xmpp <-
   client; protocol <- tools; client and tools <- llm and mcp_bridge; client and http <-
   web (http, the listening address, imports nothing of the project); protocol <- storage
-  <- serving <- services; the command line above all;
+  <- serving <- services; metrics (the exported figures, importing nothing of the
+  project) <- serving, base_memory and web; the command line above all;
 - ``protocol`` and ``tools`` import no third-party package but pydantic;
 - no store imports XMPP (slixmpp, SPADE);
 - no service imports another service's store;
@@ -30,8 +31,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "storage": frozenset({"protocol"}),
     "beads": frozenset({"protocol", "storage"}),
     "spaces": frozenset({"protocol", "storage"}),
-    "serving": frozenset({"protocol", "xmpp", "storage"}),
-    "base_memory": frozenset({"protocol", "xmpp", "storage", "serving", "spaces"}),
+    "serving": frozenset({"protocol", "xmpp", "storage", "metrics"}),
+    "base_memory": frozenset({"protocol", "xmpp", "storage", "serving", "spaces", "metrics"}),
     "interaction": frozenset({"protocol", "xmpp", "storage", "serving", "spaces"}),
     "beads_sync": frozenset(
         {"protocol", "xmpp", "client", "storage", "serving", "spaces", "beads", "base_memory"}
@@ -39,8 +40,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "tools": frozenset({"protocol"}),
     "llm": frozenset({"protocol", "xmpp", "client", "tools"}),
     "http": frozenset(),
+    "metrics": frozenset(),
     "mcp_bridge": frozenset({"protocol", "xmpp", "client", "tools", "http"}),
-    "web": frozenset({"protocol", "xmpp", "client", "http"}),
+    "web": frozenset({"protocol", "xmpp", "client", "http", "metrics"}),
     "testing": frozenset(),
 }
 """What each package may import of the others (the package itself always). ``server``

@@ -234,17 +234,48 @@ async def test_cookies_are_secure_beyond_this_machine(secure: bool) -> None:
     assert view(Deployment(), HttpAddress("127.0.0.1", 1))._runner.app[SECURE_COOKIES] is False
 
 
-async def test_run_serves_the_view_beside_the_agents(tmp_path: Path) -> None:
-    """``spade-memory run --web``: the banner names the view, which answers on the port;
-    a second view on that port is refused in one line."""
-    web_port = free_port()
-    service = MemoryServiceProcess(tmp_path / "data", "--web", f"127.0.0.1:{web_port}")
+async def test_run_serves_the_view_and_its_metrics_beside_the_agents(tmp_path: Path) -> None:
+    """``spade-memory run --web``: the banner names the view, which answers on the port
+    and exports the agents' figures at ``/metrics`` to a scraper with the token; a second
+    view on that port is refused in one line."""
+    web_port, token = free_port(), "scrape-secret"
+    service = MemoryServiceProcess(
+        tmp_path / "data", "--web", f"127.0.0.1:{web_port}",
+        env={"SPADE_MEMORY_METRICS_TOKEN": token},
+    )  # fmt: skip
     await asyncio.to_thread(service.start, 120.0)
+    base = f"http://127.0.0.1:{web_port}"
     try:
-        assert f"http://127.0.0.1:{web_port}/" in "".join(service.output)
+        assert f"{base}/" in "".join(service.output)
+        agent = await start_client(unique_jid("scraped"), service.port)
+        try:
+            await agent.memory.store_memory("fact", "Counted once")
+            assert await agent.memory.delete_memory("no-such-memory") is False
+        finally:
+            await stop_agent(agent)
         async with browser() as session:
-            status, login = await page(session, f"http://127.0.0.1:{web_port}/login")
+            status, login = await page(session, f"{base}/login")
             assert status == 200 and 'name="password"' in login
+            for given in (None, "Bearer wrong", token):
+                headers = {} if given is None else {"Authorization": given}
+                async with session.get(f"{base}/metrics", headers=headers) as answer:
+                    assert answer.status == 401
+            bearer = {"Authorization": f"Bearer {token}"}
+            async with session.get(f"{base}/metrics", headers=bearer) as answer:
+                assert answer.status == 200
+                assert answer.headers["Content-Type"].startswith("text/plain")
+                figures = await answer.text()
+        for line in (
+            'spade_memory_requests_total{op="store_memory",outcome="ok",service="base-memory"}',
+            'spade_memory_requests_total{op="delete_memory",outcome="item-not-found",'
+            'service="base-memory"} 1.0',
+            'spade_memory_request_seconds_count{op="store_memory",service="base-memory"}',
+            'spade_memory_waiting_requests{service="base-memory"} 0.0',
+            'spade_memory_requests_in_progress{service="interaction-memory"}',
+            'spade_memory_background_pending{work="change_notices"} 0.0',
+            'spade_memory_refusals_total{service="base-memory"}',
+        ):
+            assert line in figures, line
         busy = await asyncio.to_thread(
             subprocess.run,
             [sys.executable, "-m", "spade_memory", "web", "--http", str(web_port)],
@@ -256,6 +287,16 @@ async def test_run_serves_the_view_beside_the_agents(tmp_path: Path) -> None:
         ]
     finally:
         await asyncio.to_thread(service.stop)
+
+
+async def test_metrics_are_off_without_a_token(memory_service: MemoryServiceProcess) -> None:
+    async with (
+        web_view(memory_service.port) as base,
+        browser() as session,
+        session.get(f"{base}/metrics") as answer,
+    ):
+        assert answer.status == 404
+        assert "SPADE_MEMORY_METRICS_TOKEN" in await answer.text()
 
 
 async def test_an_admin_grants_and_revokes_through_the_view(

@@ -87,6 +87,8 @@ class NotifySubscribers(Drains[SpaceEvent]):
     """Sends each committed write in a shared space to the space's subscribers that are
     still members (a subscription does not outlive the membership)."""
 
+    work = "change_notices"
+
     def __init__(self, committed: Committed, directory: SpaceDirectory) -> None:
         super().__init__(committed.events)
         self.directory = directory
@@ -113,6 +115,8 @@ class NotifyWorkEngine(Drains[list[WorkLink]]):
     """Tells a deployment's work engine (a JID) of each link of a memory to a work item:
     one message per link, its body ``{"event": "memory_linked", "work_id", "memory_id",
     "author"}``, with the ontology ``WORK_ONTOLOGY``."""
+
+    work = "work_item_links"
 
     def __init__(self, committed: Committed, to: str) -> None:
         super().__init__(committed.links)

@@ -44,6 +44,8 @@ class NotifySessionSubscribers(Drains[SessionEvent]):
     """Sends each committed session change to the subscribers of its space that are
     still members."""
 
+    work = "session_notices"
+
     def __init__(self, events: SessionEvents, directory: SpaceDirectory) -> None:
         super().__init__(events.queue)
         self.directory = directory

@@ -47,6 +47,7 @@ from spade_memory.server.runtime import (
     run_service,
     use_uvloop,
 )
+from spade_memory.server.secrets_given import Refused
 from spade_memory.storage.faults import StoreFault, free_bytes
 from spade_memory.storage.postgres import is_url, shown
 from spade_memory.storage.private import private_umask
@@ -212,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the web view there too (a bare port is on 127.0.0.1; see `spade-memory"
         " web`)",
     )  # fmt: skip
+    web_command.add_metrics_option(run)
     run.add_argument(
         "--debug", action="store_true", help="show the traceback of a failure to start or stop"
     )
@@ -354,6 +356,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         database=args.database or None,
         web=args.web,
     )
+    try:
+        config.metrics_token = web_command.metrics_token(args.metrics_token_file)
+    except Refused as problem:
+        print(f"spade-memory: {problem}", file=sys.stderr)
+        return 2
     if config.database is not None and not is_url(config.database):
         print(
             f"--database takes a postgresql:// URL, not {config.database!r}"

@@ -21,6 +21,7 @@ from spade_memory.protocol.errors import MemoryServiceError
 from spade_memory.protocol.memories import MemoryStatsOp
 from spade_memory.protocol.notes import GetAllConversations
 from spade_memory.protocol.services import BASE_MEMORY, INTERACTION_MEMORY
+from spade_memory.server.secrets_given import Refused, secret
 from spade_memory.server.shell.session import JID_ENV, PASSWORD_ENV
 from spade_memory.tools import EVERY_TOOL_SPEC
 
@@ -30,10 +31,6 @@ if TYPE_CHECKING:
 TOKEN_ENV = "SPADE_MEMORY_MCP_TOKEN"
 MCP_EXTRA = "spade-memory[mcp]"
 """What to install for the MCP server."""
-
-
-class Refused(Exception):
-    """A setting the command cannot start with; its text is the line to print."""
 
 
 def add_command(commands: Any) -> None:
@@ -89,7 +86,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     _quiet_logs(args.debug)
     try:
         account = _account(args)
-        token = _secret(args.token_file, TOKEN_ENV, "the bearer token")
+        token = secret(args.token_file, TOKEN_ENV, "the bearer token")
         if args.check:
             return asyncio.run(_check(account))
     except Refused as problem:
@@ -122,25 +119,11 @@ def run_mcp(args: argparse.Namespace) -> int:
 def _account(args: argparse.Namespace) -> Account:
     if not args.jid:
         raise Refused(f"say which account it acts as: --jid name@domain, or set {JID_ENV}")
-    password = _secret(args.password_file, PASSWORD_ENV, f"the password of {args.jid}")
+    password = secret(args.password_file, PASSWORD_ENV, f"the password of {args.jid}")
     if password is None:
         raise Refused(f"set {PASSWORD_ENV} (or --password-file) to the password of {args.jid}")
     spaces = tuple(name.strip() for name in args.spaces.split(",") if name.strip())
     return Account(args.jid, password, args.port, args.timeout, spaces, args.default_space)
-
-
-def _secret(file: Path | None, variable: str, what: str) -> str | None:
-    """A secret from ``file`` (its first line) or the environment variable; None when
-    neither gives one. Raises ``Refused`` for a file that cannot be read or is empty."""
-    if file is None:
-        return os.environ.get(variable) or None
-    try:
-        lines = file.read_text().splitlines()
-    except OSError as error:
-        raise Refused(f"cannot read {what} from {file}: {error.strerror}") from None
-    if not lines or not lines[0].strip():
-        raise Refused(f"{file} is empty; write {what} on its first line")
-    return lines[0].strip()
 
 
 async def _check(account: Account) -> int:

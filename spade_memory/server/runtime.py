@@ -87,6 +87,8 @@ class RunConfig:
     (unless ``spaces_db``) the spaces (``--database``; None: SQLite files)."""
     web: HttpAddress | None = None
     """Where to serve the web view too (``--web``; None: nowhere)."""
+    metrics_token: str | None = None
+    """The bearer token of the web view's ``/metrics`` (None: no ``/metrics``)."""
 
     def config_of(self, name: str) -> ServiceConfig:
         """The settings of the service called ``name``."""
@@ -269,7 +271,7 @@ class MemoryRuntime:
         from spade_memory.web.viewers import Deployment
 
         config = self.config
-        served = view(Deployment(config.domain, config.port), address)
+        served = view(Deployment(config.domain, config.port), address, False, config.metrics_token)
         try:
             await served.start()
         except OSError as error:

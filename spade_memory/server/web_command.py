@@ -13,13 +13,16 @@ import asyncio
 import logging
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from spade_memory.http.address import HttpAddress, http_address
+from spade_memory.server.secrets_given import Refused, secret
 from spade_memory.web.app import WebView, web_app
 from spade_memory.web.viewers import Deployment
 
 DEFAULT_ADDRESS = "127.0.0.1:8470"
+METRICS_TOKEN_ENV = "SPADE_MEMORY_METRICS_TOKEN"
 
 
 def web_address(given: str) -> HttpAddress:
@@ -30,10 +33,35 @@ def web_address(given: str) -> HttpAddress:
         raise argparse.ArgumentTypeError(str(problem)) from None
 
 
-def view(deployment: Deployment, address: HttpAddress, secure_cookies: bool = False) -> WebView:
-    """The view of ``deployment`` at ``address`` (Secure cookies beyond this machine)."""
-    app = web_app(deployment, secure_cookies=secure_cookies or not address.loopback)
+def view(
+    deployment: Deployment,
+    address: HttpAddress,
+    secure_cookies: bool = False,
+    metrics_token: str | None = None,
+) -> WebView:
+    """The view of ``deployment`` at ``address`` (Secure cookies beyond this machine;
+    ``/metrics`` only with ``metrics_token``)."""
+    app = web_app(
+        deployment,
+        secure_cookies=secure_cookies or not address.loopback,
+        metrics_token=metrics_token,
+    )
     return WebView(app, address)
+
+
+def metrics_token(file: Path | None) -> str | None:
+    """The bearer token of ``/metrics``: from ``file`` or ``$SPADE_MEMORY_METRICS_TOKEN``
+    (None: metrics off). Raises ``Refused`` for a file that cannot be read."""
+    return secret(file, METRICS_TOKEN_ENV, "the metrics token")
+
+
+def add_metrics_option(parser: Any) -> None:
+    """``--metrics-token-file``, for ``web`` and ``run``."""
+    parser.add_argument(
+        "--metrics-token-file", type=Path, metavar="FILE",
+        help=f"serve /metrics (Prometheus text) to scrapers sending this bearer token (default:"
+        f" ${METRICS_TOKEN_ENV}; neither: no /metrics)",
+    )  # fmt: skip
 
 
 def add_command(commands: Any) -> None:
@@ -60,6 +88,7 @@ def add_command(commands: Any) -> None:
         "--secure-cookies", action="store_true",
         help="mark cookies Secure on this machine's address too (behind an HTTPS proxy)",
     )  # fmt: skip
+    add_metrics_option(web)
     web.add_argument("--debug", action="store_true", help="log what every request does")
 
 
@@ -72,7 +101,12 @@ def run_web(args: argparse.Namespace) -> int:
     )  # fmt: skip
     logging.getLogger("slixmpp").setLevel(logging.DEBUG if args.debug else logging.CRITICAL)
     deployment = Deployment(args.domain, args.port, args.timeout)
-    served = view(deployment, args.http, args.secure_cookies)
+    try:
+        token = metrics_token(args.metrics_token_file)
+    except Refused as problem:
+        print(f"spade-memory web: {problem}", file=sys.stderr)
+        return 2
+    served = view(deployment, args.http, args.secure_cookies, token)
     try:
         asyncio.run(_serve(served, deployment))
     except OSError as error:

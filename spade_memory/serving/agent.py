@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter, deque
 from collections.abc import Sequence
 from contextvars import ContextVar
@@ -40,6 +41,7 @@ from slixmpp.stanza import Message as Stanza
 from spade.agent import Agent
 from spade.message import Message
 
+from spade_memory.metrics.figures import IN_PROGRESS, LATENCY, REFUSALS, REQUESTS, WAITING
 from spade_memory.protocol.batch import BatchItem, BatchResults, item_request_id, parse_batch
 from spade_memory.protocol.errors import (
     BadRequest,
@@ -99,6 +101,9 @@ class ServeRequests(WakesWhenKilled):
         """Results of recent writes by (sender, request id): a retry gets the first answer
         at once, whatever the limits. Reads and failures are not kept: they are served
         again."""
+        REFUSALS.labels(service.name)  # exported as 0 from the start
+        WAITING.labels(service.name).set_function(lambda: len(self.waiting))
+        IN_PROGRESS.labels(service.name).set_function(lambda: self.working)
 
     async def on_start(self) -> None:
         # pyjabber (SPADE's embedded server) stops routing bare-JID messages to a
@@ -142,6 +147,7 @@ class ServeRequests(WakesWhenKilled):
             self.waiting.put(sender, (request, sender, key))
             return
         self._refusals.append(wire.failure(request, Busy(why, RETRY_AFTER)))
+        REFUSALS.labels(self.service.name).inc()
 
     def _make_room(self, sender: str) -> bool:
         """In a full waiting room, refuse the newest request of the sender with the most
@@ -154,6 +160,7 @@ class ServeRequests(WakesWhenKilled):
         why = f"more than {self.service.limits.max_waiting} requests waiting, and {other} had most"
         for copy in self._serving.pop(key, [request]):
             self._refusals.append(wire.failure(copy, Busy(why, RETRY_AFTER)))
+        REFUSALS.labels(self.service.name).inc()
         return True
 
     def _start_waiting(self) -> None:
@@ -208,16 +215,25 @@ class ServeRequests(WakesWhenKilled):
         return (await self._answer(request))[0]
 
     async def _answer(self, request: Message) -> tuple[Outcome, bool]:
-        """``outcome``, and whether it changed something (so a retry needs it kept)."""
+        """``outcome``, and whether it changed something (so a retry needs it kept);
+        counted and timed by op and outcome (``metrics``)."""
+        started, named = time.perf_counter(), ["unknown"]
         try:
-            return await self._serve(request)
+            answer: tuple[Outcome, bool] = await self._serve(request, named)
         except MemoryServiceError as error:
-            return error, False
+            answer = error, False
         except Exception:
             logger.exception("%s failed on a request from %s", self.service.name, request.sender)
-            return InternalServerError("the memory agent failed"), False
+            answer = InternalServerError("the memory agent failed"), False
+        outcome = answer[0]
+        name = self.service.name
+        condition = outcome.condition.value if isinstance(outcome, MemoryServiceError) else "ok"
+        REQUESTS.labels(name, named[0], condition).inc()
+        LATENCY.labels(name, named[0]).observe(time.perf_counter() - started)
+        return answer
 
-    async def _serve(self, request: Message) -> tuple[Record, bool]:
+    async def _serve(self, request: Message, named: list[str]) -> tuple[Record, bool]:
+        """The request's result; ``named`` gets its op's name once it parses."""
         body = request.body or ""
         limits = self.service.limits
         if len(body.encode("utf-8", "surrogatepass")) > limits.max_body_bytes:
@@ -226,8 +242,10 @@ class ServeRequests(WakesWhenKilled):
         batch = parse_batch(body)
         if batch is None:
             op = self._checked(owner, body)
+            named[0] = type(op).model_fields["op"].default
             result: Record = await self.service.apply(owner, op, request.thread)
             return self._forgetting(owner, result), not op.reads_only
+        named[0] = "batch"
         authorize(owner, batch)
         if len(batch.ops) > limits.max_batch_ops:
             raise ResourceConstraint(f"a batch is over {limits.max_batch_ops} ops")

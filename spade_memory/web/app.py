@@ -17,9 +17,10 @@ import jinja2
 from aiohttp import web
 
 from spade_memory.http.address import HttpAddress, bound_socket
-from spade_memory.web import live, pages
+from spade_memory.web import live, metrics_page, pages
 from spade_memory.web.charts import SEARCH_TIMES, SearchTimes
 from spade_memory.web.guard import (
+    METRICS_TOKEN,
     SECURE_COOKIES,
     VIEWERS,
     error_pages,
@@ -39,15 +40,19 @@ MAX_URL = 64 * 1024
 give, not a parser's."""
 
 
-def web_app(deployment: Deployment, *, secure_cookies: bool = False) -> web.Application:
+def web_app(
+    deployment: Deployment, *, secure_cookies: bool = False, metrics_token: str | None = None
+) -> web.Application:
     """The view's application (``secure_cookies``: mark its cookies Secure even over plain
-    HTTP, as behind a proxy that terminates HTTPS)."""
+    HTTP, as behind a proxy that terminates HTTPS; ``metrics_token``: the bearer token of
+    ``/metrics``, which is off without one)."""
     app = web.Application(
         middlewares=[security_headers, error_pages, viewer_required], client_max_size=MAX_BODY
     )
     app[VIEWERS] = Viewers(deployment)
     app[SECURE_COOKIES] = secure_cookies
     app[SEARCH_TIMES] = SearchTimes()
+    app[METRICS_TOKEN] = metrics_token
     aiohttp_jinja2.setup(
         app,
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -56,6 +61,7 @@ def web_app(deployment: Deployment, *, secure_cookies: bool = False) -> web.Appl
     )
     app.router.add_routes(pages.routes)
     app.router.add_routes(live.routes)
+    app.router.add_routes(metrics_page.routes)
     app.router.add_static("/static/", HERE / "static", follow_symlinks=False)
     app.cleanup_ctx.append(_sessions)
     return app

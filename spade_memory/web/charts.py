@@ -20,6 +20,7 @@ from datetime import date, datetime, timedelta, timezone
 from aiohttp import web
 
 from spade_memory.client.memory_client import MemoryClient
+from spade_memory.metrics.figures import WEB_SEARCH
 from spade_memory.protocol.ops import PERSONAL
 
 DAYS = 14
@@ -49,6 +50,7 @@ class SearchTimes:
     def add(self, seconds: float, at: float | None = None) -> None:
         """Record one search of ``seconds``, made at ``at`` (monotonic; now by default)."""
         self._times.append((time.monotonic() if at is None else at, seconds))
+        WEB_SEARCH.observe(seconds)
 
     def percentiles(self) -> tuple[int, float | None, float | None]:
         """How many searches the last hour held, and their p50 and p99 in seconds (None

@@ -34,8 +34,9 @@ VIEWERS: web.AppKey[Viewers] = web.AppKey("viewers", Viewers)
 SECURE_COOKIES: web.AppKey[bool] = web.AppKey("secure_cookies", bool)
 VIEWER: web.RequestKey[Viewer | None] = web.RequestKey("viewer")
 TOKEN_LENGTH = len(secrets.token_urlsafe(32))
-OPEN_PATHS = ("/login", "/static/")
-"""What a browser without a session may ask for."""
+METRICS_TOKEN: web.AppKey[str | None] = web.AppKey("metrics_token", str)
+OPEN_PATHS = ("/login", "/static/", "/metrics")
+"""What a browser without a session may ask for (``/metrics`` asks for its own token)."""
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self';"
     " img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none';"

@@ -18,6 +18,7 @@ from typing import Any
 
 from spade_memory.client.login import LoginAgent, log_in
 from spade_memory.client.memory_client import MemoryClient
+from spade_memory.metrics.figures import WEB_LOGINS
 from spade_memory.xmpp.connect_errors import AgentStartError, WrongPassword
 from spade_memory.xmpp.lifecycle import stop_agent
 
@@ -83,10 +84,12 @@ class Viewers:
                 jid, password, port=where.port, timeout=where.timeout, register=False
             )
         except WrongPassword:
+            WEB_LOGINS.labels("refused").inc()
             raise LoginRefused("the XMPP server refused this account and password") from None
         except AgentStartError:
             logger.warning("a login of %s found no XMPP server at port %d", jid, where.port)
             raise LoginRefused("the deployment's XMPP server does not answer; try again") from None
+        WEB_LOGINS.labels("ok").inc()
         key = secrets.token_urlsafe(32)
         viewer = Viewer(str(agent.jid.bare), agent)
         self._sessions[key] = viewer

@@ -30,6 +30,7 @@ from typing import Any
 
 from spade_memory.base_memory.retrieval.ranking import Ranking, embedding_text
 from spade_memory.base_memory.retrieval.threads import lowest_priority
+from spade_memory.metrics.figures import pending
 from spade_memory.storage.connection import Database, Transacting
 from spade_memory.storage.faults import store_errors
 
@@ -59,6 +60,7 @@ class VectorBackfill:
         self._texts: dict[int, str] = {}
         """The text to embed of waiting memories, when the write that noted them knew it."""
         self._by_space: dict[str, set[int]] = {}
+        pending("embeddings", lambda: sum(len(seqs) for seqs in self._by_space.values()))
         """The waiting memories of each space."""
         self._last_noted = 0.0
         """When a memory last came (the event loop's clock)."""

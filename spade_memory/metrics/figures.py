@@ -1,0 +1,88 @@
+"""Every figure this process exports, in one registry (``REGISTRY``).
+
+Names follow Prometheus's conventions: a counter's samples end in ``_total``, times are
+in seconds, labels name a service, an op and an outcome (``ok`` or the failure's
+condition), never an account or a space (their number is unbounded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
+from prometheus_client import generate_latest as _generate_latest
+
+disable_created_metrics()  # a ``_created`` sample per series is noise to a scraper
+REGISTRY = CollectorRegistry()
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+REQUESTS = Counter(
+    "spade_memory_requests",
+    "Requests a memory agent answered, by service, op and outcome (ok, or the condition"
+    " of the failure: bad-request, not-authorized, item-not-found, resource-constraint, ...)",
+    ["service", "op", "outcome"],
+    registry=REGISTRY,
+)
+LATENCY = Histogram(
+    "spade_memory_request_seconds",
+    "Seconds from a request's turn to its answer, by service and op",
+    ["service", "op"],
+    buckets=SECONDS,
+    registry=REGISTRY,
+)
+WAITING = Gauge(
+    "spade_memory_waiting_requests",
+    "Requests admitted and waiting their turn (the waiting room), by service",
+    ["service"],
+    registry=REGISTRY,
+)
+IN_PROGRESS = Gauge(
+    "spade_memory_requests_in_progress",
+    "Requests being served now, by service",
+    ["service"],
+    registry=REGISTRY,
+)
+REFUSALS = Counter(
+    "spade_memory_refusals",
+    "Requests refused before their turn because a sender or the waiting room was full"
+    " (resource-constraint with retry_after), by service",
+    ["service"],
+    registry=REGISTRY,
+)
+BACKGROUND = Gauge(
+    "spade_memory_background_pending",
+    "Work waiting in the background, by kind: memories waiting for their vector"
+    " (embeddings), change notices and mirror writes not sent yet",
+    ["work"],
+    registry=REGISTRY,
+)
+WEB_LOGINS = Counter(
+    "spade_memory_web_logins",
+    "Logins to the web view, by outcome (ok, refused)",
+    ["outcome"],
+    registry=REGISTRY,
+)
+WEB_SEARCH = Histogram(
+    "spade_memory_web_search_seconds",
+    "Seconds the web view waited for a search (the round trip over XMPP)",
+    buckets=SECONDS,
+    registry=REGISTRY,
+)
+
+
+def pending(work: str, count: Callable[[], float]) -> None:
+    """Export ``count()`` as the background work of kind ``work`` (read at each scrape)."""
+    BACKGROUND.labels(work).set_function(count)
+
+
+def exposition() -> bytes:
+    """Every figure, in the Prometheus text format (``CONTENT_TYPE``)."""
+    return _generate_latest(REGISTRY)
