@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from spade_memory.base_memory.store.imports import ImportMemory
 from spade_memory.base_memory.store.long_term import LongTermStore
@@ -39,7 +40,7 @@ from spade_memory.protocol.memories import (
     UpdateMemory,
     base_memory_ops,
 )
-from spade_memory.protocol.ops import parse_op
+from spade_memory.protocol.ops import Place, Request, parse_op
 
 from .conftest import Location, everything, query
 
@@ -144,6 +145,40 @@ async def test_date_filters_use_created_and_accessed_times(store: LongTermStore)
     assert await ids(store, RecentMemories(created_after=ago(5))) == {"new"}
     window = RecentMemories(created_after=ago(20), created_before=ago(5))
     assert await ids(store, window) == {"middle"}
+
+
+async def test_the_authors_filter_selects_who_stored_a_memory_in_a_space(
+    store: LongTermStore,
+) -> None:
+    """A shared space's memories by their author, in every read that filters (and in a
+    forget): the author is the authenticated sender that stored it."""
+    team = Place("team-key", "team", "writer")
+
+    async def in_team(owner: str, op: Any) -> Any:
+        (outcome,) = await store.batch(owner, [Request(op, None, (team,))])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    for owner, content in ((ALICE, "alice's deploy note"), (BOB, "bob's deploy note"),
+                           (BOB, "bob's second deploy note")):  # fmt: skip
+        await in_team(owner, StoreMemory(category="fact", content=content, space="team"))
+
+    async def authors(op: Any) -> list[str]:
+        return sorted(m.author for m in (await in_team(ALICE, op)).memories)
+
+    assert await authors(RecentMemories(space="team", authors=[BOB])) == [BOB, BOB]
+    assert await authors(SearchMemories(query="deploy", space="team", authors=[ALICE])) == [ALICE]
+    listed = ListMemories(category="fact", space="team", authors=[ALICE, BOB])
+    assert await authors(listed) == [ALICE, BOB, BOB]
+    assert await authors(RecentMemories(space="team", authors=["carol@localhost"])) == []
+    counted = await store.batch(BOB, [Request(ForgetMemories(space="team", authors=[BOB]),
+                                               None, (team,))])  # fmt: skip
+    assert counted[0].count == 2 and counted[0].dry_run  # type: ignore[union-attr]
+    # a writer forgets only its own: another author's count nothing
+    assert (await in_team(ALICE, ForgetMemories(space="team", authors=[BOB]))).count == 0
+    with pytest.raises(ValidationError):
+        RecentMemories(authors=[])
 
 
 async def test_every_search_result_has_a_score_best_first_and_a_reasoning(

@@ -95,6 +95,10 @@ async def test_a_viewer_sees_its_spaces_and_what_they_hold(
         assert "score " in searched and "Ranked by" in searched
         _, tagged = await page(session, f"{base}/spaces/web-team?tag=nothing")
         assert "No memories" in tagged
+        _, by_bob = await page(session, f"{base}/spaces/web-team?author={bob.jid.bare}")
+        assert "No memories" in by_bob
+        _, by_alice = await page(session, f"{base}/spaces/web-team?author={alice.jid.bare}")
+        assert "The deploy window is Tuesday" in by_alice
         _, own = await page(session, f"{base}/spaces/personal")
         assert "secret" not in own
         (found,) = await alice.memory.search_memories("secret")

@@ -127,7 +127,8 @@ class BaseMemoryCalls(Calls):
         ``space``: a space's name, several (``personal`` is the sender's own), or ``*``
         for every space it reads; each memory says its ``space`` and ``author``.
         ``filters``: any of ``tags_any``, ``tags_all``, ``metadata_equals``,
-        ``created_after``, ``created_before``, ``accessed_after``, ``accessed_before``.
+        ``created_after``, ``created_before``, ``accessed_after``, ``accessed_before``,
+        ``authors`` (bare JIDs of who stored them).
         """
         op = SearchMemories(
             query=query, limit=limit, category=category, mode=mode, space=space, **filters

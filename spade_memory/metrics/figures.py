@@ -19,7 +19,8 @@ from prometheus_client import (
 )
 from prometheus_client import generate_latest as _generate_latest
 
-disable_created_metrics()  # a ``_created`` sample per series is noise to a scraper
+# a ``_created`` sample beside each series is noise to a scraper
+disable_created_metrics()  # type: ignore[no-untyped-call]
 REGISTRY = CollectorRegistry()
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

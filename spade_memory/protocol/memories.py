@@ -330,6 +330,12 @@ class GetMemory(Op[Memory]):
     count_access: CountAccess = True
 
 
+Authors = Annotated[
+    list[Annotated[str, Field(min_length=3, max_length=3071)]], Field(min_length=1, max_length=32)
+]
+"""Bare JIDs of agents that stored memories (a filter)."""
+
+
 class Filtered(Op[R], Generic[R]):
     """An op that selects memories: each filter given narrows the selection."""
 
@@ -348,6 +354,10 @@ class Filtered(Op[R], Generic[R]):
     created_before: AwareDatetime | None = None
     accessed_after: AwareDatetime | None = None
     accessed_before: AwareDatetime | None = None
+    authors: Authors | None = Field(
+        default=None,
+        description="Optional: only memories stored by one of these agents (bare JIDs)",
+    )
 
     def narrowed(self) -> bool:
         """Whether any of the shared filters is given."""
@@ -356,7 +366,7 @@ class Filtered(Op[R], Generic[R]):
 
 FILTERS = (
     "tags_any", "tags_all", "metadata_equals",
-    "created_after", "created_before", "accessed_after", "accessed_before",
+    "created_after", "created_before", "accessed_after", "accessed_before", "authors",
 )  # fmt: skip
 """The filters every ``Filtered`` op takes."""
 

@@ -227,9 +227,9 @@ async def _memories(
 class _Shown:
     """What the viewer asked a space's page to show (its query string)."""
 
-    def __init__(self, query: str, category: Category | None, tag: str, after: date | None,
-                 before: date | None, page: int) -> None:  # fmt: skip
-        self.query, self.category, self.tag = query, category, tag
+    def __init__(self, query: str, category: Category | None, tag: str, author: str,
+                 after: date | None, before: date | None, page: int) -> None:  # fmt: skip
+        self.query, self.category, self.tag, self.author = query, category, tag, author
         self.after, self.before, self.page = after, before, page
 
     @classmethod
@@ -242,13 +242,16 @@ class _Shown:
         if not page_given.isdigit() or not 1 <= int(page_given) <= MAX_PAGE:
             raise web.HTTPBadRequest(text=f"page is a whole number from 1 to {MAX_PAGE}")
         return cls(given.get("q", "").strip(), category, given.get("tag", "").strip(),
-                   _day(given, "after"), _day(given, "before"), int(page_given))  # fmt: skip
+                   given.get("author", "").strip(), _day(given, "after"), _day(given, "before"),
+                   int(page_given))  # fmt: skip
 
     def filters(self) -> dict[str, Any]:
-        """The op's filters: a tag, stored on or after a day, before a day."""
+        """The op's filters: a tag, an author, stored on or after a day, before a day."""
         filters: dict[str, Any] = {}
         if self.tag:
             filters["tags_any"] = [self.tag]
+        if self.author:
+            filters["authors"] = [self.author]
         if self.after:
             filters["created_after"] = datetime.combine(self.after, time(), timezone.utc)
         if self.before:

@@ -2,7 +2,7 @@
 
 Every read goes through it, so an expired memory is invisible to each of them at once
 (the background purge deletes it later); the filters of a ``Filtered`` op (tags,
-metadata, dates) and the categories asked for narrow it further. Values are always
+metadata, dates, authors) and the categories asked for narrow it further. Values are always
 bound parameters, never text in the statement. Tags and metadata are JSON text on both
 engines: SQLite reads them with ``json_each``/``json_type``, PostgreSQL as ``jsonb``.
 """
@@ -52,6 +52,9 @@ def select(
         _tags(op, parts, params, _TAG_VALUES[dialect])
         (_pg_metadata if dialect == "postgresql" else _metadata)(op, parts, params)
         _dates(op, parts, params)
+        if op.authors:
+            parts.append(f"m.owner IN ({', '.join('?' * len(op.authors))})")
+            params.extend(op.authors)
     return Selection(" AND ".join(parts) or "TRUE", params, narrows=bool(parts))
 
 
