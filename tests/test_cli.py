@@ -55,6 +55,7 @@ def test_schema_describes_every_request_and_reply() -> None:
         "store_memory", "retrieve_memories", "restore_session", "get_session_context",
         "mark_memory_accessed", "link_memories", "delete_memory", "forget_all_memories",
         "search_memories", "share_session", "unshare_session", "memory_stats",
+        "mirrored_memory",
     }  # fmt: skip
     interaction = schema["services"]["interaction-memory"]
     interaction_ops = set(interaction["request"]["discriminator"]["mapping"])

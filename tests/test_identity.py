@@ -180,6 +180,7 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "share_session", "session": BEADS_SESSION, "member": "x@localhost"},
             {"op": "unshare_session", "session": BEADS_SESSION, "member": "x@localhost"},
             {"op": "memory_stats"},
+            {"op": "mirrored_memory", "base_memory_id": memory_id},
         ],
     }
 

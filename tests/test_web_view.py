@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from spade_memory.protocol.errors import ItemNotFound
 from spade_memory.protocol.memories import GetMemory
 from spade_memory.protocol.working_memory import Finding, Focus
 from spade_memory.testing import MemoryServiceProcess, free_port
@@ -379,3 +380,36 @@ async def test_the_charts_count_what_the_space_holds_and_a_look_is_not_a_use(
     unused = GetMemory(id=str(bobs), space="web-charts", count_access=False)
     kept = await bob.memory.request(bob.memory.base_memory_jid, unused)
     assert kept is not None and kept.access_count == 0  # looking at it was not a use
+
+
+async def test_a_memorys_beads_issue_to_those_who_read_the_space(
+    memory_service: MemoryServiceProcess, alice: ClientAgent, bob: ClientAgent
+) -> None:
+    await alice.memory.create_space("web-beads")
+    await alice.memory.grant("web-beads", str(bob.jid.bare), "reader")
+    memory_id = await alice.memory.store_memory(
+        "fact", "The mirror keeps this", space="web-beads", tags=["mirrored"]
+    )
+    issue = None
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while issue is None:  # the mirror writes after its debounce
+        try:
+            issue = await bob.memory.beads.mirrored_memory(str(memory_id))
+        except ItemNotFound:
+            assert asyncio.get_running_loop().time() < deadline, "never mirrored"
+            await asyncio.sleep(0.5)
+    assert issue.base_memory_id == memory_id and "space:web-beads" in issue.labels
+    stranger = await start_client(unique_jid("stranger"), memory_service.port)
+    try:
+        with pytest.raises(ItemNotFound):
+            await stranger.memory.beads.mirrored_memory(str(memory_id))
+    finally:
+        await stop_agent(stranger)
+    async with web_view(memory_service.port) as base, browser() as viewer:
+        await log_in(viewer, base, str(bob.jid.bare))
+        status, shown = await page(viewer, f"{base}/spaces/web-beads/memories/{memory_id}/beads")
+        assert status == 200
+        assert f"Beads issue {issue.id}" in shown and "space:web-beads" in shown
+        assert "mirrored" in shown
+        status, _ = await page(viewer, f"{base}/spaces/web-beads/memories/nothing/beads")
+        assert status == 404

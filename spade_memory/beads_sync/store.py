@@ -44,6 +44,7 @@ from spade_memory.protocol.beads import (
     Link,
     LinkMemories,
     MarkMemoryAccessed,
+    MirroredMemory,
     RestoreSession,
     RetrieveMemories,
     SearchBeadsMemories,
@@ -116,6 +117,7 @@ class BeadsMemoryStore(AppliesOps):
             ShareSession: lambda owner, op, _id: self.share(owner, op),
             UnshareSession: lambda owner, op, _id: self.unshare(owner, op),
             BeadsMemoryStats: lambda owner, _op, _id: self.stats(owner),
+            MirroredMemory: lambda owner, op, _id: self.mirrored(owner, op.base_memory_id),
         }
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
@@ -239,6 +241,15 @@ class BeadsMemoryStore(AppliesOps):
             if not found and not shared:
                 raise ItemNotFound(f"no memories of {agent} to read")
         return BeadsMemories(memories=[_memory(i) for i in found[: op.limit]], session=session)
+
+    async def mirrored(self, owner: str, base_memory_id: str) -> BeadsMemory:
+        """The issue mirroring a base memory, if the sender may read it."""
+        ref = m.EXTERNAL_REF_PREFIX + base_memory_id
+        every = await self.engine.list_issues(IssueFilter(include_closed=True))
+        issue = next((i for i in every if i.external_ref == ref), None)
+        if issue is None or not (await self._reader(owner)).may(issue):
+            raise ItemNotFound(f"no beads issue mirrors memory {base_memory_id!r}")
+        return _memory(issue)
 
     async def restore_session(self, owner: str, session: str) -> BeadsMemories:
         issues = await self._session_issues(owner, session)
@@ -472,6 +483,8 @@ def _memory(issue: Issue) -> BeadsMemory:
         category=m.label_value(issue, m.CATEGORY_LABEL),
         base_memory_id=_base_memory_id(issue),
         space=m.label_value(issue, m.SPACE_LABEL),
+        labels=list(issue.labels),
+        priority=issue.priority,
     )
 
 

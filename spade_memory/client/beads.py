@@ -16,6 +16,7 @@ from spade_memory.protocol.beads import (
     GetSessionContext,
     LinkMemories,
     MarkMemoryAccessed,
+    MirroredMemory,
     Relationship,
     RestoreSession,
     RetrieveMemories,
@@ -79,6 +80,12 @@ class BeadsClient:
         )  # fmt: skip
         result = await self.client.request(self.jid, op)
         return [] if result is None else result.memories
+
+    async def mirrored_memory(self, memory_id: str) -> BeadsMemory | None:
+        """The beads issue mirroring the base memory agent's memory ``memory_id`` (its id,
+        labels, priority and links); raises ``ItemNotFound`` when the sender may not
+        read it or the mirror has not written it yet."""
+        return await self.client.request(self.jid, MirroredMemory(base_memory_id=memory_id))
 
     async def restore_session(self, session_id: str) -> list[BeadsMemory]:
         """Every memory of a session the sender may read (its own, and those of agents

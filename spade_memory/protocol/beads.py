@@ -66,6 +66,10 @@ class BeadsMemory(Record):
     """Set when the memory mirrors one of the base memory agent's memories."""
     space: str | None = None
     """The shared space of the base memory it mirrors (None: a personal memory)."""
+    labels: list[str] = Field(default_factory=list)
+    """Every label of the issue, as ``bd`` shows them."""
+    priority: int | None = None
+    """The issue's priority (0 highest to 4), from the importance."""
 
 
 class BeadsMemories(Record):
@@ -216,6 +220,16 @@ class SearchBeadsMemories(BeadsOp[BeadsMemories]):
     limit: Limit = 10
 
 
+class MirroredMemory(BeadsOp[BeadsMemory]):
+    """The beads issue that mirrors one of the base memory agent's memories (found by its
+    ``external_ref``), where the sender may read it; ``item-not-found`` otherwise, or
+    while the mirror has not written it yet."""
+
+    op: Literal["mirrored_memory"] = "mirrored_memory"
+    reads_only: ClassVar[bool] = True
+    base_memory_id: MemoryId
+
+
 class BeadsMemoryStats(BeadsOp[BeadsStats]):
     """How many memories the sender stored here, and the bytes they hold against its
     budget (``--max-bytes-per-owner``)."""
@@ -263,7 +277,8 @@ BeadsSyncOp = Annotated[
     | SearchBeadsMemories
     | ShareSession
     | UnshareSession
-    | BeadsMemoryStats,
+    | BeadsMemoryStats
+    | MirroredMemory,
     Field(discriminator="op"),
 ]
 beads_sync_ops: TypeAdapter[BeadsSyncOp] = TypeAdapter(BeadsSyncOp)

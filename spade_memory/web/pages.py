@@ -169,6 +169,15 @@ async def one_memory(request: web.Request) -> web.StreamResponse:
     return _render(request, "memory.html", context)
 
 
+@routes.get("/spaces/{space}/memories/{id}/beads")
+async def beads_issue(request: web.Request) -> web.StreamResponse:
+    """The beads issue mirroring a memory: its id, labels, priority, status and links
+    (asked of the beads sync agent, as this account)."""
+    name, memory_id = request.match_info["space"], request.match_info["id"]
+    issue = await viewer_of(request).memory.beads.mirrored_memory(memory_id)
+    return _render(request, "beads.html", {"space": name, "memory_id": memory_id, "issue": issue})
+
+
 @routes.post("/spaces/{space}/memories/{id}")
 async def edit_memory(request: web.Request) -> web.StreamResponse:
     """Change a memory's content, category or context (the base memory agent decides
