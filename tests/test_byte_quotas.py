@@ -82,6 +82,18 @@ async def store(location: Location) -> AsyncIterator[LongTermStore]:
     await opened.close()
 
 
+async def test_the_fullest_account_is_what_the_quota_figure_shows(store: LongTermStore) -> None:
+    """``fullest``: the most memories and bytes one account holds (the figure of quota
+    use at /metrics), whoever holds them."""
+    assert await store.fullest("owner:") == (0, 0)
+    for n in range(3):
+        await store.apply(ALICE, described(f"alice's memory {n}", n))
+    await store.apply("bob@localhost", described("bob's only memory, and a longer one " * 9))
+    alice, bob = await store.usage(f"owner:{ALICE}"), await store.usage("owner:bob@localhost")
+    assert await store.fullest("owner:") == (3, max(alice[1], bob[1]))
+    assert await store.fullest("space:") == (0, 0)
+
+
 async def test_a_memory_counts_its_tags_metadata_source_and_kept_versions(
     store: LongTermStore,
 ) -> None:

@@ -281,6 +281,9 @@ async def test_run_serves_the_view_and_its_metrics_beside_the_agents(tmp_path: P
             'spade_memory_refusals_total{service="base-memory"}',
         ):
             assert line in figures, line
+        quota_line = 'spade_memory_quota_use_ratio{kind="memories"}'
+        (quota,) = [line for line in figures.splitlines() if line.startswith(quota_line)]
+        assert float(quota.split()[-1]) == 1 / 1_000_000  # one memory of the default quota
         busy = await asyncio.to_thread(
             subprocess.run,
             [sys.executable, "-m", "spade_memory", "web", "--http", str(web_port)],

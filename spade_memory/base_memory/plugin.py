@@ -17,6 +17,7 @@ from spade_memory.base_memory.retrieval.embeddings import load_embedder
 from spade_memory.base_memory.service import DATABASE, BaseMemoryService
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.base_memory.work_items import DEFAULT_PATTERNS, WorkItems
+from spade_memory.metrics.figures import QUOTA_USE, refresh_before_scrape
 from spade_memory.protocol.expiry import PURGE_EVERY_SECONDS
 from spade_memory.protocol.memories import (
     BaseMemoryOp,
@@ -67,6 +68,14 @@ class BaseMemoryPlugin(ServicePlugin):
             listeners=committed.listeners(), purge_every=config.purge_every,
         )  # fmt: skip
         context.closing.push_async_callback(store.close)
+        limits = context.limits
+
+        async def quota_use() -> None:
+            memories, size = await store.fullest("owner:")
+            QUOTA_USE.labels("memories").set(memories / max(1, limits.max_memories_per_owner))
+            QUOTA_USE.labels("bytes").set(size / max(1, limits.max_bytes_per_owner))
+
+        context.closing.callback(refresh_before_scrape(quota_use))
         mirror = config.mirror or next(iter(context.followers), None)
         return BaseMemoryService(store, context.limits, mirror, context.spaces, committed)
 

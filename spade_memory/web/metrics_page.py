@@ -24,6 +24,6 @@ async def metrics(request: web.Request) -> web.StreamResponse:
         raise web.HTTPUnauthorized(
             text="A bearer token is required.", headers={"WWW-Authenticate": "Bearer"}
         )
-    response = web.Response(body=exposition())
+    response = web.Response(body=await exposition())
     response.headers["Content-Type"] = CONTENT_TYPE
     return response

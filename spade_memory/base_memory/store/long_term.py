@@ -354,6 +354,15 @@ class LongTermStore(AppliesOps):
         async with self._tx.write() as db:
             return await journal.usage_of(db, subject)
 
+    async def fullest(self, prefix: str) -> tuple[int, int]:
+        """The most memories and the most bytes any one subject of ``prefix`` holds
+        (``owner:`` or ``space:``), for the figures of quota use."""
+        rows = await self._tx.read(
+            "SELECT MAX(memories), MAX(bytes) FROM usage WHERE subject LIKE ?", (prefix + "%",)
+        )
+        memories, size = rows[0] if rows else (None, None)
+        return int(memories or 0), int(size or 0)
+
     async def flush_accesses(self) -> None:
         """Write the access counts noted by reads (see ``AccessLog``); kept for a later
         try when the file cannot take them (a full disk, a damaged file)."""
