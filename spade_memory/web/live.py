@@ -30,6 +30,8 @@ routes = web.RouteTableDef()
 class _Feed:
     task: asyncio.Task[None] | None = None
     pages: set[asyncio.Queue[Change]] = field(default_factory=set)
+    starting: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held while the subscription is made: two pages opened at once make one."""
 
 
 @contextlib.asynccontextmanager
@@ -40,14 +42,15 @@ async def watching(viewer: Viewer, space: str) -> AsyncIterator[asyncio.Queue[Ch
     page: asyncio.Queue[Change] = asyncio.Queue(maxsize=256)
     feed.pages.add(page)
     try:
-        if feed.task is None:
+        async with feed.starting:
+            if feed.task is None:
 
-            async def tell(change: Change) -> None:
-                for listening in list(feed.pages):
-                    with contextlib.suppress(asyncio.QueueFull):
-                        listening.put_nowait(change)
+                async def tell(change: Change) -> None:
+                    for listening in list(feed.pages):
+                        with contextlib.suppress(asyncio.QueueFull):
+                            listening.put_nowait(change)
 
-            feed.task = await viewer.memory.on_change(space, tell)
+                feed.task = await viewer.memory.on_change(space, tell)
         yield page
     finally:
         feed.pages.discard(page)
