@@ -100,6 +100,9 @@ async def test_a_viewer_sees_its_spaces_and_what_they_hold(
         assert "No memories" in by_bob
         _, by_alice = await page(session, f"{base}/spaces/web-team?author={alice.jid.bare}")
         assert "The deploy window is Tuesday" in by_alice
+        assert f'data-list="/spaces/web-team?author={alice.jid.bare}' in by_alice.replace(
+            "%40", "@"
+        )  # the live list keeps the filter
         _, own = await page(session, f"{base}/spaces/personal")
         assert "secret" not in own
         (found,) = await alice.memory.search_memories("secret")

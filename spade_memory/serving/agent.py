@@ -101,6 +101,8 @@ class ServeRequests(WakesWhenKilled):
         """Results of recent writes by (sender, request id): a retry gets the first answer
         at once, whatever the limits. Reads and failures are not kept: they are served
         again."""
+        self._figures: dict[tuple[str, str], tuple[Any, Any]] = {}
+        """The counter and histogram of each (op, outcome) met (``metrics``)."""
         REFUSALS.labels(service.name)  # exported as 0 from the start
         WAITING.labels(service.name).set_function(lambda: len(self.waiting))
         IN_PROGRESS.labels(service.name).set_function(lambda: self.working)
@@ -225,11 +227,14 @@ class ServeRequests(WakesWhenKilled):
         except Exception:
             logger.exception("%s failed on a request from %s", self.service.name, request.sender)
             answer = InternalServerError("the memory agent failed"), False
-        outcome = answer[0]
-        name = self.service.name
+        outcome, name = answer[0], self.service.name
         condition = outcome.condition.value if isinstance(outcome, MemoryServiceError) else "ok"
-        REQUESTS.labels(name, named[0], condition).inc()
-        LATENCY.labels(name, named[0]).observe(time.perf_counter() - started)
+        counted = self._figures.get((named[0], condition))
+        if counted is None:  # once per op and outcome: labels() takes a lock each time
+            counted = REQUESTS.labels(name, named[0], condition), LATENCY.labels(name, named[0])
+            self._figures[(named[0], condition)] = counted
+        counted[0].inc()
+        counted[1].observe(time.perf_counter() - started)
         return answer
 
     async def _serve(self, request: Message, named: list[str]) -> tuple[Record, bool]:

@@ -273,6 +273,7 @@ class _Shown:
             "q": self.query,
             "category": self.category or "",
             "tag": self.tag,
+            "author": self.author,
             "after": self.after or "",
             "before": self.before or "",
             "page": self.page,

@@ -60,8 +60,8 @@ class VectorBackfill:
         self._texts: dict[int, str] = {}
         """The text to embed of waiting memories, when the write that noted them knew it."""
         self._by_space: dict[str, set[int]] = {}
-        pending("embeddings", lambda: sum(len(seqs) for seqs in self._by_space.values()))
         """The waiting memories of each space."""
+        pending("embeddings", lambda: sum(len(seqs) for seqs in self._by_space.values()))
         self._last_noted = 0.0
         """When a memory last came (the event loop's clock)."""
         self._waiting_since = 0.0
