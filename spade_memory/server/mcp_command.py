@@ -14,8 +14,9 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from spade_memory.http.address import HttpAddress, http_address
 from spade_memory.mcp_bridge.link import Account, MemoryLink
 from spade_memory.protocol.errors import MemoryServiceError
 from spade_memory.protocol.memories import MemoryStatsOp
@@ -24,9 +25,6 @@ from spade_memory.protocol.services import BASE_MEMORY, INTERACTION_MEMORY
 from spade_memory.server.secrets_given import Refused, secret
 from spade_memory.server.shell.session import JID_ENV, PASSWORD_ENV
 from spade_memory.tools import EVERY_TOOL_SPEC
-
-if TYPE_CHECKING:
-    from spade_memory.http.address import HttpAddress
 
 TOKEN_ENV = "SPADE_MEMORY_MCP_TOKEN"
 MCP_EXTRA = "spade-memory[mcp]"
@@ -89,6 +87,7 @@ def run_mcp(args: argparse.Namespace) -> int:
         token = secret(args.token_file, TOKEN_ENV, "the bearer token")
         if args.check:
             return asyncio.run(_check(account))
+        import spade_memory.mcp_bridge.transports  # noqa: F401  (the extra is installed)
     except Refused as problem:
         print(f"spade-memory mcp: {problem}", file=sys.stderr)
         return 2
@@ -99,8 +98,6 @@ def run_mcp(args: argparse.Namespace) -> int:
         return 2
     if args.http is None:
         return _serve_stdio(account, args.conversation)
-    from spade_memory.http.address import http_address
-
     try:
         address = http_address(args.http)
     except ValueError as problem:
