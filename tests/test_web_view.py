@@ -230,15 +230,14 @@ async def _event(events: object) -> dict[str, str]:
             return json.loads(line[6:])  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("secure", [True])
-async def test_cookies_are_secure_beyond_this_machine(secure: bool) -> None:
+def test_cookies_are_secure_beyond_this_machine() -> None:
     from spade_memory.http.address import HttpAddress
     from spade_memory.server.web_command import view
     from spade_memory.web.guard import SECURE_COOKIES
     from spade_memory.web.viewers import Deployment
 
     served = view(Deployment(), HttpAddress("0.0.0.0", 1))
-    assert served._runner.app[SECURE_COOKIES] is secure
+    assert served._runner.app[SECURE_COOKIES] is True
     assert view(Deployment(), HttpAddress("127.0.0.1", 1))._runner.app[SECURE_COOKIES] is False
 
 
