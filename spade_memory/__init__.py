@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from spade_memory.llm.recall import Recall
     from spade_memory.llm.tools import MemoryConnection, MemoryTool, memory_tools
     from spade_memory.protocol.beads import SessionShared, ShareSession, UnshareSession
+    from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemories
     from spade_memory.protocol.conversation_stats import InteractionStats, InteractionStatsOp
     from spade_memory.protocol.errors import (
         BadRequest,
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
         SearchMemories,
         Stored,
         StoreMemory,
+        SupersedeMemory,
         UpdateMemory,
     )
     from spade_memory.protocol.notes import (
@@ -96,6 +98,7 @@ if TYPE_CHECKING:
         Subscribed,
         Unsubscribe,
     )
+    from spade_memory.protocol.validity import PossibleConflict
     from spade_memory.protocol.working import WorkingMemoryState
     from spade_memory.protocol.working_memory import (
         Clarification,
@@ -139,8 +142,10 @@ _EXPORTS: dict[str, str] = {
         "CATEGORIES BaseMemoryOp Category Change ChangeList ChangesSince "
         "Deleted DeleteMemory GetMemory ListMemories Memory MemoryList "
         "MemoryStats MemoryStatsOp RecentMemories SearchMemories Stored "
-        "StoreMemory UpdateMemory"
+        "StoreMemory SupersedeMemory UpdateMemory"
     ),
+    "protocol.consolidation": "ConsolidateMemories Consolidated",
+    "protocol.validity": "PossibleConflict",
     "protocol.notes": (
         "AddInformation ClearConversation ConversationInfo ExportConversation "
         "GetAllConversations GetContextSummary GetInformation InteractionsFile"
@@ -210,6 +215,8 @@ __all__ = [
     "Condition",
     "Conflict",
     "ConnectionRefused",
+    "ConsolidateMemories",
+    "Consolidated",
     "ConversationInfo",
     "CreateSpace",
     "DeleteMemory",
@@ -253,6 +260,7 @@ __all__ = [
     "MemoryTool",
     "NotAuthorized",
     "Op",
+    "PossibleConflict",
     "Recall",
     "RecentMemories",
     "Record",
@@ -278,6 +286,7 @@ __all__ = [
     "Stored",
     "Subscribe",
     "Subscribed",
+    "SupersedeMemory",
     "TlsFailure",
     "ToolCall",
     "ToolSpec",

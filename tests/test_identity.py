@@ -107,6 +107,7 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "list_memories", "category": "fact"},
             {"op": "recent_memories"},
             {"op": "update_memory", "id": memory_id, "content": "overwritten by mallory"},
+            {"op": "supersede_memory", "id": memory_id, "content": "replaced by mallory"},
             {"op": "delete_memory", "id": memory_id},
             {"op": "memory_stats"},
             {"op": "changes_since", "after": 0},

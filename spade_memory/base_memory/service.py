@@ -22,6 +22,7 @@ from spade_memory.base_memory.notifiers import (
 )
 from spade_memory.base_memory.spaces import SpaceOps
 from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.consolidation import ConsolidateMemories
 from spade_memory.protocol.errors import BadRequest, MemoryServiceError, NotAuthorized
 from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.memories import (
@@ -131,7 +132,8 @@ class BaseMemoryService(AppliesOps):
         if owner == self.mirror:
             applied = [await self._named(outcome) for outcome in applied]
         if self.mirror is not None and any(
-            isinstance(request.op, WRITE_OPS) and not isinstance(outcome, MemoryServiceError)
+            isinstance(request.op, (*WRITE_OPS, ConsolidateMemories))
+            and not isinstance(outcome, MemoryServiceError)
             for request, outcome in zip(allowed, applied, strict=True)
         ):
             self.changed.set()

@@ -13,11 +13,20 @@ from typing import Annotated, Any, ClassVar, Generic, Literal
 
 from pydantic import AwareDatetime, Field, TypeAdapter, model_validator
 
+from spade_memory.protocol.consolidation import ConsolidateMemories
 from spade_memory.protocol.expiry import ExpiresAt, TtlSeconds
 from spade_memory.protocol.ops import PERSONAL, Limit, MemoryId, Op, R, Record, SenderForgotten
 from spade_memory.protocol.space_names import SpaceName, SpaceSelection
 from spade_memory.protocol.spaces import SpaceOp
 from spade_memory.protocol.tags import Metadata, MetadataFilter, Tags
+from spade_memory.protocol.validity import (
+    AsOf,
+    ConflictPolicy,
+    KnownAt,
+    PossibleConflict,
+    ValidFrom,
+    ValidTo,
+)
 
 Category = Literal["fact", "pattern", "preference", "capability"]
 """What kind of thing a memory is (spade_llm's four categories)."""
@@ -64,6 +73,14 @@ class Memory(Record):
     """1 when stored; each update adds one (see ``memory_history``)."""
     score: float | None = Field(default=None, exclude_if=_empty)
     """For ``search_memories``: how relevant it is to the query (higher first)."""
+    valid_from: datetime | None = Field(default=None, exclude_if=_empty)
+    """Since when it is true in the world (None: always)."""
+    valid_to: datetime | None = Field(default=None, exclude_if=_empty)
+    """Until when it is true in the world (None: until replaced)."""
+    supersedes: str | None = Field(default=None, exclude_if=_empty)
+    """The memory this one replaced."""
+    superseded_by: str | None = Field(default=None, exclude_if=_empty)
+    """The memory that replaced this one (read through ``as_of`` or history)."""
 
 
 class Stored(Record):
@@ -83,6 +100,10 @@ class Stored(Record):
     category_confidence: float | None = None
     work_items: list[str] = Field(default_factory=list)
     """Work-item ids found in the memory's ``source``, which it was linked to."""
+    supersedes: str | None = Field(default=None, exclude_if=_empty)
+    """The memory this one superseded: the one named, or the one the detector was sure of."""
+    conflicts: list[PossibleConflict] = Field(default_factory=list, exclude_if=_empty)
+    """Memories this one seems to replace and did not: the caller decides."""
 
 
 class Deleted(Record):
@@ -171,6 +192,14 @@ class MemoryHistory(Record):
     deleted: Deletion | None = None
     dropped: int = 0
     """Older versions no longer kept (history is bounded per memory)."""
+    supersedes: list[str] = Field(default_factory=list, exclude_if=_empty)
+    """The memories it replaced, the one it replaced first (a supersede chain)."""
+    superseded_by: list[str] = Field(default_factory=list, exclude_if=_empty)
+    """The memories that replaced it, the one that replaced it first."""
+    merged: list[str] = Field(default_factory=list, exclude_if=_empty)
+    """Memories consolidation merged into it (each readable through ``as_of``)."""
+    valid_from: datetime | None = Field(default=None, exclude_if=_empty)
+    valid_to: datetime | None = Field(default=None, exclude_if=_empty)
 
 
 class MemoriesForgotten(Record):
@@ -215,6 +244,10 @@ class MemoryStats(Record):
     waiting_vectors: int = 0
     """Memories of this space stored or changed but not embedded yet (found by words
     meanwhile); they are embedded in the background, in batches."""
+    superseded_memories: int = 0
+    """Memories of this space replaced by a newer one (not found now; see ``as_of``)."""
+    merged_memories: int = 0
+    """Of those, the ones merged into another by consolidation."""
     vector_index: Literal["none", "exact", "approximate", "pgvector"] = "none"
     """How this space's vectors are searched now: ``exact`` (every vector scored),
     ``approximate`` (a large space's IVF index), ``pgvector`` (PostgreSQL's HNSW index),
@@ -317,6 +350,60 @@ class StoreMemory(Op[Stored]):
     source: Source | None = None
     ttl_seconds: TtlSeconds | None = None
     expires_at: ExpiresAt | None = None
+    valid_from: ValidFrom | None = None
+    valid_to: ValidTo | None = None
+    supersedes: MemoryId | None = Field(
+        default=None,
+        description="Optional: the id of a memory this one replaces (it stays readable"
+        " through history and as_of, and is no longer found now)",
+    )
+    conflicts: ConflictPolicy = Field(
+        default="auto",
+        description="auto (default): a memory of the space stating another value for the"
+        " same thing is superseded when that is clear, reported otherwise; report: only"
+        " reported; off: not looked for",
+        exclude_if=lambda policy: policy == "auto",
+    )
+
+    @model_validator(mode="after")
+    def _valid_in_order(self) -> StoreMemory:
+        _in_order(self.valid_from, self.valid_to)
+        return self
+
+
+def _in_order(start: datetime | None, end: datetime | None) -> None:
+    if start is not None and end is not None and end <= start:
+        raise ValueError("valid_to must come after valid_from")
+
+
+class SupersedeMemory(Op[Stored]):
+    """Replace a memory with a new one: the old one stops being valid where the new one
+    starts (now by default), and each names the other. Who may update the old one may
+    supersede it."""
+
+    need = "write"
+    op: Literal["supersede_memory"] = "supersede_memory"
+    id: MemoryId = Field(description="The memory being replaced")
+    content: str = Field(min_length=1, description="What is true now")
+    category: Category | None = Field(
+        default=None, description="Optional: its category (default: the old memory's)"
+    )
+    context: str | None = Field(default=None, description="Optional: why it changed")
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
+    tags: Tags = Field(default_factory=list)
+    metadata: Metadata = Field(default_factory=dict)
+    source: Source | None = None
+    valid_from: ValidFrom | None = None
+
+    def as_store(self, category: str) -> StoreMemory:
+        """The store this supersede amounts to, in the old memory's ``category`` unless
+        it names one (an imported memory's unknown category: classified)."""
+        fields = self.model_dump(exclude={"op", "id", "category"})
+        kept = next((known for known in CATEGORIES if known == category), None)
+        return StoreMemory(
+            **fields, category=self.category or kept, supersedes=self.id, conflicts="off"
+        )
 
 
 class GetMemory(Op[Memory]):
@@ -328,6 +415,8 @@ class GetMemory(Op[Memory]):
     id: MemoryId
     space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
     count_access: CountAccess = True
+    as_of: AsOf | None = None
+    known_at: KnownAt | None = None
 
 
 Authors = Annotated[
@@ -358,6 +447,8 @@ class Filtered(Op[R], Generic[R]):
         default=None,
         description="Optional: only memories stored by one of these agents (bare JIDs)",
     )
+    as_of: AsOf | None = None
+    known_at: KnownAt | None = None
 
     def narrowed(self) -> bool:
         """Whether any of the shared filters is given."""
@@ -499,11 +590,14 @@ class UpdateMemory(Op[Memory]):
     source: Source | None = None
     ttl_seconds: TtlSeconds | None = None
     expires_at: ExpiresAt | None = None
+    valid_from: ValidFrom | None = None
+    valid_to: ValidTo | None = None
 
     @model_validator(mode="after")
     def _changes_something(self) -> UpdateMemory:
         if self.changes() == {}:
             raise ValueError(f"give at least one of {', '.join(UPDATABLE)}")
+        _in_order(self.valid_from, self.valid_to)
         return self
 
     def changes(self) -> dict[str, object]:
@@ -513,7 +607,7 @@ class UpdateMemory(Op[Memory]):
 
 UPDATABLE = (
     "content", "category", "context", "confidence", "tags", "metadata", "source",
-    "ttl_seconds", "expires_at",
+    "ttl_seconds", "expires_at", "valid_from", "valid_to",
 )  # fmt: skip
 
 
@@ -562,6 +656,7 @@ class ChangesSince(Op[ChangeList]):
 
 BaseMemoryOp = Annotated[
     StoreMemory
+    | SupersedeMemory
     | GetMemory
     | SearchMemories
     | ListMemories
@@ -574,6 +669,7 @@ BaseMemoryOp = Annotated[
     | ForgetAllMemories
     | MemoryHistoryOp
     | MemoryRefs
+    | ConsolidateMemories
     | SpaceOp,
     Field(discriminator="op"),
 ]
@@ -582,6 +678,7 @@ spaces' (see ``spaces.ops``)."""
 
 WRITE_OPS: tuple[type[Op[Any]], ...] = (
     StoreMemory,
+    SupersedeMemory,
     UpdateMemory,
     DeleteMemory,
     ForgetMemories,

@@ -51,14 +51,22 @@ class StoreContext:
     expiring: bool = True
     """Whether some memory may have an expiry (reads then check it; set at open and by
     any write of one)."""
+    dated: bool = True
+    """Whether some memory may have a validity or be superseded (reads then check it;
+    set at open and by any write of one)."""
 
-    def selection(self, op: Any, categories: Sequence[str] | None = None) -> filters.Selection:
+    def selection(
+        self, op: Any, categories: Sequence[str] | None = None, *, current: bool = True
+    ) -> filters.Selection:
         """Returns what ``op`` selects: live memories, of ``categories``, through its
-        filters."""
+        filters, valid at the moment it asks for (now by default; with ``current``
+        false, at any moment unless it asks for one)."""
         narrowing = op if isinstance(op, Filtered) else None
+        moment = filters.Moment.of(op)
         return filters.select(
-            narrowing, categories, expiring=self.expiring, dialect=self.engine.name
-        )
+            narrowing, categories, expiring=self.expiring, dialect=self.engine.name,
+            moment=moment if current or not moment.now else None, dated=self.dated,
+        )  # fmt: skip
 
     def count_access(
         self,

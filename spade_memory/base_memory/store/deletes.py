@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spade_memory.base_memory.store import history, journal, sizes
+from spade_memory.base_memory.store import history, journal, sizes, supersede
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.rows import Row, select
@@ -57,7 +57,9 @@ class Deletes:
         if earlier := await log.earlier(db, owner, request.id, RECORDED.validate_json):
             return earlier
         (place,) = request.places_of(owner)
-        chosen = self.ctx.selection(op, None if op.category is None else [op.category])
+        chosen = self.ctx.selection(
+            op, None if op.category is None else [op.category], current=False
+        )
         where = f"WHERE m.space = ? AND {chosen.sql}"
         params: list[Any] = [place.key, *chosen.params]
         if not place.may_change_any:
@@ -104,8 +106,11 @@ async def remove(
     usage is given back, its audit entry and its change stay."""
     gone, size = row.memory(), await sizes.held(db, row.seq)
     await db.execute("DELETE FROM memories WHERE seq = ?", (row.seq,))
+    reopened = await supersede.reopen(db, row)
     await db.execute("DELETE FROM memory_links WHERE memory_id = ?", (gone.id,))
     await history.audit_deletion(db, gone.id, place.key, work.owner, reason)
     work.current.gone[row.seq] = place.key  # its vector went (CASCADE)
     await journal.use(db, gone.owner, place, -1, -size)
     await changed(db, request, work, "deleted", gone.id, gone.owner, place, reason)
+    if reopened is not None:
+        await changed(db, request, work, "updated", *reopened, place)

@@ -65,6 +65,8 @@ class Effects:
     SQLite; None: each op writes its own)."""
     store_ids: list[str] = field(default_factory=list)
     """The request ids of the batch's stores (read at once by the ledger)."""
+    plans: dict[int, object] = field(default_factory=dict)
+    """Consolidations planned before the transaction, by ``id(request)``."""
 
     def begin(self) -> None:
         """A new op (or run of ops): what the last one did was kept or dropped."""

@@ -1,8 +1,10 @@
 """Which memories an op selects, as one SQL condition on ``memories m``.
 
 Every read goes through it, so an expired memory is invisible to each of them at once
-(the background purge deletes it later); the filters of a ``Filtered`` op (tags,
-metadata, dates, authors) and the categories asked for narrow it further. Values are always
+(the background purge deletes it later), and so is one no longer valid (superseded, or
+past its ``valid_to``) unless the read asks for another moment; the filters of a
+``Filtered`` op (tags, metadata, dates, authors) and the categories asked for narrow it
+further. Values are always
 bound parameters, never text in the statement. Tags and metadata are JSON text on both
 engines: SQLite reads them with ``json_each``/``json_type``, PostgreSQL as ``jsonb``.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from spade_memory.protocol.memories import Filtered
@@ -29,6 +32,28 @@ class Selection:
     then check what it finds)."""
 
 
+@dataclass(frozen=True)
+class Moment:
+    """When a read looks: what was valid ``as_of`` (None: now), as the store knew it
+    ``known_at`` (None: as it knows it now)."""
+
+    as_of: datetime | None = None
+    known_at: datetime | None = None
+
+    @classmethod
+    def of(cls, op: object) -> Moment:
+        """The moment ``op`` asks for (its ``as_of`` and ``known_at``, if it has them)."""
+        return cls(getattr(op, "as_of", None), getattr(op, "known_at", None))
+
+    @property
+    def now(self) -> bool:
+        return self.as_of is None and self.known_at is None
+
+
+NOW = Moment()
+"""What every read looks at unless it asks otherwise."""
+
+
 def select(
     op: Filtered[Any] | None,
     categories: Sequence[str] | None = None,
@@ -36,15 +61,21 @@ def select(
     expiring: bool = True,
     now: float | None = None,
     dialect: Dialect = "sqlite",
+    moment: Moment | None = NOW,
+    dated: bool = True,
 ) -> Selection:
     """The condition for ``op``'s filters and ``categories``, live memories only
-    (``expiring`` False: no memory has an expiry, so none is checked), in the SQL of
-    ``dialect``."""
+    (``expiring`` False: no memory has an expiry, so none is checked), valid at
+    ``moment`` (None: at any time; ``dated`` False: no memory has a validity or was
+    superseded, so none is checked for now), in the SQL of ``dialect``."""
     parts: list[str] = []
     params: list[Any] = []
+    at = time.time() if now is None else now
     if expiring:
         parts.append("(m.expires_at IS NULL OR m.expires_at > ?)")
-        params.append(time.time() if now is None else now)
+        params.append(at)
+    if moment is not None and (dated or not moment.now):
+        _valid(moment, at, parts, params)
     if categories is not None:
         parts.append(f"m.category IN ({', '.join('?' * len(categories))})")
         params.extend(categories)
@@ -56,6 +87,23 @@ def select(
             parts.append(f"m.owner IN ({', '.join('?' * len(op.authors))})")
             params.extend(op.authors)
     return Selection(" AND ".join(parts) or "TRUE", params, narrows=bool(parts))
+
+
+def _valid(moment: Moment, now: float, parts: list[str], params: list[Any]) -> None:
+    """Memories valid at ``moment.as_of`` (default: ``known_at``, else now); with
+    ``known_at``, as the store held them then: recorded by then, and a validity closed
+    after then (a supersede, an update) not yet closed."""
+    known = None if moment.known_at is None else moment.known_at.timestamp()
+    at = moment.as_of.timestamp() if moment.as_of is not None else (known or now)
+    parts.append("(m.valid_from IS NULL OR m.valid_from <= ?)")
+    params.append(at)
+    if known is None:
+        parts.append("(m.valid_to IS NULL OR m.valid_to > ?)")
+        params.append(at)
+    else:
+        parts.append("m.created_at <= ?")
+        parts.append("(m.valid_to IS NULL OR m.valid_to > ? OR m.retired_at > ?)")
+        params.extend([known, at, known])
 
 
 _TAG_VALUES = {

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 
+from spade_memory.base_memory.store import supersede
 from spade_memory.base_memory.store.rows import as_datetime
 from spade_memory.protocol.memories import Deletion, MemoryHistory, MemoryVersion
 from spade_memory.storage.connection import Database
@@ -104,9 +105,24 @@ async def history_of(db: Database, memory_id: str, space: str) -> MemoryHistory 
         (memory_id,),
     )
     versions = [_version(tuple(row)) for row in [*earlier, *current]]
-    return MemoryHistory(
-        id=memory_id, versions=versions, dropped=versions[-1].version - len(versions)
+    ((valid_from, valid_to),) = await db.execute_fetchall(
+        "SELECT valid_from, valid_to FROM memories WHERE id = ? AND space = ?", (memory_id, space)
     )
+    return MemoryHistory(
+        id=memory_id, versions=versions, dropped=versions[-1].version - len(versions),
+        supersedes=await supersede.chain(db, memory_id, space, "supersedes"),
+        superseded_by=await supersede.chain(db, memory_id, space, "superseded_by"),
+        merged=[
+            str(merged_id)
+            for (merged_id,) in await db.execute_fetchall(
+                "SELECT id FROM memories WHERE superseded_by = ? AND retired_reason = 'merged'"
+                " ORDER BY created_at",
+                (memory_id,),
+            )
+        ],
+        valid_from=None if valid_from is None else as_datetime(float(valid_from)),
+        valid_to=None if valid_to is None else as_datetime(float(valid_to)),
+    )  # fmt: skip
 
 
 def _version(row: tuple[object, ...]) -> MemoryVersion:

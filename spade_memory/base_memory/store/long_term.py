@@ -37,9 +37,10 @@ from spade_memory.base_memory.retrieval import pgvector
 from spade_memory.base_memory.retrieval.backfill import VectorBackfill
 from spade_memory.base_memory.retrieval.ranking import Ranking
 from spade_memory.base_memory.retrieval.vector_notices import VectorNotices
-from spade_memory.base_memory.store import journal, sizes
+from spade_memory.base_memory.store import consolidation, journal, sizes
 from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.access_counts import AccessLog
+from spade_memory.base_memory.store.consolidation import Consolidation
 from spade_memory.base_memory.store.context import Handler, StoreContext
 from spade_memory.base_memory.store.deletes import Deletes, remove
 from spade_memory.base_memory.store.dispatch import Dispatch, embed_queries
@@ -53,6 +54,7 @@ from spade_memory.base_memory.store.rows import select
 from spade_memory.base_memory.store.tables import MIGRATIONS
 from spade_memory.base_memory.store.writes import Writes
 from spade_memory.base_memory.work_items import WorkItems
+from spade_memory.protocol.consolidation import ConsolidateMemories
 from spade_memory.protocol.errors import MemoryServiceError
 from spade_memory.protocol.expiry import PURGE_EVERY_SECONDS
 from spade_memory.protocol.limits import Limits
@@ -70,6 +72,7 @@ from spade_memory.protocol.memories import (
     RecentMemories,
     SearchMemories,
     StoreMemory,
+    SupersedeMemory,
     UpdateMemory,
 )
 from spade_memory.protocol.ops import PERSONAL, AppliesOps, Op, Outcome, Place, Request
@@ -88,6 +91,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger("spade_memory.base_memory")
 EXPIRY = "expiry"
 """Who the audit and the change feed name as deleting an expired memory."""
+CONSOLIDATION = "consolidation"
+"""Who the change feed names as merging memories in the background."""
+CONSOLIDATE_AFTER_SECONDS = 300.0
+"""How long a space rests from writes before the background consolidates it."""
+CONSOLIDATED_AFTER = (StoreMemory, SupersedeMemory, UpdateMemory)
+"""The writes after which a space is consolidated again."""
 
 
 class LongTermStore(AppliesOps):
@@ -103,6 +112,7 @@ class LongTermStore(AppliesOps):
         work_items: WorkItems | None = None,
         listeners: Listeners | None = None,
         purge_every: float = PURGE_EVERY_SECONDS,
+        consolidate_after: float | None = CONSOLIDATE_AFTER_SECONDS,
     ) -> None:
         self._tx: Transacting = tx
         self.engine = engine_of(tx)
@@ -128,6 +138,14 @@ class LongTermStore(AppliesOps):
         self._listeners = listeners
         self.purge_every = purge_every
         """Seconds between two purges of expired memories."""
+        self.consolidate_after = consolidate_after
+        """Seconds without a write to a space before the background consolidates it (None:
+        never on its own; ``consolidate_memories`` still does when asked)."""
+        self._written: dict[str, tuple[Place, float]] = {}
+        """Spaces written since they were last consolidated: key → (place, last write)."""
+        self._consolidating: asyncio.Task[None] | None = None
+        self._merging = False
+        """Whether the background is inside a consolidation's transaction (close waits)."""
         self._purge_task: asyncio.Task[None] | None = None
         self._warm: asyncio.Future[Any] | None = None
         self._flush_timer: asyncio.TimerHandle | None = None
@@ -135,6 +153,7 @@ class LongTermStore(AppliesOps):
         reads, writes, deletes = Reads(self._ctx), Writes(self._ctx), Deletes(self._ctx)
         self._handlers: dict[type[Op[Any]], Handler] = {
             StoreMemory: writes.store,
+            SupersedeMemory: writes.supersede,
             GetMemory: reads.get,
             SearchMemories: reads.search,
             ListMemories: reads.list_memories,
@@ -148,6 +167,7 @@ class LongTermStore(AppliesOps):
             ForgetAllMemories: deletes.forget_all,
             MemoryHistoryOp: reads.history,
             MemoryRefs: reads.refs,
+            ConsolidateMemories: Consolidation(self._ctx).consolidate,
         }
 
     @classmethod
@@ -162,11 +182,13 @@ class LongTermStore(AppliesOps):
         *,
         listeners: Listeners | None = None,
         purge_every: float = PURGE_EVERY_SECONDS,
+        consolidate_after: float | None = CONSOLIDATE_AFTER_SECONDS,
     ) -> LongTermStore:
         """Open (creating or migrating) the store at ``path``: a SQLite file, or a
         ``postgresql://`` URL (``synchronous`` and ``manifest`` are then the server's
         business). An embedder adds dense search; ``listeners`` are told of what it
-        commits; expired memories are purged every ``purge_every`` seconds.
+        commits; expired memories are purged every ``purge_every`` seconds, and a space
+        is consolidated once no write has reached it for ``consolidate_after`` seconds.
 
         Returns the open store; raises ``StoreFault`` naming the file (or the server)
         when it is damaged, lost (held more, says ``manifest``), unreachable or cannot
@@ -178,15 +200,20 @@ class LongTermStore(AppliesOps):
         )  # fmt: skip
         store = cls(
             tx, embedder, limits=limits, work_items=work_items, listeners=listeners,
-            purge_every=purge_every,
+            purge_every=purge_every, consolidate_after=consolidate_after,
         )  # fmt: skip
         try:
             async with tx.write() as db:
                 expiring = await db.execute_fetchall(
                     "SELECT 1 FROM memories WHERE expires_at IS NOT NULL LIMIT 1"
                 )
+                dated = await db.execute_fetchall(
+                    "SELECT 1 FROM memories WHERE valid_from IS NOT NULL"
+                    " OR valid_to IS NOT NULL LIMIT 1"
+                )
             # on a shared database another agent may store an expiring memory at any time
             store._ctx.expiring = bool(expiring) or not store.engine.single_writer
+            store._ctx.dated = bool(dated) or not store.engine.single_writer
             if isinstance(tx, PgTransactions) and embedder is not None:
                 store.ranking.in_database = await pgvector.prepare(tx, embedder)
                 if store.ranking.in_database is None:
@@ -211,6 +238,13 @@ class LongTermStore(AppliesOps):
 
     async def close(self) -> None:
         """Write pending access counts (if the disk lets it) and close the file, always."""
+        if self._consolidating is not None:
+            self._written.clear()  # a pass under way ends with its space; a wait is cut
+            if not self._merging:
+                self._consolidating.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._consolidating
+            self._consolidating = None
         if self._purge_task is not None:
             self._purge_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -236,6 +270,9 @@ class LongTermStore(AppliesOps):
         Returns one outcome per request, its result or its typed error (all the same
         failure when the transaction itself failed)."""
         work = Effects(owner, queries=await embed_queries(self._ctx, owner, requests))
+        for request in requests:
+            if isinstance(request.op, ConsolidateMemories):
+                work.plans[id(request)] = await consolidation.plan(self._tx, request, owner)
         if self.engine.single_writer and len(requests) > 1:
             work.ledger = Ledger(self._ctx.requests)
             work.store_ids = [
@@ -256,6 +293,7 @@ class LongTermStore(AppliesOps):
         )
         # no await from here to the notes below: the next batch cannot start before them
         self._schedule_flush()
+        self._note_written(requests, outcomes, owner)
         if all(isinstance(outcome, MemoryServiceError) for outcome in outcomes):
             return outcomes  # nothing was committed (the transaction itself may have failed)
         for seq, space in work.vectors.gone.items():  # committed: the cached vectors follow
@@ -281,6 +319,50 @@ class LongTermStore(AppliesOps):
         if links and self._listeners.links is not None:
             self._listeners.links(links)
         return outcomes
+
+    def _note_written(
+        self, requests: Sequence[Request], outcomes: Sequence[Outcome], owner: str
+    ) -> None:
+        """Note the spaces stores and updates reached, for the background consolidation."""
+        if self.consolidate_after is None:
+            return
+        now = time.monotonic()
+        for request, outcome in zip(requests, outcomes, strict=True):
+            if isinstance(request.op, CONSOLIDATED_AFTER) and not isinstance(
+                outcome, MemoryServiceError
+            ):
+                for place in request.places_of(owner):
+                    self._written[place.key] = (place, now)
+        if self._written and (self._consolidating is None or self._consolidating.done()):
+            self._consolidating = asyncio.create_task(self._consolidate_quiet_spaces())
+
+    async def _consolidate_quiet_spaces(self) -> None:
+        """Consolidate each written space once no write has reached it for
+        ``consolidate_after`` seconds, one space at a time (the comparing runs in a thread
+        of the lowest CPU priority); a space that fails is left for its next write."""
+        assert self.consolidate_after is not None
+        while self._written:
+            now = time.monotonic()
+            key, (place, last) = min(self._written.items(), key=lambda item: item[1][1])
+            if now - last < self.consolidate_after:
+                await asyncio.sleep(self.consolidate_after - (now - last))
+                continue
+            del self._written[key]
+            if self._tx.out_of_service is not None:
+                continue
+            acting = dataclasses.replace(
+                place, name=place.name if place.personal else key, role="owner"
+            )
+            request = Request(ConsolidateMemories(dry_run=False), places=(acting,))
+            self._merging = True
+            try:
+                (outcome,) = await self.batch(CONSOLIDATION, [request])
+            finally:
+                self._merging = False
+            if isinstance(outcome, MemoryServiceError):
+                logger.warning("consolidating %s failed: %s", key, outcome)
+            elif outcome.merged:  # type: ignore[attr-defined]
+                logger.info("consolidated %s: %d merged", key, outcome.merged)  # type: ignore[attr-defined]
 
     async def purge_expired(self) -> int:
         """Delete every memory whose time ran out (reads hid it already): each deletion

@@ -15,7 +15,12 @@ The history of this engine starts here: its migrations go on from this one.
 from __future__ import annotations
 
 from spade_memory.base_memory.store.sizes import recount_usage
-from spade_memory.base_memory.store.tables import hash_content_keys
+from spade_memory.base_memory.store.tables import (
+    SUBJECTS_INDEX,
+    VALIDITY,
+    hash_content_keys,
+    key_subjects,
+)
 from spade_memory.storage.postgres import PgMigration, statements
 
 TEXT_SEARCH = "english"
@@ -152,6 +157,15 @@ _V2_VECTOR_NOTICES = (
 
 MIGRATIONS: list[PgMigration] = [
     statements(*_V1), statements(*_V2_VECTOR_NOTICES), hash_content_keys, recount_usage,
+    statements(
+        *(
+            f"ALTER TABLE memories ADD COLUMN IF NOT EXISTS {column}"
+            f" {kind.format(real='DOUBLE PRECISION')}"
+            for column, kind in VALIDITY
+        ),
+        SUBJECTS_INDEX,
+    ),
+    key_subjects,
 ]  # fmt: skip
 STORE = "base_memory"
 """The schema's name in ``spade_memory_schema`` (one database can hold several stores)."""

@@ -8,6 +8,7 @@ see ``AccessLog``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from spade_memory.base_memory.store import history, journal
@@ -51,13 +52,13 @@ class Reads:
         has no such live memory."""
         assert isinstance(request.op, GetMemory)
         (place,) = request.places_of(work.owner)
-        live = self.ctx.selection(None)
+        live = self.ctx.selection(request.op)
         found = await select(
             db, f"WHERE m.id = ? AND m.space = ? AND {live.sql}",
             (request.op.id, place.key, *live.params),
         )  # fmt: skip
         if not found:
-            raise ItemNotFound(f"no memory {request.op.id!r}")
+            raise ItemNotFound(await _missing(db, request.op.id, place))
         memories = self.ctx.count_access(
             found, names(request, work), counted=request.op.count_access
         )
@@ -138,6 +139,11 @@ class Reads:
             (place.key, *live.params),
         )
         counts = {str(category): int(n) for category, n in by_category}
+        ((superseded, merged),) = await db.execute_fetchall(
+            "SELECT COUNT(*), COUNT(*) FILTER (WHERE retired_reason = 'merged')"
+            " FROM memories WHERE space = ? AND superseded_by IS NOT NULL",
+            (place.key,),
+        )
         total, average, oldest, newest = row
         limits = ctx.limits
         if place.personal:  # what the sender stored anywhere, against its own quota
@@ -163,6 +169,8 @@ class Reads:
             max_bytes=most_bytes,
             waiting_vectors=0 if ctx.backfill is None else ctx.backfill.waiting_in(place.key),
             vector_index=ctx.ranking.kind_of(place.key),
+            superseded_memories=int(superseded),
+            merged_memories=int(merged),
         )
 
     async def changes(self, db: Database, request: Request, work: Effects) -> ChangeList:
@@ -239,6 +247,24 @@ class Reads:
         )
         memories = self.ctx.count_access(found, names(request, work), counted=op.count_access)
         return MemoryList(memories=memories)
+
+
+async def _missing(db: Database, memory_id: str, place: Place) -> str:
+    """Why ``get_memory`` found nothing: no such memory, or none valid at that moment
+    (superseded: by which one)."""
+    rows = await db.execute_fetchall(
+        "SELECT superseded_by FROM memories WHERE id = ? AND space = ?"
+        " AND (expires_at IS NULL OR expires_at > ?)",
+        (memory_id, place.key, time.time()),
+    )
+    if not rows:
+        return f"no memory {memory_id!r}"
+    ((newer,),) = rows
+    if newer is not None:
+        return (
+            f"memory {memory_id!r} was superseded by {newer!r}; read it with as_of, or its history"
+        )
+    return f"memory {memory_id!r} is not valid at that time (see its valid_from, valid_to)"
 
 
 async def by_seq(db: Database, seqs: Sequence[int]) -> list[Row]:

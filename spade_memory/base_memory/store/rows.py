@@ -16,7 +16,8 @@ from spade_memory.storage.connection import Database
 COLUMNS = (
     "m.id, m.owner, m.category, m.content, m.context, m.confidence,"
     " m.created_at, m.last_accessed, m.access_count, m.seq, m.space,"
-    " m.tags, m.metadata, m.source, m.work_items, m.expires_at, m.version"
+    " m.tags, m.metadata, m.source, m.work_items, m.expires_at, m.version,"
+    " m.valid_from, m.valid_to, m.supersedes, m.superseded_by"
 )
 
 
@@ -49,6 +50,10 @@ class Row(NamedTuple):
     work_items: str | None
     expires_at: float | None
     version: int
+    valid_from: float | None
+    valid_to: float | None
+    supersedes: str | None
+    superseded_by: str | None
 
     def memory(
         self,
@@ -81,6 +86,10 @@ class Row(NamedTuple):
             expires_at=None if self.expires_at is None else as_datetime(self.expires_at),
             version=self.version,
             score=score,
+            valid_from=None if self.valid_from is None else as_datetime(self.valid_from),
+            valid_to=None if self.valid_to is None else as_datetime(self.valid_to),
+            supersedes=self.supersedes,
+            superseded_by=self.superseded_by,
         )
 
 

@@ -25,6 +25,7 @@ from typing import NamedTuple
 from uuid_utils import uuid7
 
 from spade_memory.base_memory.classify.classifier import Classification, classify
+from spade_memory.base_memory.facts.frames import frame_of, subject_key_of
 from spade_memory.base_memory.retrieval.ranking import embedding_text
 from spade_memory.base_memory.store import journal, sizes
 from spade_memory.base_memory.store.effects import Effects
@@ -40,10 +41,11 @@ from spade_memory.storage.connection import Database
 INSERT = (
     "INSERT INTO memories (id, owner, category, content, context, confidence,"
     " created_at, last_accessed, access_count, content_key, space,"
-    " tags, metadata, source, work_items, expires_at) VALUES "
+    " tags, metadata, source, work_items, expires_at,"
+    " valid_from, valid_to, supersedes, subject_key) VALUES "
 )
 """A new memory's columns (a ``VALUES`` row of ``ROW`` each follows)."""
-ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 REINFORCE = (
     "UPDATE memories SET confidence = CASE WHEN confidence < ? THEN ? ELSE confidence END,"
     " access_count = access_count + 1, last_accessed = ? WHERE id = ?"
@@ -96,6 +98,19 @@ class Described(NamedTuple):
     expires_at: float | None = None
 
 
+class Validity(NamedTuple):
+    """``INSERT``'s validity columns: since and until when it is true (epoch seconds;
+    None: open), and the memory it supersedes."""
+
+    valid_from: float | None = None
+    valid_to: float | None = None
+    supersedes: str | None = None
+
+
+OPEN = Validity()
+"""A memory true since ever, until replaced, replacing nothing."""
+
+
 class Same(NamedTuple):
     """A memory a store reinforces instead of adding its own."""
 
@@ -116,9 +131,15 @@ def described(op: StoreMemory, work_ids: list[str], expires_at: float | None) ->
 
 def plain(request: Request, owner: str, work_items: WorkItems) -> bool:
     """Whether ``request`` is a store a run may take: into ``owner``'s personal space,
-    linking no work item (links and shared spaces' events are written op by op)."""
+    linking no work item, with no validity, replacing nothing (links, shared spaces'
+    events and supersedes are written op by op; so is a store that states a frame,
+    which may replace a memory)."""
     op = request.op
     if not isinstance(op, StoreMemory) or work_items.ids_in(op.source):
+        return False
+    if op.supersedes is not None or op.valid_from is not None or op.valid_to is not None:
+        return False
+    if op.conflicts != "off" and frame_of(op.content) is not None:
         return False
     places = request.places_of(owner)
     return len(places) == 1 and places[0].personal
@@ -159,8 +180,8 @@ async def store_run(
     assert ledger is not None, "a run of stores needs the batch's ledger"
     place = Place(owner)
     planned = [_Planned.of(request) for request in run]
-    same = await _same_memories(db, place, owner, planned)
     now = time.time()
+    same = await _same_memories(db, place, owner, planned, now)
     answers: list[Record] = []
     new: list[tuple[_Planned, str]] = []  # with the new memory's id
     reinforced: list[tuple[float, float, float, str]] = []
@@ -193,7 +214,7 @@ async def store_run(
 
 
 async def _same_memories(
-    db: Database, place: Place, owner: str, planned: Sequence[_Planned]
+    db: Database, place: Place, owner: str, planned: Sequence[_Planned], now: float
 ) -> dict[tuple[str, str], Same]:
     """(category, folded text) → the memories of ``place`` the run's
     stores would reinforce (the sender's own, as ``Writes.store``): one read per
@@ -205,8 +226,9 @@ async def _same_memories(
     for category, of_category in keys.items():
         rows = await db.execute_fetchall(
             "SELECT id, owner, content FROM memories WHERE space = ? AND category = ?"
-            f" AND owner = ? AND content_key IN ({', '.join('?' * len(of_category))})",
-            (place.key, category, owner, *of_category),
+            f" AND owner = ? AND content_key IN ({', '.join('?' * len(of_category))})"
+            " AND superseded_by IS NULL AND (valid_to IS NULL OR valid_to > ?)",
+            (place.key, category, owner, *of_category, now),
         )
         for memory_id, author, content in rows:
             same.setdefault((category, folded(str(content))), Same(str(memory_id), str(author)))
@@ -227,6 +249,7 @@ async def _insert(
                 memory_id, work.owner, store.category, op.content, op.context, op.confidence,
                 now, now, 0, store.key, place.key,
                 *described(op, [], expiry_of(op.ttl_seconds, op.expires_at)),
+                *OPEN, subject_key_of(op.content),
             )  # fmt: skip
         rows = await db.execute_fetchall(
             INSERT + ", ".join([ROW] * len(chunk)) + " RETURNING id, seq", values

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from hashlib import blake2b
 
+from spade_memory.base_memory.facts.frames import subject_key_of
 from spade_memory.base_memory.store import history, journal, sizes, words
 from spade_memory.base_memory.store.spade_llm_rows import from_spade_llm
 from spade_memory.storage import requests
@@ -215,7 +216,53 @@ async def _describe_memories(db: Database) -> None:
         await db.execute(statement)
 
 
+VALIDITY = (
+    # when it is true in the world (NULL: since ever, until replaced), when the store
+    # learned it stopped being true (retired_at) and why (superseded, merged, ended), what
+    # it replaced and what replaced it;
+    # subject_key: the subject its frame states (``facts.frames``), where a store looks
+    # for the memory it may replace
+    ("valid_from", "{real}"),
+    ("valid_to", "{real}"),
+    ("retired_at", "{real}"),
+    ("supersedes", "TEXT"),
+    ("superseded_by", "TEXT"),
+    ("retired_reason", "TEXT"),
+    ("subject_key", "TEXT"),
+)
+"""The columns of facts that change, on either engine (``real``: its float type)."""
+SUBJECTS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS memories_subjects ON memories(space, subject_key)"
+    " WHERE subject_key IS NOT NULL"
+)
+
+
+async def _add_validity(db: Database) -> None:
+    there = {str(row[1]) for row in await db.execute_fetchall("PRAGMA table_info(memories)")}
+    for column, kind in VALIDITY:
+        if column not in there:  # a store moved back a version keeps its columns
+            await db.execute(f"ALTER TABLE memories ADD COLUMN {column} {kind.format(real='REAL')}")
+    await db.execute(SUBJECTS_INDEX)
+    await key_subjects(db)
+
+
+async def key_subjects(db: Database) -> None:
+    """Every memory's ``subject_key`` as ``facts.frames`` makes it, 10,000 rows at a
+    time (on either engine: memories stored before it existed)."""
+    after = -1
+    while rows := list(
+        await db.execute_fetchall(
+            "SELECT seq, content FROM memories WHERE seq > ? ORDER BY seq LIMIT 10000", (after,)
+        )
+    ):
+        keyed = [(key, seq) for seq, content in rows if (key := subject_key_of(str(content)))]
+        if keyed:
+            await db.executemany("UPDATE memories SET subject_key = ? WHERE seq = ?", keyed)
+        after = rows[-1][0]
+
+
 MIGRATIONS: list[Migration] = [
     _create_v1, _add_change_feed, _add_vectors_and_content_keys, _add_spaces,
     _index_words_per_batch, _describe_memories, hash_content_keys, sizes.recount_usage,
+    _add_validity,
 ]  # fmt: skip

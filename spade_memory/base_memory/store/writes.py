@@ -12,8 +12,9 @@ import dataclasses
 import time
 from collections.abc import Sequence
 
+from spade_memory.base_memory.facts.frames import subject_key_of
 from spade_memory.base_memory.retrieval.ranking import embedding_text
-from spade_memory.base_memory.store import history, journal, sizes
+from spade_memory.base_memory.store import history, journal, sizes, supersede
 from spade_memory.base_memory.store import runs as store_runs
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
@@ -29,10 +30,12 @@ from spade_memory.protocol.memories import (
     ChangeKind,
     Stored,
     StoreMemory,
+    SupersedeMemory,
     UpdateMemory,
 )
 from spade_memory.protocol.ops import Place, Record, Request
 from spade_memory.protocol.tags import dumps
+from spade_memory.protocol.validity import PossibleConflict
 from spade_memory.storage.connection import Database
 
 
@@ -55,21 +58,21 @@ class Writes:
         (place,) = request.places_of(owner)
         category, chosen = store_runs.category_of(op)
         now, text = time.time(), folded(op.content)
-        same = next(
-            (
-                store_runs.Same(str(memory_id), str(author))
-                for memory_id, author, content in await db.execute_fetchall(
-                    "SELECT id, owner, content FROM memories"
-                    " WHERE space = ? AND category = ? AND content_key = ? AND owner = ?",
-                    (place.key, category, text_key(text), owner),
-                )
-                if folded(content) == text
-            ),
-            None,
-        )
+        dated = op.supersedes is not None or op.valid_from is not None or op.valid_to is not None
+        same = None if dated else await self._same(db, place, category, owner, text, now)
+        old: Row | None = None
+        conflicts: list[PossibleConflict] = []
+        if op.supersedes is not None:
+            named = await changeable(db, self.ctx.engine, op.supersedes, place, owner)
+            old = supersede.named(named)
+        elif same is None:
+            old, conflicts = await supersede.detect(db, op, place, owner, now)
         memory_id = store_runs.new_id() if same is None else same.id
         work_ids = self.ctx.work_items.ids_in(op.source)
         stored = store_runs.answer(memory_id, same is not None, category, chosen, work_ids)
+        stored = stored.model_copy(
+            update={"supersedes": None if old is None else old.id, "conflicts": conflicts}
+        )
         # the result is known before any change: claim the request id with it
         log = self.ctx.requests
         if (ledger := work.ledger) is not None:
@@ -87,8 +90,53 @@ class Writes:
         size = sizes.new_memory_bytes(op)
         held = journal.usage_of if work.ledger is None else work.ledger.held
         await journal.check_quota(db, self.ctx.limits, owner, place, 1, size, held)
-        await self._insert(db, request, work, place, memory_id, category, (now, now, 0))
+        start = None if op.valid_from is None else op.valid_from.timestamp()
+        if old is not None:
+            start = supersede.starts(old, start, now)
+        validity = store_runs.Validity(
+            start,
+            None if op.valid_to is None else op.valid_to.timestamp(),
+            None if old is None else old.id,
+        )
+        await self._insert(db, request, work, place, memory_id, category, (now, now, 0), validity)
+        if old is not None:
+            await supersede.close(db, old, memory_id, start or now, now)
+            await changed(db, request, work, "updated", old.id, old.owner, place)
         return stored
+
+    async def _same(
+        self, db: Database, place: Place, category: str, owner: str, text: str, now: float
+    ) -> store_runs.Same | None:
+        """The sender's current memory of ``place`` a store of ``text`` reinforces (not
+        one superseded or past its validity: the same words again are a new memory)."""
+        return next(
+            (
+                store_runs.Same(str(memory_id), str(author))
+                for memory_id, author, content in await db.execute_fetchall(
+                    "SELECT id, owner, content FROM memories"
+                    " WHERE space = ? AND category = ? AND content_key = ? AND owner = ?"
+                    " AND superseded_by IS NULL AND (valid_to IS NULL OR valid_to > ?)",
+                    (place.key, category, text_key(text), owner, now),
+                )
+                if folded(content) == text
+            ),
+            None,
+        )
+
+    async def supersede(self, db: Database, request: Request, work: Effects) -> Record:
+        """A new memory replacing the one ``SupersedeMemory`` names (in its category
+        unless it names one). Returns ``Stored``; raises as ``changeable``, ``Conflict``
+        when that memory was superseded already, and ``ResourceConstraint`` over a
+        quota."""
+        op, owner = request.op, work.owner
+        assert isinstance(op, SupersedeMemory)
+        log = self.ctx.requests
+        if earlier := await log.earlier(db, owner, request.id, RECORDED.validate_json):
+            return earlier
+        (place,) = request.places_of(owner)
+        old = await changeable(db, self.ctx.engine, op.id, place, owner)
+        as_store = dataclasses.replace(request, op=op.as_store(old.category))
+        return await self.store(db, as_store, work)
 
     async def import_memory(self, db: Database, request: Request, work: Effects) -> Record:
         """A memory from a spade_llm file, with its id and times. Returns ``Stored``
@@ -112,11 +160,12 @@ class Writes:
         memory_id: str,
         category: str,
         times: tuple[float, float, int],
+        validity: store_runs.Validity = store_runs.OPEN,
     ) -> None:
         """Add the memory the op (``StoreMemory`` or ``ImportMemory``) carries, with its
-        category, created and accessed times and access count, and what every new memory
-        needs: its usage counted, its words and vector to come, its links to work items,
-        its change recorded."""
+        category, created and accessed times and access count, its validity, and what
+        every new memory needs: its usage counted, its words and vector to come, its links
+        to work items, its change recorded."""
         op, owner = request.op, work.owner
         assert isinstance(op, StoreMemory | ImportMemory)
         created, accessed, count = times
@@ -127,10 +176,13 @@ class Writes:
             expires_at = expiry_of(op.ttl_seconds, op.expires_at)
             described = store_runs.described(op, work_ids, expires_at)
             self.ctx.expiring = self.ctx.expiring or expires_at is not None
+        if validity != store_runs.OPEN:
+            self.ctx.dated = True
         ((seq,),) = await db.execute_fetchall(
             store_runs.INSERT + store_runs.ROW + " RETURNING seq",
             (memory_id, owner, category, op.content, op.context, op.confidence, created,
-             accessed, count, content_key(op.content), place.key, *described),
+             accessed, count, content_key(op.content), place.key, *described, *validity,
+             subject_key_of(op.content)),
         )  # fmt: skip
         size = sizes.new_memory_bytes(op)
         if work.ledger is not None:
@@ -166,6 +218,15 @@ class Writes:
             work_ids = self.ctx.work_items.ids_in(op.source)
             changes["work_items"] = dumps(work_ids) if work_ids else None
             await link(db, request, work, op.id, work_ids, place)
+        for name in ("valid_from", "valid_to"):
+            if name in changes:
+                changes[name] = changes[name].timestamp()  # type: ignore[attr-defined]
+                self.ctx.dated = True
+        if "valid_to" in changes:
+            changes["retired_at"] = time.time()  # learned now that it stops (known_at)
+            changes["retired_reason"] = "ended"
+        if op.content is not None:
+            changes["subject_key"] = subject_key_of(op.content)
         ttl, until = changes.pop("ttl_seconds", None), changes.pop("expires_at", None)
         if ttl is not None or until is not None:
             changes["expires_at"] = expiry_of(ttl, until)  # type: ignore[arg-type]

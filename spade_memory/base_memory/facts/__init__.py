@@ -1,0 +1,2 @@
+"""Facts that change: what a memory states (its frame), and which stored memory a new one
+replaces, found without a model."""

@@ -1,0 +1,154 @@
+"""Near-duplicates: memories of one author and category that state the same fact in other
+words, found without a model.
+
+Two memories are the same fact when they state the same frame ("Alice lives in Paris" /
+"Alice resides in Paris": ``frames``), or when their content words mostly coincide
+(Jaccard ≥ ``SAME_WORDS``) with the same numbers and the same negation, and neither
+replaces the other (``conflicts``: "prefers tea" / "prefers coffee" share most words and
+are not the same fact). Candidates come from an index of the rarer words, so a pass over
+n memories costs about n times the few it compares each with, not n².
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from spade_memory.base_memory.facts.conflicts import replacement
+from spade_memory.base_memory.facts.frames import Frame, frame_of
+
+SAME_WORDS = 0.85
+"""Jaccard similarity of content words from which two memories are one fact."""
+COMMON = 200
+"""A word in more memories than this leads to no candidates (it would compare each with
+all of them); the rarer words of a memory still do."""
+
+_WORD = re.compile(r"[\w@.:/-]+")
+_NEGATION = frozenset("not no never n't nothing none longer without".split())
+_STOP = frozenset(
+    "a an the and or of to in on at for by with from is are was were be been it its this"
+    " that these those as into about i we you he she they them his her their our my your"
+    " has have had do does did will would can could should so just also very".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A current memory as the pass sees it."""
+
+    id: str
+    author: str
+    category: str
+    content: str
+    access_count: int
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """``merged`` state what ``kept`` states: they become one memory, ``kept``."""
+
+    kept: Candidate
+    merged: tuple[Candidate, ...]
+
+
+def _words(content: str) -> frozenset[str]:
+    words = _WORD.findall(content.casefold().replace("n't", " n't").replace("\u2019", "'"))
+    return frozenset(
+        word.removesuffix("'s").removesuffix("s") if len(word) > 3 else word
+        for word in (w.strip(".:/-") for w in words)
+        if word and word not in _STOP
+    )
+
+
+def _numbers(words: frozenset[str]) -> frozenset[str]:
+    return frozenset(word for word in words if any(c.isdigit() for c in word))
+
+
+def same_fact(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` state the same fact (in other words, or the same ones)."""
+    fa, fb = frame_of(a), frame_of(b)
+    return _same_frame(fa, fb) or _same_words(_words(a), _words(b), fa, fb)
+
+
+def _same_frame(fa: Frame | None, fb: Frame | None) -> bool:
+    """Both state the same frame (the value in the same words)."""
+    return (
+        fa is not None
+        and fb is not None
+        and (fa.subject, fa.attribute, fa.negated) == (fb.subject, fb.attribute, fb.negated)
+        and _words(fa.value) == _words(fb.value)
+    )
+
+
+def _same_words(wa: frozenset[str], wb: frozenset[str], fa: Frame | None, fb: Frame | None) -> bool:
+    """Mostly the same content words, the same numbers and negation, and neither replaces
+    the other."""
+    union = len(wa | wb)
+    if union == 0 or len(wa & wb) / union < SAME_WORDS:
+        return False
+    if bool(wa & _NEGATION) != bool(wb & _NEGATION) or _numbers(wa) != _numbers(wb):
+        return False
+    if fa is not None and fb is not None and _words(fa.value) != _words(fb.value):
+        return replacement(fb, fa) is None and replacement(fa, fb) is None
+    return True
+
+
+def merges(memories: Sequence[Candidate]) -> list[Merge]:
+    """The groups of ``memories`` that state one fact (same author and category), each
+    kept as its most used memory (the oldest of those), the others merged into it."""
+    words = [_words(memory.content) for memory in memories]
+    frames = [frame_of(memory.content) for memory in memories]
+    by_word: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for index, memory in enumerate(memories):
+        for word in words[index]:
+            by_word[(memory.author, memory.category, word)].append(index)
+    by_frame: dict[tuple[str, ...], list[int]] = defaultdict(list)
+    for index, memory in enumerate(memories):
+        frame = frames[index]
+        if frame is not None:
+            value = " ".join(sorted(_words(frame.value)))
+            negated = str(frame.negated)
+            key = (memory.author, memory.category, frame.subject, frame.attribute, value, negated)
+            by_frame[key].append(index)
+    parent = list(range(len(memories)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for same in by_frame.values():
+        for other in same[1:]:
+            parent[root(other)] = root(same[0])
+    for index, memory in enumerate(memories):
+        shared: Counter[int] = Counter()
+        common = 0
+        for word in words[index]:
+            sharing = by_word[(memory.author, memory.category, word)]
+            if len(sharing) > COMMON:
+                common += 1
+                continue
+            shared.update(other for other in sharing if other > index)
+        # shared >= SAME_WORDS * union >= SAME_WORDS * len(A): fewer rare words cannot do
+        least = math.ceil(SAME_WORDS * len(words[index])) - common
+        for other, count in shared.items():
+            if (
+                count >= least
+                and root(other) != root(index)
+                and _same_words(words[index], words[other], frames[index], frames[other])
+            ):
+                parent[root(other)] = root(index)
+    groups: dict[int, list[Candidate]] = defaultdict(list)
+    for index, memory in enumerate(memories):
+        groups[root(index)].append(memory)
+    found = []
+    for group in groups.values():
+        if len(group) > 1:
+            kept = min(group, key=lambda m: (-m.access_count, m.created_at, m.id))
+            found.append(Merge(kept, tuple(m for m in group if m is not kept)))
+    return found

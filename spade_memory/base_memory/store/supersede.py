@@ -1,0 +1,126 @@
+"""Supersedes in the store: the memory a new one replaces, found or named, closed.
+
+A store looks for what it replaces among the current memories of its place about the
+same subject (``subject_key``, an index): each one's frame is compared with the new
+one's (``facts.conflicts``). A confident replacement that the sender may change (its
+own, or anyone's where it is an admin: the rule of update) is superseded; the others
+are reported to the caller, who decides.
+"""
+
+from __future__ import annotations
+
+from spade_memory.base_memory.facts.conflicts import replacement
+from spade_memory.base_memory.facts.frames import frame_of
+from spade_memory.base_memory.store.rows import Row, select
+from spade_memory.protocol.errors import BadRequest, Conflict
+from spade_memory.protocol.memories import StoreMemory
+from spade_memory.protocol.ops import Place
+from spade_memory.protocol.validity import PossibleConflict
+from spade_memory.storage.connection import Database
+
+CANDIDATES = 50
+"""Current memories about the same subject a store compares itself with, newest first."""
+
+
+async def detect(
+    db: Database, op: StoreMemory, place: Place, sender: str, now: float
+) -> tuple[Row | None, list[PossibleConflict]]:
+    """Returns the memory ``op`` supersedes on its own (None: none) and the likely
+    conflicts it only reports, by its ``conflicts`` policy."""
+    frame = frame_of(op.content)
+    if frame is None or op.conflicts == "off":
+        return None, []
+    rows = await select(
+        db,
+        "WHERE m.space = ? AND m.subject_key = ? AND m.superseded_by IS NULL"
+        " AND (m.valid_to IS NULL OR m.valid_to > ?) AND (m.expires_at IS NULL OR m.expires_at > ?)"
+        " ORDER BY m.created_at DESC LIMIT ?",
+        (place.key, frame.key, now, now, CANDIDATES),
+    )
+    chosen: Row | None = None
+    conflicts: list[PossibleConflict] = []
+    for row in rows:
+        old = frame_of(row.content)
+        if old is None or (found := replacement(frame, old)) is None:
+            continue
+        allowed = row.owner == sender or place.may_change_any
+        if chosen is None and found.confident and allowed and op.conflicts == "auto":
+            chosen = row
+            continue
+        conflicts.append(
+            PossibleConflict(
+                id=row.id,
+                content=row.content,
+                subject=f"{old.subject} · {old.attribute}",
+                was=old.value,
+                now=frame.value,
+                confident=found.confident,
+            )
+        )
+    return chosen, conflicts
+
+
+def named(row: Row) -> Row:
+    """Returns ``row``, a memory a store names in ``supersedes``; raises ``Conflict``
+    when another memory superseded it already."""
+    if row.superseded_by is not None:
+        raise Conflict(
+            f"memory {row.id!r} was already superseded by {row.superseded_by!r}: supersede that one"
+        )
+    return row
+
+
+def starts(old: Row, valid_from: float | None, now: float) -> float:
+    """When the new memory starts being valid (its ``valid_from``, else now); raises
+    ``BadRequest`` when that is not after the old one started."""
+    start = now if valid_from is None else valid_from
+    if old.valid_from is not None and start <= old.valid_from:
+        raise BadRequest(
+            f"valid_from must come after the start of memory {old.id!r}, which it supersedes"
+        )
+    return start
+
+
+async def close(db: Database, old: Row, new_id: str, start: float, now: float) -> None:
+    """Close ``old``'s validity where the new memory starts (an earlier end kept) and
+    name the new one; it was retired ``now`` (for ``known_at``)."""
+    await db.execute(
+        "UPDATE memories SET valid_to = CASE WHEN valid_to IS NULL OR valid_to > ? THEN ?"
+        " ELSE valid_to END, superseded_by = ?, retired_at = ?, retired_reason = 'superseded'"
+        " WHERE seq = ?",
+        (start, start, new_id, now, old.seq),
+    )
+
+
+async def reopen(db: Database, gone: Row) -> tuple[str, str] | None:
+    """The memory ``gone`` superseded is current again once ``gone`` is deleted (its
+    validity reopened where the supersede had closed it): a delete leaves no memory
+    pointing at nothing. Returns the reopened memory's id and author (None: none)."""
+    if gone.supersedes is None:
+        return None
+    rows = await db.execute_fetchall(
+        "UPDATE memories SET superseded_by = NULL, retired_at = NULL, retired_reason = NULL,"
+        " valid_to = CASE WHEN valid_to = ? THEN NULL ELSE valid_to END"
+        " WHERE id = ? AND superseded_by = ? RETURNING id, owner",
+        (gone.valid_from, gone.supersedes, gone.id),
+    )
+    return next(((str(memory_id), str(owner)) for memory_id, owner in rows), None)
+
+
+async def chain(db: Database, memory_id: str, space: str, column: str) -> list[str]:
+    """The ids reached from ``memory_id`` by following ``column`` (``supersedes`` or
+    ``superseded_by``) within ``space``, nearest first (at most 100)."""
+    assert column in ("supersedes", "superseded_by")
+    found: list[str] = []
+    current = memory_id
+    while len(found) < 100:
+        rows = list(
+            await db.execute_fetchall(
+                f"SELECT {column} FROM memories WHERE id = ? AND space = ?", (current, space)
+            )
+        )
+        if not rows or rows[0][0] is None or rows[0][0] in found:
+            break
+        current = str(rows[0][0])
+        found.append(current)
+    return found
