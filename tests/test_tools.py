@@ -51,15 +51,25 @@ def shape(parameters: dict[str, Any]) -> dict[str, Any]:
 
 ADDED = {
     "remember_interaction_info": {},
-    "store_memory": {"space": ("string", None), "tags": ("array", None)},
-    "list_memories": {"space": ("string", None), "tags_any": ("array", None)},
+    "store_memory": {
+        "space": ("string", None),
+        "tags": ("array", None),
+        "supersedes": ("string", None),
+    },
+    "list_memories": {
+        "space": ("string", None),
+        "tags_any": ("array", None),
+        "as_of": ("string", None),
+    },
     "search_memories": {
         "category": ("string", ["fact", "pattern", "preference", "capability"]),
         "space": ("string", None),
         "tags_any": ("array", None),
+        "as_of": ("string", None),
     },
 }
-"""Optional parameters beyond spade_llm's: the shared space, search's category, tags."""
+"""Optional parameters beyond spade_llm's: the shared space, search's category, tags, the
+memory a store replaces, and the moment a read looks at."""
 
 
 @pytest.mark.parametrize("name", sorted(ADDED))
@@ -152,8 +162,8 @@ def test_extended_tools_reach_the_rest_of_a_memory() -> None:
     names = [tool.name for tool in memory_tools(extended=True)]
     assert names == [spec.name for spec in EVERY_TOOL_SPEC]
     assert names[4:] == [
-        "get_memory", "update_memory", "delete_memory", "memory_history", "list_spaces",
-        "space_info", "get_working_memory", "set_focus", "add_finding",
+        "get_memory", "update_memory", "supersede_memory", "delete_memory", "memory_history",
+        "list_spaces", "space_info", "get_working_memory", "set_focus", "add_finding",
     ]  # fmt: skip
     base_only = [tool.name for tool in memory_tools(interaction_memory=False, extended=True)]
     assert "set_focus" not in base_only and "update_memory" in base_only

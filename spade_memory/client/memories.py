@@ -25,6 +25,7 @@ from spade_memory.protocol.memories import (
     SearchMemories,
     Stored,
     StoreMemory,
+    SupersedeMemory,
     UpdateMemory,
 )
 from spade_memory.protocol.services import BASE_MEMORY as NAME
@@ -86,7 +87,9 @@ class BaseMemoryCalls(Calls):
         """Store a memory in the sender's personal space, or in a shared ``space`` where it
         is a writer (the same content in the same category is reinforced, not added
         twice); ``category`` None has the agent classify it. ``described`` takes any of
-        ``tags``, ``metadata``, ``source``, ``ttl_seconds``, ``expires_at``.
+        ``tags``, ``metadata``, ``source``, ``ttl_seconds``, ``expires_at``, ``valid_from``,
+        ``valid_to``, ``supersedes`` (the id of a memory it replaces) and ``conflicts``
+        (``auto``, ``report``, ``off``: see ``store``).
 
         Returns its id; raises ``ResourceConstraint`` over a quota, ``BadRequest`` for a
         bad field."""
@@ -104,7 +107,9 @@ class BaseMemoryCalls(Calls):
         **described: Any,
     ) -> Stored | None:
         """As ``store_memory``; returns the whole reply: the id, the category (and
-        whether it was classified, how surely), the work items linked."""
+        whether it was classified, how surely), the work items linked, the memory it
+        superseded (``supersedes``: named, or found stating another value for the same
+        thing) and the likely ``conflicts`` it left for the caller to decide."""
         op = StoreMemory(
             category=category, content=content, context=context, confidence=confidence,
             space=space, **described,
@@ -128,7 +133,9 @@ class BaseMemoryCalls(Calls):
         for every space it reads; each memory says its ``space`` and ``author``.
         ``filters``: any of ``tags_any``, ``tags_all``, ``metadata_equals``,
         ``created_after``, ``created_before``, ``accessed_after``, ``accessed_before``,
-        ``authors`` (bare JIDs of who stored them).
+        ``authors`` (bare JIDs of who stored them), ``as_of`` (what was valid at that
+        time; default: now, so a superseded memory is not found) and ``known_at`` (what
+        the store held at that time).
         """
         op = SearchMemories(
             query=query, limit=limit, category=category, mode=mode, space=space, **filters
@@ -199,16 +206,47 @@ class BaseMemoryCalls(Calls):
         )  # fmt: skip
         return await self.request(self.base_memory_jid, op)
 
-    async def get_memory(self, memory_id: str, *, space: str | None = None) -> Memory | None:
-        """One memory; raises ``ItemNotFound`` if the space (personal by default) has none
-        with this id."""
-        return await self.request(self.base_memory_jid, GetMemory(id=memory_id, space=space))
+    async def get_memory(
+        self,
+        memory_id: str,
+        *,
+        space: str | None = None,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+    ) -> Memory | None:
+        """One memory, as valid now (or ``as_of`` a time, as the store knew it
+        ``known_at`` a time); raises ``ItemNotFound`` if the space (personal by default)
+        has none with this id valid then (a superseded one: the message names its
+        successor)."""
+        op = GetMemory(id=memory_id, space=space, as_of=as_of, known_at=known_at)
+        return await self.request(self.base_memory_jid, op)
+
+    async def supersede_memory(
+        self,
+        memory_id: str,
+        content: str,
+        *,
+        space: str | None = None,
+        **fields: Any,
+    ) -> Stored | None:
+        """Replace a memory with a new one stating what is true now: the old one stops
+        being valid where the new one starts (now, or ``valid_from``), stays readable
+        through ``as_of`` and history, and each names the other. ``fields``: any of
+        ``category`` (default: the old one's), ``context``, ``confidence``, ``tags``,
+        ``metadata``, ``source``, ``valid_from``.
+
+        Returns the new memory's ``Stored``; raises ``ItemNotFound``, ``NotAuthorized``
+        (another member's memory, where the sender is no admin) or ``Conflict`` (already
+        superseded: supersede its successor)."""
+        op = SupersedeMemory(id=memory_id, content=content, space=space, **fields)
+        return await self.request(self.base_memory_jid, op)
 
     async def update_memory(
         self, memory_id: str, *, space: str | None = None, **changes: Any
     ) -> Memory | None:
         """Change any of ``content``, ``category``, ``context``, ``confidence``, ``tags``,
-        ``metadata``, ``source``, ``ttl_seconds``, ``expires_at`` of a memory the sender
+        ``metadata``, ``source``, ``ttl_seconds``, ``expires_at``, ``valid_from``,
+        ``valid_to`` (it stops being true then) of a memory the sender
         stored (or anyone's, in a space it administers); the version replaced is kept.
 
         Returns the memory as updated; raises ``ItemNotFound``, ``NotAuthorized`` (another

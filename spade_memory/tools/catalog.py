@@ -16,6 +16,7 @@ from spade_memory.protocol.memories import (
     MemoryHistoryOp,
     SearchMemories,
     StoreMemory,
+    SupersedeMemory,
     UpdateMemory,
 )
 from spade_memory.protocol.notes import AddInformation
@@ -62,7 +63,7 @@ STORE_MEMORY = ToolSpec(
         "and my own capabilities or limitations. It persists across conversations."
     ),
     op=StoreMemory,
-    parameters=("category", "content", "context", "confidence", "space", "tags"),
+    parameters=("category", "content", "context", "confidence", "space", "tags", "supersedes"),
     service=BASE_MEMORY,
     say=sentences.said_stored,
     required=("category", "content"),  # spade_llm's; the wire also takes none (classified)
@@ -83,7 +84,7 @@ SEARCH_MEMORIES = ToolSpec(
         "Results are ranked by relevance."
     ),
     op=SearchMemories,
-    parameters=("query", "limit", "category", "space", "tags_any"),
+    parameters=("query", "limit", "category", "space", "tags_any", "as_of"),
     service=BASE_MEMORY,
     say=sentences.said_found,
     bounds={"limit": {"minimum": 1, "maximum": 20, "default": 10}},
@@ -97,7 +98,7 @@ LIST_MEMORIES = ToolSpec(
         "recently used first, to see what I know in that area."
     ),
     op=ListMemories,
-    parameters=("category", "limit", "space", "tags_any"),
+    parameters=("category", "limit", "space", "tags_any", "as_of"),
     service=BASE_MEMORY,
     say=sentences.said_listed,
     bounds={"limit": {"minimum": 1, "maximum": 50, "default": 20}},
@@ -112,7 +113,7 @@ GET_MEMORY = ToolSpec(
         "context, confidence, tags and version."
     ),
     op=GetMemory,
-    parameters=("id", "space"),
+    parameters=("id", "space", "as_of", "known_at"),
     service=BASE_MEMORY,
     say=sentences.said_memory,
     replaced={"space": _ONE_SPACE},
@@ -128,6 +129,20 @@ UPDATE_MEMORY = ToolSpec(
     parameters=("id", "content", "category", "context", "confidence", "tags", "space"),
     service=BASE_MEMORY,
     say=sentences.said_updated,
+    replaced={"space": _ONE_SPACE},
+)
+SUPERSEDE_MEMORY = ToolSpec(
+    name="supersede_memory",
+    description=(
+        "Replace a memory that is no longer true with what is true now, by its id (one I "
+        "stored, or anyone's in a space I administer): the old one is no longer found, "
+        "stays in its history, and each names the other. Use it when a store reports a "
+        "likely conflict."
+    ),
+    op=SupersedeMemory,
+    parameters=("id", "content", "context", "valid_from", "space"),
+    service=BASE_MEMORY,
+    say=sentences.said_stored,
     replaced={"space": _ONE_SPACE},
 )
 DELETE_MEMORY = ToolSpec(
@@ -225,6 +240,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
 MORE_TOOL_SPECS: tuple[ToolSpec, ...] = (
     GET_MEMORY,
     UPDATE_MEMORY,
+    SUPERSEDE_MEMORY,
     DELETE_MEMORY,
     MEMORY_HISTORY,
     LIST_SPACES,

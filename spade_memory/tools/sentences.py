@@ -17,6 +17,7 @@ from spade_memory.protocol.memories import (
     SearchMemories,
     Stored,
     StoreMemory,
+    SupersedeMemory,
 )
 from spade_memory.protocol.notes import AddInformation, Confirmation
 from spade_memory.protocol.ops import PERSONAL, Op
@@ -24,9 +25,19 @@ from spade_memory.protocol.spaces import SpaceDetails, SpaceList
 from spade_memory.protocol.working import WorkingMemoryState
 
 
-def said_stored(op: StoreMemory, result: Stored) -> str:
+def said_stored(op: StoreMemory | SupersedeMemory, result: Stored) -> str:
     where = "" if op.space in (None, PERSONAL) else f" in space {op.space}"
-    return f"Stored {result.category or op.category} memory{where}: {op.content} (id {result.id})"
+    kind = result.category or op.category
+    lines = [f"Stored {kind} memory{where}: {op.content} (id {result.id})"]
+    if result.supersedes is not None:
+        lines.append(f"It replaces memory {result.supersedes}, which is no longer current.")
+    for conflict in result.conflicts:
+        lines.append(
+            f"Possible conflict: memory {conflict.id} says {conflict.content!r}"
+            f" ({conflict.subject}: {conflict.was!r}, now {conflict.now!r}). If it is no"
+            f" longer true, supersede it with supersede_memory."
+        )
+    return "\n".join(lines)
 
 
 def memory_line(memory: Memory, *, with_category: bool = True) -> list[str]:
@@ -89,6 +100,10 @@ def said_history(_op: Op[MemoryHistory], history: MemoryHistory) -> str:
             f" {version.changed_at.isoformat(timespec='seconds')}: [{version.category}]"
             f" {version.content}"
         )
+    if history.supersedes:
+        lines.append(f"It replaced: {', '.join(history.supersedes)} (the latest first).")
+    if history.superseded_by:
+        lines.append(f"Replaced by: {', '.join(history.superseded_by)} (the first first).")
     if history.deleted is not None:
         why = f" ({history.deleted.reason})" if history.deleted.reason else ""
         lines.append(

@@ -10,7 +10,7 @@ from typing import Any
 
 from spade_memory.protocol.memories import CATEGORIES
 from spade_memory.protocol.space_names import ROLES
-from spade_memory.server.shell import memories, spaces, transfer
+from spade_memory.server.shell import facts, memories, spaces, transfer
 from spade_memory.server.shell.forget import forget_verb
 from spade_memory.server.shell.session import JID_ENV, Verb, run_verb
 
@@ -21,6 +21,8 @@ MEMORY_VERBS: dict[str, Verb] = {
     "add": memories.add_verb,
     "update": memories.update_verb,
     "delete": memories.delete_verb,
+    "supersede": facts.supersede_verb,
+    "history": facts.history_verb,
     "stats": memories.stats_verb,
     "export": transfer.export_verb,
     "import": transfer.import_verb,
@@ -70,20 +72,38 @@ def _memory_commands(commands: Any) -> None:
     listing.add_argument("--category", choices=CATEGORIES)
     listing.add_argument("--limit", type=int, default=20, help="memories per page (20)")
     listing.add_argument("--offset", type=int, default=0, help="memories to skip (0)")
+    facts.add_moment_options(listing)
     _space(listing, reads=True)
     search = _verb(verbs, "search", "ranked search, with each memory's score")
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--category", choices=CATEGORIES)
+    facts.add_moment_options(search)
     _space(search, reads=True)
-    _space(_id(_verb(verbs, "show", "one memory in full")), reads=True)
+    show = _id(_verb(verbs, "show", "one memory in full"))
+    facts.add_moment_options(show)
+    _space(show, reads=True)
     add = _verb(verbs, "add", "store a memory (classified by the service without --category)")
     add.add_argument("content")
     add.add_argument("--category", choices=CATEGORIES)
     add.add_argument("--context")
     add.add_argument("--confidence", type=float, default=1.0, help="0 to 1 (1)")
     add.add_argument("--tag", action="append", help="a label (again for more)")
+    add.add_argument("--supersedes", metavar="ID", help="the full id of a memory it replaces")
+    add.add_argument("--valid-from", type=facts.moment, metavar="TIME", help="true since")
+    add.add_argument("--valid-to", type=facts.moment, metavar="TIME", help="true until")
+    add.add_argument(
+        "--conflicts", choices=("auto", "report", "off"), default="auto",
+        help="a memory it seems to replace: superseded when clear (auto), only reported,"
+        " or not looked for",
+    )  # fmt: skip
     _space(add)
+    supersede = _id(_verb(verbs, "supersede", "replace a memory with what is true now"))
+    supersede.add_argument("content")
+    supersede.add_argument("--context", help="why it changed")
+    supersede.add_argument("--valid-from", type=facts.moment, metavar="TIME", help="true since")
+    _space(supersede)
+    _space(_id(_verb(verbs, "history", "a memory's versions and what replaced it")))
     update = _id(
         _verb(verbs, "update", "change a memory's content, category, context or confidence")
     )

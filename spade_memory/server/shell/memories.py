@@ -22,6 +22,7 @@ from spade_memory.protocol.memories import (
     UpdateMemory,
 )
 from spade_memory.server.shell.errors import ShellError
+from spade_memory.server.shell.facts import moments, print_stored
 from spade_memory.server.shell.ids import resolve
 from spade_memory.server.shell.views import memory_detail, memory_table, print_json
 
@@ -32,12 +33,13 @@ async def list_verb(client: MemoryClient, args: argparse.Namespace, console: Con
     if args.category:
         page_op = ListMemories(
             category=args.category, limit=args.limit, offset=args.offset, space=args.space,
-            count_access=False,
+            count_access=False, **moments(args),
         )  # fmt: skip
     else:
         page_op = RecentMemories(
-            limit=args.limit, offset=args.offset, space=args.space, count_access=False
-        )
+            limit=args.limit, offset=args.offset, space=args.space, count_access=False,
+            **moments(args),
+        )  # fmt: skip
     page = await _memories(client, page_op)
     if args.json:
         print_json({"memories": _dumped(page), "next_offset": page.next_offset})
@@ -52,7 +54,7 @@ async def search_verb(client: MemoryClient, args: argparse.Namespace, console: C
     """The best matches of a query, with their scores."""
     op = SearchMemories(
         query=args.query, limit=args.limit, category=args.category, space=args.space,
-        count_access=False,
+        count_access=False, **moments(args),
     )  # fmt: skip
     found = await _memories(client, op)
     if args.json:
@@ -65,7 +67,7 @@ async def search_verb(client: MemoryClient, args: argparse.Namespace, console: C
 async def show_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
     """One memory in full, by its id or a unique start or end of it."""
     named = await resolve(client, args.id, args.space)
-    op = GetMemory(id=named.id, space=named.space, count_access=False)
+    op = GetMemory(id=named.id, space=named.space, count_access=False, **moments(args))
     memory = await client.request(client.base_memory_jid, op)
     assert memory is not None  # a timeout raises: the client is not degraded
     memory_detail(console, memory, args.json)
@@ -77,15 +79,12 @@ async def add_verb(client: MemoryClient, args: argparse.Namespace, console: Cons
     op = StoreMemory(
         content=args.content, category=args.category, context=args.context,
         confidence=args.confidence, space=args.space, tags=args.tag or [],
+        supersedes=args.supersedes, valid_from=args.valid_from, valid_to=args.valid_to,
+        conflicts=args.conflicts,
     )  # fmt: skip
     stored = await client.request(client.base_memory_jid, op)
     assert stored is not None
-    if args.json:
-        print(stored.model_dump_json())
-        return 0
-    how = "already there" if stored.deduplicated else "stored"
-    chosen = " (classified)" if stored.classified else ""
-    console.print(f"{how}: {stored.id} {stored.category or args.category}{chosen}")
+    print_stored(console, stored, args.json, args.category)
     return 0
 
 
