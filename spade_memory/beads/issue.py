@@ -13,7 +13,7 @@ from typing import Any
 
 STATUSES = ("open", "in_progress", "blocked", "deferred", "closed")
 ISSUE_TYPES = ("bug", "feature", "task", "epic", "chore", "decision")
-DEPENDENCY_TYPES = ("blocks", "related", "parent-child", "discovered-from")
+DEPENDENCY_TYPES = ("blocks", "related", "parent-child", "discovered-from", "supersedes")
 
 
 @dataclass(frozen=True)

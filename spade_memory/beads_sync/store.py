@@ -78,6 +78,8 @@ CLOSE_REASONS = {
 }
 """Why a mirrored memory's issue was closed, by the change's ``reason`` (a memory
 ``forgotten`` in the base memory has its issue redacted: see ``forget``)."""
+SUPERSEDED = "superseded by"
+"""How a superseded memory's issue's close reason starts (its successor's issue follows)."""
 Handler = Callable[[str, Any, str | None], Awaitable[Record]]
 
 
@@ -344,6 +346,7 @@ class BeadsMemoryStore(AppliesOps):
                         )
                         continue
                     written = await self._mirror_memory(change.memory, issue)
+                    written = await self._mirror_supersede(change.memory, written, by_ref)
                     by_ref[ref] = written
                     by_id[written.id] = written
                     await self._link_work_items(change.memory, written, by_id, by_ref)
@@ -387,6 +390,28 @@ class BeadsMemoryStore(AppliesOps):
             add_labels=tuple(label for label in labels if label not in issue.labels),
         )
         return await self.engine.update(issue.id, changes)
+
+    async def _mirror_supersede(
+        self, memory: Memory, issue: Issue, by_ref: dict[str, Issue]
+    ) -> Issue:
+        """A superseded memory's issue as ``bd supersede`` leaves one: a ``supersedes``
+        dependency on its successor's issue, and closed with the reason; reopened once
+        the successor is deleted (the memory is current again). Returns the issue."""
+        newer = memory.superseded_by
+        if newer is None:
+            if not issue.is_open and (issue.close_reason or "").startswith(SUPERSEDED):
+                return await self.engine.update(issue.id, IssueChanges(status="open"))
+            return issue
+        successor = by_ref.get(m.EXTERNAL_REF_PREFIX + newer)
+        if successor is not None and not any(
+            dep.depends_on_id == successor.id and dep.type == "supersedes"
+            for dep in issue.dependencies
+        ):
+            await self.engine.add_dependency(issue.id, successor.id, "supersedes")
+        if issue.is_open:
+            named = newer if successor is None else successor.id
+            return await self.engine.close(issue.id, f"{SUPERSEDED} {named}")
+        return await self.engine.get(issue.id) or issue
 
     async def _link_work_items(
         self, memory: Memory, issue: Issue, by_id: dict[str, Issue], by_ref: dict[str, Issue]
