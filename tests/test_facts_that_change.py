@@ -342,7 +342,31 @@ async def test_the_background_consolidates_a_space_once_its_writes_pause(
             if stats.merged_memories:
                 break
             await asyncio.sleep(0.1)
+        # read again: on PostgreSQL the merge may commit between the statements of a read
+        stats = await store.apply(ALICE, MemoryStatsOp())
         assert stats.merged_memories == 1 and stats.total_memories == 1
         assert await found(store, RecentMemories()) == [first.id]
     finally:
         await store.close()
+
+
+async def test_a_supersede_by_an_existing_memory_links_the_two(store: LongTermStore) -> None:
+    """What an admin does with a conflict a writer's store reported: the writer's memory
+    replaces the older one."""
+    older = await in_space(store, ALICE, StoreMemory(content="The VPN gateway is vpn1.example.",
+                                                     category="fact"), "owner")  # fmt: skip
+    newer = await in_space(store, BOB, StoreMemory(content="The VPN gateway is vpn2.example.",
+                                                   category="fact"), "writer")  # fmt: skip
+    assert isinstance(older, Stored) and isinstance(newer, Stored)
+    assert [c.id for c in newer.conflicts] == [older.id]
+    with pytest.raises(NotAuthorized):
+        await in_space(store, BOB, SupersedeMemory(id=older.id, by=newer.id), "writer")
+    done = await in_space(store, ALICE, SupersedeMemory(id=older.id, by=newer.id), "owner")
+    assert isinstance(done, Stored) and (done.id, done.supersedes) == (newer.id, older.id)
+    listed = await in_space(store, ALICE, RecentMemories(), "owner")
+    assert isinstance(listed, MemoryList) and [m.id for m in listed.memories] == [newer.id]
+    assert listed.memories[0].supersedes == older.id
+    with pytest.raises(ItemNotFound, match="no current memory"):
+        await in_space(store, ALICE, SupersedeMemory(id=newer.id, by="nope"), "owner")
+    with pytest.raises(ValueError, match="give the new content, or by"):
+        SupersedeMemory(id=older.id)

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from spade_memory.client.calls import Calls
+from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemories
 from spade_memory.protocol.errors import ItemNotFound
 from spade_memory.protocol.memories import (
     Category,
@@ -253,6 +254,18 @@ class BaseMemoryCalls(Calls):
         member's memory) or ``BadRequest``.
         """
         op = UpdateMemory(id=memory_id, space=space, **changes)
+        return await self.request(self.base_memory_jid, op)
+
+    async def consolidate_memories(
+        self, *, space: str | None = None, dry_run: bool = True
+    ) -> Consolidated | None:
+        """Merge the near-duplicates of the sender's space (or of a shared ``space`` it
+        administers): the same author and category, the same fact in other words. With
+        ``dry_run`` (the default) only says what it would merge.
+
+        Returns what was (or would be) merged; raises ``NotAuthorized`` in a shared space
+        where the sender is no admin."""
+        op = ConsolidateMemories(space=space, dry_run=dry_run)
         return await self.request(self.base_memory_jid, op)
 
     async def delete_memory(self, memory_id: str, *, space: str | None = None) -> bool:

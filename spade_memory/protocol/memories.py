@@ -377,14 +377,21 @@ def _in_order(start: datetime | None, end: datetime | None) -> None:
 
 
 class SupersedeMemory(Op[Stored]):
-    """Replace a memory with a new one: the old one stops being valid where the new one
-    starts (now by default), and each names the other. Who may update the old one may
-    supersede it."""
+    """Replace a memory with a new one (``content``) or with one already stored (``by``):
+    the old one stops being valid where the new one starts (now by default), and each
+    names the other. Who may update the old one may supersede it."""
 
     need = "write"
     op: Literal["supersede_memory"] = "supersede_memory"
     id: MemoryId = Field(description="The memory being replaced")
-    content: str = Field(min_length=1, description="What is true now")
+    content: str | None = Field(
+        default=None, min_length=1, description="What is true now (a new memory)"
+    )
+    by: MemoryId | None = Field(
+        default=None,
+        description="Or: the id of a memory of the same space already saying what is true"
+        " now (a likely conflict a store reported)",
+    )
     category: Category | None = Field(
         default=None, description="Optional: its category (default: the old memory's)"
     )
@@ -396,10 +403,18 @@ class SupersedeMemory(Op[Stored]):
     source: Source | None = None
     valid_from: ValidFrom | None = None
 
+    @model_validator(mode="after")
+    def _one_successor(self) -> SupersedeMemory:
+        if (self.content is None) == (self.by is None):
+            raise ValueError("give the new content, or by: the id of the memory replacing it")
+        if self.by == self.id:
+            raise ValueError("a memory cannot supersede itself")
+        return self
+
     def as_store(self, category: str) -> StoreMemory:
         """The store this supersede amounts to, in the old memory's ``category`` unless
         it names one (an imported memory's unknown category: classified)."""
-        fields = self.model_dump(exclude={"op", "id", "category"})
+        fields = self.model_dump(exclude={"op", "id", "category", "by"})
         kept = next((known for known in CATEGORIES if known == category), None)
         return StoreMemory(
             **fields, category=self.category or kept, supersedes=self.id, conflicts="off"

@@ -24,6 +24,7 @@ from spade_memory.base_memory.retrieval.threads import lowest_priority
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.rows import COLUMNS, Row
+from spade_memory.base_memory.store.supersede import CURRENT
 from spade_memory.base_memory.store.writes import changed
 from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemories, MergedMemories
 from spade_memory.protocol.errors import NotAuthorized
@@ -61,9 +62,7 @@ async def plan(tx: Transacting, request: Request, owner: str) -> Plan | None:
         return None
     now = time.time()
     rows = await tx.read(
-        f"SELECT {COLUMNS} FROM memories m WHERE m.space = ? AND m.superseded_by IS NULL"
-        " AND (m.valid_to IS NULL OR m.valid_to > ?)"
-        " AND (m.expires_at IS NULL OR m.expires_at > ?)"
+        f"SELECT {COLUMNS} FROM memories m WHERE m.space = ? AND {CURRENT}"
         " ORDER BY m.created_at DESC LIMIT ?",
         (place.key, now, now, MOST_COMPARED),
     )

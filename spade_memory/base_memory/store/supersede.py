@@ -12,12 +12,17 @@ from __future__ import annotations
 from spade_memory.base_memory.facts.conflicts import replacement
 from spade_memory.base_memory.facts.frames import frame_of
 from spade_memory.base_memory.store.rows import Row, select
-from spade_memory.protocol.errors import BadRequest, Conflict
+from spade_memory.protocol.errors import BadRequest, Conflict, ItemNotFound
 from spade_memory.protocol.memories import StoreMemory
 from spade_memory.protocol.ops import Place
 from spade_memory.protocol.validity import PossibleConflict
 from spade_memory.storage.connection import Database
 
+CURRENT = (
+    "m.superseded_by IS NULL AND (m.valid_to IS NULL OR m.valid_to > ?)"
+    " AND (m.expires_at IS NULL OR m.expires_at > ?)"
+)
+"""A memory current now (now, now): not replaced, not past its validity, not expired."""
 CANDIDATES = 50
 """Current memories about the same subject a store compares itself with, newest first."""
 
@@ -32,9 +37,7 @@ async def detect(
         return None, []
     rows = await select(
         db,
-        "WHERE m.space = ? AND m.subject_key = ? AND m.superseded_by IS NULL"
-        " AND (m.valid_to IS NULL OR m.valid_to > ?) AND (m.expires_at IS NULL OR m.expires_at > ?)"
-        " ORDER BY m.created_at DESC LIMIT ?",
+        f"WHERE m.space = ? AND m.subject_key = ? AND {CURRENT} ORDER BY m.created_at DESC LIMIT ?",
         (place.key, frame.key, now, now, CANDIDATES),
     )
     chosen: Row | None = None
@@ -68,6 +71,18 @@ def named(row: Row) -> Row:
             f"memory {row.id!r} was already superseded by {row.superseded_by!r}: supersede that one"
         )
     return row
+
+
+async def successor(db: Database, memory_id: str, place: Place, now: float) -> Row:
+    """Returns the current memory ``memory_id`` of ``place`` that a supersede names
+    ``by``; raises ``ItemNotFound`` when the place has none (any member's memory may
+    replace another: the old one's author or an admin decides)."""
+    rows = await select(
+        db, f"WHERE m.id = ? AND m.space = ? AND {CURRENT}", (memory_id, place.key, now, now)
+    )
+    if not rows:
+        raise ItemNotFound(f"no current memory {memory_id!r} to supersede with")
+    return rows[0]
 
 
 def starts(old: Row, valid_from: float | None, now: float) -> float:

@@ -125,9 +125,10 @@ class Writes:
 
     async def supersede(self, db: Database, request: Request, work: Effects) -> Record:
         """A new memory replacing the one ``SupersedeMemory`` names (in its category
-        unless it names one). Returns ``Stored``; raises as ``changeable``, ``Conflict``
-        when that memory was superseded already, and ``ResourceConstraint`` over a
-        quota."""
+        unless it names one), or the current memory it names ``by``. Returns ``Stored``
+        (the successor's id); raises as ``changeable``, ``ItemNotFound`` for a ``by`` that
+        is no current memory of the space, ``Conflict`` when the old memory was
+        superseded already, and ``ResourceConstraint`` over a quota."""
         op, owner = request.op, work.owner
         assert isinstance(op, SupersedeMemory)
         log = self.ctx.requests
@@ -135,8 +136,23 @@ class Writes:
             return earlier
         (place,) = request.places_of(owner)
         old = await changeable(db, self.ctx.engine, op.id, place, owner)
-        as_store = dataclasses.replace(request, op=op.as_store(old.category))
-        return await self.store(db, as_store, work)
+        if op.by is None:
+            as_store = dataclasses.replace(request, op=op.as_store(old.category))
+            return await self.store(db, as_store, work)
+        supersede.named(old)
+        newer = await supersede.successor(db, op.by, place, time.time())
+        start = supersede.starts(old, newer.valid_from, time.time())
+        self.ctx.dated = True
+        await supersede.close(db, old, newer.id, start, time.time())
+        await db.execute(
+            "UPDATE memories SET supersedes = COALESCE(supersedes, ?) WHERE seq = ?",
+            (old.id, newer.seq),
+        )
+        await changed(db, request, work, "updated", newer.id, newer.owner, place)
+        await changed(db, request, work, "updated", old.id, old.owner, place)
+        stored = Stored(id=newer.id, category=newer.category, supersedes=old.id)
+        await log.claim(db, owner, request.id, stored)
+        return stored
 
     async def import_memory(self, db: Database, request: Request, work: Effects) -> Record:
         """A memory from a spade_llm file, with its id and times. Returns ``Stored``

@@ -23,6 +23,7 @@ MEMORY_VERBS: dict[str, Verb] = {
     "delete": memories.delete_verb,
     "supersede": facts.supersede_verb,
     "history": facts.history_verb,
+    "consolidate": facts.consolidate_verb,
     "stats": memories.stats_verb,
     "export": transfer.export_verb,
     "import": transfer.import_verb,
@@ -104,6 +105,9 @@ def _memory_commands(commands: Any) -> None:
     supersede.add_argument("--valid-from", type=facts.moment, metavar="TIME", help="true since")
     _space(supersede)
     _space(_id(_verb(verbs, "history", "a memory's versions and what replaced it")))
+    consolidate = _verb(verbs, "consolidate", "merge the same fact stated in other words")
+    consolidate.add_argument("--dry-run", action="store_true", help="only show what it would do")
+    _space(consolidate)
     update = _id(
         _verb(verbs, "update", "change a memory's content, category, context or confidence")
     )

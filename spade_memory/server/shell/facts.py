@@ -1,6 +1,6 @@
 """The ``memories`` verbs of facts that change: supersede a memory, read its history
-(versions and supersede chain), and the ``--as-of`` / ``--known-at`` times the reading
-verbs take."""
+(versions and supersede chain), consolidate a space, and the ``--as-of`` / ``--known-at``
+times the reading verbs take."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from spade_memory.client.memory_client import MemoryClient
+from spade_memory.protocol.consolidation import ConsolidateMemories
 from spade_memory.protocol.memories import MemoryHistoryOp, Stored, SupersedeMemory
 from spade_memory.server.shell.errors import ShellError
 from spade_memory.server.shell.ids import resolve
@@ -98,4 +99,24 @@ async def history_verb(client: MemoryClient, args: argparse.Namespace, console: 
         console.print(f"replaced by: {' → '.join(history.superseded_by)}")
     if history.deleted is not None:
         console.print(f"deleted by {history.deleted.deleted_by} at {history.deleted.deleted_at}")
+    return 0
+
+
+async def consolidate_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    """Merge a space's near-duplicates, or (``--dry-run``) show what would be merged."""
+    op = ConsolidateMemories(space=args.space, dry_run=args.dry_run)
+    done = await client.request(client.base_memory_jid, op)
+    assert done is not None  # a timeout raises: the client is not degraded
+    if args.json:
+        print(done.model_dump_json())
+        return 0
+    verb = "would merge" if done.dry_run else "merged"
+    for merge in done.merges:
+        console.print(f"{merge.kept}: {merge.content}", markup=False)
+        for merged in merge.merged:
+            console.print(f"  {verb} {merged}", markup=False)
+    console.print(
+        f"{verb} {done.merged} of {done.compared} memories; replaced so far:"
+        f" {done.superseded}, longest chain: {done.longest_chain}"
+    )
     return 0
