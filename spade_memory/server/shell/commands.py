@@ -100,7 +100,8 @@ def _memory_commands(commands: Any) -> None:
     )  # fmt: skip
     _space(add)
     supersede = _id(_verb(verbs, "supersede", "replace a memory with what is true now"))
-    supersede.add_argument("content")
+    supersede.add_argument("content", nargs="?", help="what is true now (or give --by)")
+    supersede.add_argument("--by", metavar="ID", help="a memory already saying what is true now")
     supersede.add_argument("--context", help="why it changed")
     supersede.add_argument("--valid-from", type=facts.moment, metavar="TIME", help="true since")
     _space(supersede)

@@ -62,10 +62,13 @@ def print_stored(console: Console, stored: Stored, as_json: bool, fallback: str 
 
 
 async def supersede_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
-    """Replace a memory with what is true now."""
+    """Replace a memory with what is true now: new content, or a memory already stored."""
+    if (args.content is None) == (args.by is None):
+        raise ShellError("say what is true now: the new content, or --by ID of a memory")
     named = await resolve(client, args.id, args.space)
+    by = None if args.by is None else (await resolve(client, args.by, args.space)).id
     op = SupersedeMemory(
-        id=named.id, content=args.content, context=args.context, space=named.space,
+        id=named.id, content=args.content, by=by, context=args.context, space=named.space,
         valid_from=args.valid_from,
     )  # fmt: skip
     stored = await client.request(client.base_memory_jid, op)
