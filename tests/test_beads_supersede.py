@@ -69,3 +69,19 @@ async def test_a_supersede_closes_the_old_issue_with_a_supersedes_link(
     issues = await issues_of(beads)
     assert issues[m.EXTERNAL_REF_PREFIX + old.id].is_open  # current again
     assert not issues[m.EXTERNAL_REF_PREFIX + new.id].is_open
+
+
+async def test_a_page_holding_both_memories_links_them_too(
+    engine: BeadsEngine, base: LongTermStore
+) -> None:
+    """The older memory's first change already shows it superseded; its issue is closed
+    once the successor's issue exists (the supersede's own change comes after it)."""
+    beads = BeadsMemoryStore(engine, session="s-1")
+    old = await base.apply(ALICE, StoreMemory(category="fact", content="Bo works at Acme."))
+    new = await base.apply(ALICE, StoreMemory(category="fact", content="Bo joined Globex."))
+    assert new.supersedes == old.id
+    await beads.mirror((await base.changes_since(0)).changes)
+    issues = await issues_of(beads)
+    was, now = issues[m.EXTERNAL_REF_PREFIX + old.id], issues[m.EXTERNAL_REF_PREFIX + new.id]
+    assert was.close_reason == f"superseded by {now.id}"
+    assert [(d.depends_on_id, d.type) for d in was.dependencies] == [(now.id, "supersedes")]

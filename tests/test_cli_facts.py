@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 
 from spade_memory.testing import MemoryServiceProcess
 
-from .test_cli_shell import answer, me, ok, shell  # noqa: F401 (me: a fixture)
+from .test_cli_shell import answer, ok, shell
+from .test_cli_shell import me as me  # a fixture: a new agent's JID
 
 
 def test_supersede_as_of_history_and_consolidate_from_the_shell(

@@ -403,14 +403,17 @@ class BeadsMemoryStore(AppliesOps):
                 return await self.engine.update(issue.id, IssueChanges(status="open"))
             return issue
         successor = by_ref.get(m.EXTERNAL_REF_PREFIX + newer)
-        if successor is not None and not any(
+        if successor is None:
+            # not mirrored yet: the change that superseded it comes after the successor's
+            # own in the feed, and closes it then
+            return issue
+        if not any(
             dep.depends_on_id == successor.id and dep.type == "supersedes"
             for dep in issue.dependencies
         ):
             await self.engine.add_dependency(issue.id, successor.id, "supersedes")
         if issue.is_open:
-            named = newer if successor is None else successor.id
-            return await self.engine.close(issue.id, f"{SUPERSEDED} {named}")
+            return await self.engine.close(issue.id, f"{SUPERSEDED} {successor.id}")
         return await self.engine.get(issue.id) or issue
 
     async def _link_work_items(

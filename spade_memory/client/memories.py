@@ -225,21 +225,23 @@ class BaseMemoryCalls(Calls):
     async def supersede_memory(
         self,
         memory_id: str,
-        content: str,
+        content: str | None = None,
         *,
         space: str | None = None,
+        by: str | None = None,
         **fields: Any,
     ) -> Stored | None:
-        """Replace a memory with a new one stating what is true now: the old one stops
-        being valid where the new one starts (now, or ``valid_from``), stays readable
-        through ``as_of`` and history, and each names the other. ``fields``: any of
-        ``category`` (default: the old one's), ``context``, ``confidence``, ``tags``,
-        ``metadata``, ``source``, ``valid_from``.
+        """Replace a memory with a new one stating what is true now (``content``), or
+        with a memory of the space already stating it (``by``: the id a store reported a
+        conflict with): the old one stops being valid where the new one starts (now, or
+        ``valid_from``), stays readable through ``as_of`` and history, and each names
+        the other. ``fields``: any of ``category`` (default: the old one's), ``context``,
+        ``confidence``, ``tags``, ``metadata``, ``source``, ``valid_from``.
 
         Returns the new memory's ``Stored``; raises ``ItemNotFound``, ``NotAuthorized``
         (another member's memory, where the sender is no admin) or ``Conflict`` (already
         superseded: supersede its successor)."""
-        op = SupersedeMemory(id=memory_id, content=content, space=space, **fields)
+        op = SupersedeMemory(id=memory_id, content=content, by=by, space=space, **fields)
         return await self.request(self.base_memory_jid, op)
 
     async def update_memory(

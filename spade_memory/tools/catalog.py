@@ -134,13 +134,13 @@ UPDATE_MEMORY = ToolSpec(
 SUPERSEDE_MEMORY = ToolSpec(
     name="supersede_memory",
     description=(
-        "Replace a memory that is no longer true with what is true now, by its id (one I "
-        "stored, or anyone's in a space I administer): the old one is no longer found, "
-        "stays in its history, and each names the other. Use it when a store reports a "
-        "likely conflict."
+        "Replace a memory that is no longer true, by its id (one I stored, or anyone's in a "
+        "space I administer), with what is true now: new content, or (by) the id of a "
+        "memory already saying it, as when a store reports a possible conflict. The old one "
+        "is no longer found, stays in its history, and each names the other."
     ),
     op=SupersedeMemory,
-    parameters=("id", "content", "context", "valid_from", "space"),
+    parameters=("id", "content", "by", "context", "valid_from", "space"),
     service=BASE_MEMORY,
     say=sentences.said_stored,
     replaced={"space": _ONE_SPACE},

@@ -26,6 +26,8 @@ from spade_memory.protocol.working import WorkingMemoryState
 
 
 def said_stored(op: StoreMemory | SupersedeMemory, result: Stored) -> str:
+    if isinstance(op, SupersedeMemory) and op.by is not None:
+        return f"Memory {result.id} now replaces memory {op.id}, which is no longer current."
     where = "" if op.space in (None, PERSONAL) else f" in space {op.space}"
     kind = result.category or op.category
     lines = [f"Stored {kind} memory{where}: {op.content} (id {result.id})"]
