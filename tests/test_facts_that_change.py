@@ -12,11 +12,14 @@ import json
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.base_memory.store.tables import MIGRATIONS, add_validity
 from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemories
 from spade_memory.protocol.errors import BadRequest, Conflict, ItemNotFound, NotAuthorized
 from spade_memory.protocol.memories import (
@@ -37,7 +40,7 @@ from spade_memory.protocol.memories import (
 )
 from spade_memory.protocol.ops import Place, Request
 
-from .conftest import Location
+from .conftest import Location, query
 
 ALICE = "alice@localhost"
 BOB = "bob@localhost"
@@ -370,3 +373,30 @@ async def test_a_supersede_by_an_existing_memory_links_the_two(store: LongTermSt
         await in_space(store, ALICE, SupersedeMemory(id=newer.id, by="nope"), "owner")
     with pytest.raises(ValueError, match="give the new content, or by"):
         SupersedeMemory(id=older.id)
+
+
+async def test_memories_stored_before_this_version_are_keyed_by_subject_at_open(
+    location: Location,
+) -> None:
+    """A store made before facts that change: its memories get their subject keys when it
+    opens, so a new store finds what it replaces among them."""
+    where = location("older.db")
+    store = await LongTermStore.open(where)
+    try:
+        old = await put(store, "Lena lives in Vienna.")
+    finally:
+        await store.close()
+    await query(where, "UPDATE memories SET subject_key = NULL")
+    if isinstance(where, Path):
+        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(add_validity)}")
+    else:
+        await query(
+            where, "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
+            len(pg_schema.MIGRATIONS) - 2,
+        )  # fmt: skip
+    reopened = await LongTermStore.open(where)
+    try:
+        new = await put(reopened, "Lena moved to Graz.")
+        assert new.supersedes == old.id
+    finally:
+        await reopened.close()

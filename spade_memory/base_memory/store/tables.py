@@ -237,7 +237,7 @@ SUBJECTS_INDEX = (
 )
 
 
-async def _add_validity(db: Database) -> None:
+async def add_validity(db: Database) -> None:
     there = {str(row[1]) for row in await db.execute_fetchall("PRAGMA table_info(memories)")}
     for column, kind in VALIDITY:
         if column not in there:  # a store moved back a version keeps its columns
@@ -264,5 +264,5 @@ async def key_subjects(db: Database) -> None:
 MIGRATIONS: list[Migration] = [
     _create_v1, _add_change_feed, _add_vectors_and_content_keys, _add_spaces,
     _index_words_per_batch, _describe_memories, hash_content_keys, sizes.recount_usage,
-    _add_validity,
+    add_validity,
 ]  # fmt: skip
