@@ -143,36 +143,38 @@ _GROUPS = frozenset(
 )
 """What "joined" names when it is not an employer: one joins many of them."""
 _PRONOUNS = frozenset("he she they it i we you this that there".split())
-_NEGATIONS = ("no longer", "does not", "doesn't", "do not", "don't", "not", "never")
+_NEGATIONS = (("no", "longer"), ("does", "not"), ("doesn't",), ("do", "not"), ("don't",),
+              ("not",), ("never",))  # fmt: skip
 _FILLERS = frozenset("now currently still actually recently officially also just".split())
-_CLAUSE_END = re.compile(
-    r"\s*(?:[,;!?()]|[.:](?=\s|$)|\s(?:because|since|but|when|after|before|so|as of|which|where"
-    r"|who|while|until|from|for now|last|this|next|anymore|again|yesterday|today|instead)\s)"
+_ENDS = frozenset(
+    ", ; ! ? ( ) . : because since but when after before so which where who while until"
+    " from last this next anymore again yesterday today instead".split()
 )
-_CHANGE = re.compile(
-    r"\b(?:now|moved|switched|migrated|relocated|changed|renamed|rescheduled|postponed|pushed"
-    r"|joined|left|started|took|no longer|anymore|instead|back)\b"
+"""Where a value ends: punctuation, or a word opening another clause or a time."""
+_SENTENCE_ENDS = frozenset(". ! ? ;".split())
+_CHANGE = frozenset(
+    "now moved switched migrated relocated changed renamed rescheduled postponed pushed"
+    " joined left started took longer anymore instead back".split()
 )
-_WORD = re.compile(r"[\w@./:+#-]+(?:'\w+)?")
+"""Words saying something changed ("no longer" counts by its second word)."""
+_TOKEN = re.compile(r"\w[\w@/:+#-]*(?:\.[\w@/:+#-]+)*(?:'\w+)?|[,;!?().:]")
+_ARTICLES = ("the", "a", "an")
+_OPENERS = ("the", "a", "an", "to", "in", "at", "on", "over", "using")
 
 
-def _phrases() -> list[tuple[str, str]]:
-    pairs = [
-        (phrase, attribute) for attribute, phrases in _ATTRIBUTES.items() for phrase in phrases
-    ]
-    return sorted(pairs, key=lambda pair: -len(pair[0]))
+def _by_first_word() -> dict[str, list[tuple[tuple[str, ...], str]]]:
+    """Each relation phrase as words, under its first word, longest first."""
+    table: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+    for attribute, phrases in _ATTRIBUTES.items():
+        for phrase in phrases:
+            words = tuple(phrase.split())
+            table.setdefault(words[0], []).append((words, attribute))
+    for entries in table.values():
+        entries.sort(key=lambda entry: -len(" ".join(entry[0])))
+    return table
 
 
-_RELATION = re.compile(
-    r"\b(?P<neg>(?:"
-    + "|".join(re.escape(n) for n in _NEGATIONS)
-    + r")\s+)?(?P<rel>"
-    + "|".join(re.escape(phrase) for phrase, _ in _phrases())
-    + r")\b"
-)
-_ATTRIBUTE_OF = dict(_phrases())
-# the verbs of the lexicon as a negation leaves them ("does not live in")
-_BARE = {"lives": "live", "works": "work", "prefers": "prefer", "uses": "use", "runs": "run"}
+_PHRASES = _by_first_word()
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,53 +214,67 @@ def subject_key_of(content: str) -> str | None:
     return None if frame is None else frame.key
 
 
-def _normal(text: str) -> str:
-    return " ".join(_WORD.findall(text.casefold().replace("\u2019", "'")))
+def _sentences(content: str) -> list[list[str]]:
+    """The words of each sentence of ``content``, case folded, punctuation as words."""
+    sentences: list[list[str]] = [[]]
+    for token in _TOKEN.findall(content.casefold().replace("\u2019", "'")):
+        sentences[-1].append(token)
+        if token in _SENTENCE_ENDS:
+            sentences.append([])
+    return [sentence for sentence in sentences if sentence]
 
 
-def _unfilled(text: str) -> str:
-    return " ".join(word for word in text.split() if word not in _FILLERS)
+def _relation(words: list[str]) -> tuple[int, int, str, bool] | None:
+    """The first relation phrase of ``words``: where it starts and ends, its attribute,
+    and whether a negation comes right before it."""
+    for at, word in enumerate(words):
+        for phrase, attribute in _PHRASES.get(word, ()):
+            if tuple(words[at : at + len(phrase)]) == phrase:
+                negated = any(tuple(words[max(0, at - len(n)) : at]) == n for n in _NEGATIONS)
+                start = at - next(
+                    (len(n) for n in _NEGATIONS if tuple(words[max(0, at - len(n)) : at]) == n),
+                    0,
+                )
+                return start, at + len(phrase), attribute, negated
+    return None
 
 
-def _subject(text: str) -> str:
-    words = text.split()
-    while words and words[0] in ("the", "a", "an", "our", "my", "your"):
+def _subject(words: list[str]) -> str:
+    after_punctuation = [i for i, word in enumerate(words) if not word[0].isalnum()]
+    if after_punctuation:
+        words = words[after_punctuation[-1] + 1 :]
+    while words and words[0] in (*_ARTICLES, "our", "my", "your"):
         words = words[1:]
-    return " ".join(
-        word.removesuffix("'s") if i == len(words) - 1 else word for i, word in enumerate(words)
-    )
+    if words:
+        words = [*words[:-1], words[-1].removesuffix("'s")]
+    return " ".join(words)
 
 
-def _value(text: str) -> str:
-    value = _CLAUSE_END.split(" " + text + " ", maxsplit=1)[0].strip()
-    words = value.split()
-    while words and words[0] in ("the", "a", "an", "to", "in", "at", "on", "over", "using"):
-        words = words[1:]
-    return " ".join(words).strip(".")
+def _value(words: list[str]) -> str:
+    end = next((i for i, word in enumerate(words) if word in _ENDS), len(words))
+    value = words[:end]
+    while value and value[0] in _OPENERS:
+        value = value[1:]
+    return " ".join(value)
 
 
 @lru_cache(maxsize=4096)
 def frame_of(content: str) -> Frame | None:
     """What ``content`` states (its first sentence with a known relation), or None when
     it states nothing one value at a time can replace."""
-    for sentence in re.split(r"(?<=[.!?;])\s+|\n", content):
-        said = _normal(sentence)
-        text = _unfilled(said)
-        for bare, verb in _BARE.items():  # "does not live in" reads as "lives in"
-            text = re.sub(rf"\b(does not|doesn't|no longer) {verb}\b", rf"\1 {bare}", text)
-        found = _RELATION.search(text)
+    for said in _sentences(content):
+        words = [word for word in said if word not in _FILLERS]
+        found = _relation(words)
         if found is None:
             continue
-        subject = _subject(text[: found.start()].strip())
-        value = _value(text[found.end() :])
+        start, end, attribute, negated = found
+        subject, value = _subject(words[:start]), _value(words[end:])
         if not subject or not value or len(subject.split()) > 6 or len(value.split()) > 8:
             continue
-        attribute = _ATTRIBUTE_OF[found.group("rel")]
         if attribute == "works at" and value.split()[-1] in _GROUPS:
             continue  # "joined the chess club": one may join many
-        if attribute == "now" and found.group("neg"):
+        if attribute == "now" and negated:
             continue
-        negated = found.group("neg") is not None
-        changed = _CHANGE.search(said) is not None
+        changed = bool(_CHANGE.intersection(said))
         return Frame(subject, attribute, value, negated=negated, changed=changed)
     return None
