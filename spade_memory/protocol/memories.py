@@ -376,6 +376,12 @@ def _in_order(start: datetime | None, end: datetime | None) -> None:
         raise ValueError("valid_to must come after valid_from")
 
 
+_NEW_MEMORY_FIELDS = frozenset(
+    {"category", "context", "confidence", "tags", "metadata", "source", "valid_from"}
+)
+"""What only a supersede with new content takes."""
+
+
 class SupersedeMemory(Op[Stored]):
     """Replace a memory with a new one (``content``) or with one already stored (``by``):
     the old one stops being valid where the new one starts (now by default), and each
@@ -409,6 +415,11 @@ class SupersedeMemory(Op[Stored]):
             raise ValueError("give the new content, or by: the id of the memory replacing it")
         if self.by == self.id:
             raise ValueError("a memory cannot supersede itself")
+        if self.by is not None and (given := self.model_fields_set & _NEW_MEMORY_FIELDS):
+            left_out = ", ".join(sorted(given))
+            raise ValueError(
+                f"with by, the memory it names says what is true: leave out {left_out}"
+            )
         return self
 
     def as_store(self, category: str) -> StoreMemory:

@@ -4,9 +4,9 @@ Every read goes through it, so an expired memory is invisible to each of them at
 (the background purge deletes it later), and so is one no longer valid (superseded, or
 past its ``valid_to``) unless the read asks for another moment; the filters of a
 ``Filtered`` op (tags, metadata, dates, authors) and the categories asked for narrow it
-further. Values are always
-bound parameters, never text in the statement. Tags and metadata are JSON text on both
-engines: SQLite reads them with ``json_each``/``json_type``, PostgreSQL as ``jsonb``.
+further. Values are always bound parameters, never text in the statement. Tags and
+metadata are JSON text on both engines: SQLite reads them with ``json_each`` and
+``json_type``, PostgreSQL as ``jsonb``.
 """
 
 from __future__ import annotations

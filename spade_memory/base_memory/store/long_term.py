@@ -51,7 +51,7 @@ from spade_memory.base_memory.store.ledger import Ledger
 from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.store.reads import Reads
 from spade_memory.base_memory.store.rows import select
-from spade_memory.base_memory.store.tables import MIGRATIONS
+from spade_memory.base_memory.store.tables import DATED, MIGRATIONS
 from spade_memory.base_memory.store.writes import Writes
 from spade_memory.base_memory.work_items import WorkItems
 from spade_memory.protocol.consolidation import ConsolidateMemories
@@ -207,10 +207,7 @@ class LongTermStore(AppliesOps):
                 expiring = await db.execute_fetchall(
                     "SELECT 1 FROM memories WHERE expires_at IS NOT NULL LIMIT 1"
                 )
-                dated = await db.execute_fetchall(
-                    "SELECT 1 FROM memories WHERE valid_from IS NOT NULL"
-                    " OR valid_to IS NOT NULL LIMIT 1"
-                )
+                dated = await db.execute_fetchall(f"SELECT 1 FROM memories WHERE {DATED} LIMIT 1")
             # on a shared database another agent may store an expiring memory at any time
             store._ctx.expiring = bool(expiring) or not store.engine.single_writer
             store._ctx.dated = bool(dated) or not store.engine.single_writer

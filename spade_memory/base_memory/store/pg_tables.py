@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from spade_memory.base_memory.store.sizes import recount_usage
 from spade_memory.base_memory.store.tables import (
+    DATED_INDEX,
     SUBJECTS_INDEX,
     VALIDITY,
     hash_content_keys,
@@ -164,6 +165,7 @@ MIGRATIONS: list[PgMigration] = [
             for column, kind in VALIDITY
         ),
         SUBJECTS_INDEX,
+        DATED_INDEX,
     ),
     key_subjects,
 ]  # fmt: skip

@@ -235,6 +235,11 @@ SUBJECTS_INDEX = (
     "CREATE INDEX IF NOT EXISTS memories_subjects ON memories(space, subject_key)"
     " WHERE subject_key IS NOT NULL"
 )
+DATED = "valid_from IS NOT NULL OR valid_to IS NOT NULL"
+"""A memory with a validity (a superseded one has its ``valid_to``): reads check
+validity once the store holds one (``StoreContext.dated``)."""
+DATED_INDEX = f"CREATE INDEX IF NOT EXISTS memories_dated ON memories(valid_to) WHERE {DATED}"
+"""So that telling at open whether any memory is dated reads an index, not every row."""
 
 
 async def add_validity(db: Database) -> None:
@@ -243,6 +248,7 @@ async def add_validity(db: Database) -> None:
         if column not in there:  # a store moved back a version keeps its columns
             await db.execute(f"ALTER TABLE memories ADD COLUMN {column} {kind.format(real='REAL')}")
     await db.execute(SUBJECTS_INDEX)
+    await db.execute(DATED_INDEX)
     await key_subjects(db)
 
 

@@ -140,10 +140,11 @@ class Writes:
             as_store = dataclasses.replace(request, op=op.as_store(old.category))
             return await self.store(db, as_store, work)
         supersede.named(old)
-        newer = await supersede.successor(db, op.by, place, time.time())
-        start = supersede.starts(old, newer.valid_from, time.time())
+        now = time.time()
+        newer = await supersede.successor(db, op.by, place, now)
+        start = supersede.starts(old, newer.valid_from, now)
         self.ctx.dated = True
-        await supersede.close(db, old, newer.id, start, time.time())
+        await supersede.close(db, old, newer.id, start, now)
         await db.execute(
             "UPDATE memories SET supersedes = COALESCE(supersedes, ?) WHERE seq = ?",
             (old.id, newer.seq),
