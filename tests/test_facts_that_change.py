@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from spade_memory.base_memory.store import pg_tables as pg_schema
+from spade_memory.base_memory.store.journal import SpaceEvent
+from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.base_memory.store.tables import MIGRATIONS, add_validity
 from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemories
@@ -400,3 +402,23 @@ async def test_memories_stored_before_this_version_are_keyed_by_subject_at_open(
         assert new.supersedes == old.id
     finally:
         await reopened.close()
+
+
+async def test_a_spaces_subscribers_hear_what_consolidation_merged(location: Location) -> None:
+    heard: list[SpaceEvent] = []
+    store = await LongTermStore.open(location("heard.db"), listeners=Listeners(heard.extend))
+    try:
+        kept = await in_space(store, ALICE, StoreMemory(content="Mia works at Initech.",
+                                                        category="fact"), "owner")  # fmt: skip
+        twin = await in_space(store, ALICE, StoreMemory(content="Mia is employed at Initech.",
+                                                        category="fact"), "owner")  # fmt: skip
+        assert isinstance(kept, Stored) and isinstance(twin, Stored)
+        heard.clear()
+        await in_space(store, BOB, ConsolidateMemories(dry_run=False), "admin")
+        changes = [event.change() for event in heard]
+        assert [(c.kind, c.memory_id, c.reason) for c in changes] == [
+            ("updated", twin.id, "merged"), ("updated", kept.id, None),
+        ]  # fmt: skip
+        assert changes[0].memory is not None and changes[0].memory.superseded_by == kept.id
+    finally:
+        await store.close()

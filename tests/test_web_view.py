@@ -418,3 +418,23 @@ async def test_a_memorys_beads_issue_to_those_who_read_the_space(
         assert "mirrored" in shown
         status, _ = await page(viewer, f"{base}/spaces/web-beads/memories/nothing/beads")
         assert status == 404
+
+
+async def test_a_superseded_memory_shows_as_it_was_and_links_its_successor(
+    memory_service: MemoryServiceProcess, alice: ClientAgent
+) -> None:
+    old = await alice.memory.store("fact", "The build host is ci1.example.")
+    new = await alice.memory.store("fact", "The build host is ci2.example.")
+    assert old is not None and new is not None and new.supersedes == old.id
+    async with web_view(memory_service.port) as base, browser() as viewer:
+        await log_in(viewer, base, str(alice.jid.bare))
+        status, shown = await page(viewer, f"{base}/spaces/personal/memories/{old.id}")
+        assert status == 200 and "ci1.example" in shown
+        assert f'No longer current: replaced by <a href="/spaces/personal/memories/{new.id}">' in (
+            shown
+        )
+        status, shown = await page(viewer, f"{base}/spaces/personal/memories/{new.id}")
+        assert status == 200 and f'href="/spaces/personal/memories/{old.id}"' in shown
+        assert "No longer current" not in shown
+        _, listed = await page(viewer, f"{base}/spaces/personal")
+        assert "ci2.example" in listed and "ci1.example" not in listed

@@ -271,7 +271,8 @@ class Change(Record):
     space: str | None = None
     author: str | None = None
     reason: str | None = None
-    """Why a memory was deleted, when not by a delete: ``expired``, ``forgotten``."""
+    """Why, when not by a delete or an update: a memory deleted ``expired`` or
+    ``forgotten``, or updated ``merged`` into another by consolidation."""
 
 
 class ChangeList(Record):

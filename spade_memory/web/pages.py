@@ -8,7 +8,7 @@ any as an admin), as a courtesy; another POST is refused by the base memory agen
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timezone
+from datetime import date, datetime, time, timedelta, timezone
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote, urlencode
 
@@ -152,14 +152,19 @@ async def working_session(request: web.Request) -> web.StreamResponse:
 
 @routes.get("/spaces/{space}/memories/{id}")
 async def one_memory(request: web.Request) -> web.StreamResponse:
-    """One memory, every version kept of it, and (to its writers) a form to change it."""
+    """One memory, every version kept of it, what it replaced and what replaced it, and
+    (to its writers) a form to change it."""
     name, memory_id = request.match_info["space"], request.match_info["id"]
     memory = viewer_of(request).memory
     where = None if name == PERSONAL else name
-    found = await memory.request(
-        memory.base_memory_jid, GetMemory(id=memory_id, space=where, count_access=False)
-    )
     history = await memory.memory_history(memory_id, space=where)
+    # a memory no longer valid is shown as it was just before it stopped being so
+    ended = None if history is None else history.valid_to
+    then = None
+    if ended is not None and ended <= datetime.now(timezone.utc):
+        then = ended - timedelta(microseconds=1)
+    op = GetMemory(id=memory_id, space=where, count_access=False, as_of=then)
+    found = await memory.request(memory.base_memory_jid, op)
     role = "owner" if where is None else (await _role(memory, name))
     writes = role in ("owner", "admin") or (
         role == "writer" and found is not None and found.author == viewer_of(request).jid

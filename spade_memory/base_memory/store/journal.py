@@ -76,12 +76,14 @@ class SpaceEvent:
     """The memory as stored (None when deleted)."""
     name: str = ""
     """The space's name."""
+    reason: str | None = None
+    """Why, when not the write itself: ``expired``, ``forgotten``, ``merged``."""
 
     def change(self) -> Change:
         """The event as subscribers receive it."""
         return Change(
             seq=self.seq, kind=self.kind, memory_id=self.memory_id, owner=self.actor,
-            memory=self.memory, space=self.name, author=self.author,
+            memory=self.memory, space=self.name, author=self.author, reason=self.reason,
         )  # fmt: skip
 
 
@@ -115,7 +117,7 @@ async def record(
         " VALUES (?, ?, ?, ?, ?, ?) RETURNING seq",
         (space, kind, memory_id, author, actor, time.time()),
     )
-    return SpaceEvent(int(seq), space, kind, memory_id, author, actor)
+    return SpaceEvent(int(seq), space, kind, memory_id, author, actor, reason=reason)
 
 
 async def forget_old_events(db: Database) -> None:
