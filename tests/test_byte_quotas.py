@@ -17,6 +17,7 @@ import pytest
 from spade_memory import Limits, Request, ResourceConstraint, StoreMemory
 from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.base_memory.store.sizes import recount_usage
 from spade_memory.base_memory.store.tables import MIGRATIONS
 from spade_memory.protocol.memories import (
     DeleteMemory,
@@ -174,12 +175,12 @@ async def _one_migration_back(where: str | Path) -> None:
         " WHERE subject = 'owner:alice@localhost'",
     )
     if isinstance(where, Path):
-        await query(where, f"PRAGMA user_version = {len(MIGRATIONS) - 1}")
+        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(recount_usage)}")
     else:
         await query(
             where,
             "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
-            len(pg_schema.MIGRATIONS) - 1,
+            pg_schema.MIGRATIONS.index(recount_usage),
         )
 
 

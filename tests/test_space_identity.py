@@ -49,7 +49,8 @@ class Attempt:
     needs: str
     """The least role that may (``anyone``: every sender, it acts on its own things)."""
     once: bool = False
-    """It changes what it acts on: a second success answers item-not-found."""
+    """It changes what it acts on: a second success answers ``again``."""
+    again: str = "item-not-found"
 
 
 class Team:
@@ -141,6 +142,19 @@ class Team:
                 once=True,
             ),
             Attempt(base, {"op": "delete_space", "space": space}, "owner"),
+            Attempt(base, {"op": "consolidate_memories", "space": space}, "admin"),
+            Attempt(
+                base,
+                {
+                    "op": "supersede_memory",
+                    "id": memory_id,
+                    "space": space,
+                    "content": f"replaced by {role}",
+                },
+                "admin",
+                once=True,
+                again="conflict",  # superseded already
+            ),
             Attempt(
                 base, {"op": "delete_memory", "id": memory_id, "space": space}, "admin", once=True
             ),
@@ -217,7 +231,7 @@ def expected(role: str, attempt: Attempt, succeeded_before: bool) -> str:
         return "item-not-found"
     if rank(role) < rank(attempt.needs):
         return "not-authorized"
-    return "item-not-found" if succeeded_before and attempt.once else "inform"
+    return attempt.again if succeeded_before and attempt.once else "inform"
 
 
 def kind(reply_body: str, performative: str) -> str:

@@ -416,7 +416,13 @@ class SupersedeMemory(Op[Stored]):
             raise ValueError("give the new content, or by: the id of the memory replacing it")
         if self.by == self.id:
             raise ValueError("a memory cannot supersede itself")
-        if self.by is not None and (given := self.model_fields_set & _NEW_MEMORY_FIELDS):
+        given = {
+            name
+            for name in _NEW_MEMORY_FIELDS
+            if getattr(self, name)
+            != type(self).model_fields[name].get_default(call_default_factory=True)
+        }
+        if self.by is not None and given:
             left_out = ", ".join(sorted(given))
             raise ValueError(
                 f"with by, the memory it names says what is true: leave out {left_out}"
