@@ -60,12 +60,14 @@ ADDED = {
         "space": ("string", None),
         "tags_any": ("array", None),
         "as_of": ("string", None),
+        "known_at": ("string", None),
     },
     "search_memories": {
         "category": ("string", ["fact", "pattern", "preference", "capability"]),
         "space": ("string", None),
         "tags_any": ("array", None),
         "as_of": ("string", None),
+        "known_at": ("string", None),
     },
 }
 """Optional parameters beyond spade_llm's: the shared space, search's category, tags, the

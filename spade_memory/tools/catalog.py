@@ -84,7 +84,7 @@ SEARCH_MEMORIES = ToolSpec(
         "Results are ranked by relevance."
     ),
     op=SearchMemories,
-    parameters=("query", "limit", "category", "space", "tags_any", "as_of"),
+    parameters=("query", "limit", "category", "space", "tags_any", "as_of", "known_at"),
     service=BASE_MEMORY,
     say=sentences.said_found,
     bounds={"limit": {"minimum": 1, "maximum": 20, "default": 10}},
@@ -98,7 +98,7 @@ LIST_MEMORIES = ToolSpec(
         "recently used first, to see what I know in that area."
     ),
     op=ListMemories,
-    parameters=("category", "limit", "space", "tags_any", "as_of"),
+    parameters=("category", "limit", "space", "tags_any", "as_of", "known_at"),
     service=BASE_MEMORY,
     say=sentences.said_listed,
     bounds={"limit": {"minimum": 1, "maximum": 50, "default": 20}},
