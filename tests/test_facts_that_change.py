@@ -239,6 +239,14 @@ async def test_a_supersede_cannot_start_before_the_memory_it_replaces(
     assert (await store.apply(ALICE, GetMemory(id=old.id))).superseded_by is None
 
 
+async def test_history_told_out_of_order_is_reported_not_superseded(
+    store: LongTermStore,
+) -> None:
+    newer = await put(store, "Jo lives in Oslo.", valid_from=NOW - timedelta(days=10))
+    older = await put(store, "Jo lives in Bergen.", valid_from=NOW - timedelta(days=400))
+    assert older.supersedes is None and [c.id for c in older.conflicts] == [newer.id]
+
+
 async def test_an_update_may_end_a_memory_s_validity(store: LongTermStore) -> None:
     memory = await put(store, "The hotline is staffed on weekends")
     ended = NOW - timedelta(seconds=1)

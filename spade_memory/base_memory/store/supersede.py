@@ -31,7 +31,8 @@ async def detect(
     db: Database, op: StoreMemory, place: Place, sender: str, now: float
 ) -> tuple[Row | None, list[PossibleConflict]]:
     """Returns the memory ``op`` supersedes on its own (None: none) and the likely
-    conflicts it only reports, by its ``conflicts`` policy."""
+    conflicts it only reports, by its ``conflicts`` policy. A memory that starts being
+    true before the one it would replace (history told out of order) only reports it."""
     frame = frame_of(op.content)
     if frame is None or op.conflicts == "off":
         return None, []
@@ -47,7 +48,9 @@ async def detect(
         if old is None or (found := replacement(frame, old)) is None:
             continue
         allowed = row.owner == sender or place.may_change_any
-        if chosen is None and found.confident and allowed and op.conflicts == "auto":
+        starts = None if op.valid_from is None else op.valid_from.timestamp()
+        later = starts is None or row.valid_from is None or starts > row.valid_from
+        if chosen is None and found.confident and allowed and later and op.conflicts == "auto":
             chosen = row
             continue
         conflicts.append(
