@@ -7,9 +7,8 @@ a thread of the lowest CPU priority; the transaction merges what is still curren
 merge adds the merged memories' access counts to the kept one, raises its confidence to
 theirs, gives it a source it lacked and its newest use, and closes each merged memory as
 a supersede would (reason ``merged``): it stays readable through ``as_of`` and the kept
-memory's history. Each merged memory's
-change carries the reason ``merged``, so a shared space's subscribers and the beads mirror
-hear of it.
+memory's history. Each merged memory's change carries the reason ``merged``, so a shared
+space's subscribers and the beads mirror hear of it.
 """
 
 from __future__ import annotations

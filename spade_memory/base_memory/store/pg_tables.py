@@ -18,6 +18,7 @@ from spade_memory.base_memory.store.sizes import recount_usage
 from spade_memory.base_memory.store.tables import (
     DATED_INDEX,
     SUBJECTS_INDEX,
+    SUCCESSORS_INDEX,
     VALIDITY,
     hash_content_keys,
     key_subjects,
@@ -166,6 +167,7 @@ MIGRATIONS: list[PgMigration] = [
         ),
         SUBJECTS_INDEX,
         DATED_INDEX,
+        SUCCESSORS_INDEX,
     ),
     key_subjects,
 ]  # fmt: skip

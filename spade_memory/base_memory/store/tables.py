@@ -235,6 +235,11 @@ SUBJECTS_INDEX = (
     "CREATE INDEX IF NOT EXISTS memories_subjects ON memories(space, subject_key)"
     " WHERE subject_key IS NOT NULL"
 )
+SUCCESSORS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS memories_successors ON memories(superseded_by)"
+    " WHERE superseded_by IS NOT NULL"
+)
+"""What a memory replaced or had merged into it, found without reading every row."""
 DATED = "valid_from IS NOT NULL OR valid_to IS NOT NULL"
 """A memory with a validity (a superseded one has its ``valid_to``): reads check
 validity once the store holds one (``StoreContext.dated``)."""
@@ -249,6 +254,7 @@ async def add_validity(db: Database) -> None:
             await db.execute(f"ALTER TABLE memories ADD COLUMN {column} {kind.format(real='REAL')}")
     await db.execute(SUBJECTS_INDEX)
     await db.execute(DATED_INDEX)
+    await db.execute(SUCCESSORS_INDEX)
     await key_subjects(db)
 
 
