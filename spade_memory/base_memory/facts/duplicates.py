@@ -68,22 +68,6 @@ def _numbers(words: frozenset[str]) -> frozenset[str]:
     return frozenset(word for word in words if any(c.isdigit() for c in word))
 
 
-def same_fact(a: str, b: str) -> bool:
-    """Whether ``a`` and ``b`` state the same fact (in other words, or the same ones)."""
-    fa, fb = frame_of(a), frame_of(b)
-    return _same_frame(fa, fb) or _same_words(_words(a), _words(b), fa, fb)
-
-
-def _same_frame(fa: Frame | None, fb: Frame | None) -> bool:
-    """Both state the same frame (the value in the same words)."""
-    return (
-        fa is not None
-        and fb is not None
-        and (fa.subject, fa.attribute, fa.negated) == (fb.subject, fb.attribute, fb.negated)
-        and _words(fa.value) == _words(fb.value)
-    )
-
-
 def _same_words(wa: frozenset[str], wb: frozenset[str], fa: Frame | None, fb: Frame | None) -> bool:
     """Mostly the same content words, the same numbers and negation, and neither replaces
     the other."""

@@ -169,12 +169,8 @@ def _relation(words: list[str]) -> tuple[int, int, str, bool] | None:
     for at, word in enumerate(words):
         for phrase, attribute in _PHRASES.get(word, ()):
             if tuple(words[at : at + len(phrase)]) == phrase:
-                negated = any(tuple(words[max(0, at - len(n)) : at]) == n for n in _NEGATIONS)
-                start = at - next(
-                    (len(n) for n in _NEGATIONS if tuple(words[max(0, at - len(n)) : at]) == n),
-                    0,
-                )
-                return start, at + len(phrase), attribute, negated
+                before = len(next((n for n in _NEGATIONS if tuple(words[:at][-len(n) :]) == n), ()))
+                return at - before, at + len(phrase), attribute, before > 0
     return None
 
 

@@ -85,7 +85,8 @@ async def history_of(db: Database, memory_id: str, space: str) -> MemoryHistory 
     last), or its audit entry once deleted; None when the space never had it."""
     current = await db.execute_fetchall(
         f"SELECT version, {_FIELDS}, COALESCE(changed_by, owner),"
-        " COALESCE(changed_at, created_at) FROM memories WHERE id = ? AND space = ?",
+        " COALESCE(changed_at, created_at), valid_from, valid_to FROM memories"
+        " WHERE id = ? AND space = ?",
         (memory_id, space),
     )
     if not current:
@@ -104,10 +105,8 @@ async def history_of(db: Database, memory_id: str, space: str) -> MemoryHistory 
         " WHERE memory_id = ? ORDER BY version",
         (memory_id,),
     )
-    versions = [_version(tuple(row)) for row in [*earlier, *current]]
-    ((valid_from, valid_to),) = await db.execute_fetchall(
-        "SELECT valid_from, valid_to FROM memories WHERE id = ? AND space = ?", (memory_id, space)
-    )
+    ((*now, valid_from, valid_to),) = current
+    versions = [_version(tuple(row)) for row in [*earlier, now]]
     return MemoryHistory(
         id=memory_id, versions=versions, dropped=versions[-1].version - len(versions),
         supersedes=await supersede.chain(db, memory_id, space, "supersedes"),
