@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         ResourceConstraint,
         ServiceUnavailable,
     )
+    from spade_memory.protocol.graph import Entity, EntityList
     from spade_memory.protocol.interaction import InteractionOp
     from spade_memory.protocol.interaction_forget import ForgetInteractions, InteractionsForgotten
     from spade_memory.protocol.limits import Limits
@@ -57,12 +58,15 @@ if TYPE_CHECKING:
         Deleted,
         DeleteMemory,
         GetMemory,
+        ListEntities,
         ListMemories,
+        MemoriesAbout,
         Memory,
         MemoryList,
         MemoryStats,
         MemoryStatsOp,
         RecentMemories,
+        RelatedMemories,
         SearchMemories,
         Stored,
         StoreMemory,
@@ -142,9 +146,10 @@ _EXPORTS: dict[str, str] = {
         "CATEGORIES BaseMemoryOp Category Change ChangeList ChangesSince "
         "Deleted DeleteMemory GetMemory ListMemories Memory MemoryList "
         "MemoryStats MemoryStatsOp RecentMemories SearchMemories Stored "
-        "StoreMemory SupersedeMemory UpdateMemory"
+        "StoreMemory SupersedeMemory UpdateMemory ListEntities MemoriesAbout RelatedMemories"
     ),
     "protocol.consolidation": "ConsolidateMemories Consolidated",
+    "protocol.graph": "Entity EntityList",
     "protocol.validity": "PossibleConflict",
     "protocol.notes": (
         "AddInformation ClearConversation ConversationInfo ExportConversation "
@@ -222,6 +227,8 @@ __all__ = [
     "DeleteMemory",
     "DeleteSpace",
     "Deleted",
+    "Entity",
+    "EntityList",
     "EntityRef",
     "ExportConversation",
     "FetchedMemories",
@@ -243,9 +250,11 @@ __all__ = [
     "ItemNotFound",
     "LeaveSpace",
     "Limits",
+    "ListEntities",
     "ListMemories",
     "ListSpaces",
     "Membership",
+    "MemoriesAbout",
     "Memory",
     "MemoryClient",
     "MemoryConnection",
@@ -264,6 +273,7 @@ __all__ = [
     "Recall",
     "RecentMemories",
     "Record",
+    "RelatedMemories",
     "Reply",
     "Request",
     "ResourceConstraint",

@@ -8,12 +8,15 @@ from typing import Any
 from spade_memory.client.calls import Calls
 from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemories
 from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.graph import Entity, EntityKind
 from spade_memory.protocol.memories import (
     Category,
     DeleteMemory,
     ForgetMemories,
     GetMemory,
+    ListEntities,
     ListMemories,
+    MemoriesAbout,
     MemoriesForgotten,
     Memory,
     MemoryHistory,
@@ -23,6 +26,7 @@ from spade_memory.protocol.memories import (
     MemoryStatsOp,
     Reasoning,
     RecentMemories,
+    RelatedMemories,
     SearchMemories,
     Stored,
     StoreMemory,
@@ -66,7 +70,13 @@ class BaseMemoryCalls(Calls):
         return self.jids[NAME]
 
     async def _memories(
-        self, op: SearchMemories | ListMemories | RecentMemories | MemoryRefs
+        self,
+        op: SearchMemories
+        | ListMemories
+        | RecentMemories
+        | MemoryRefs
+        | MemoriesAbout
+        | RelatedMemories,
     ) -> FetchedMemories:
         result = await self.request(self.base_memory_jid, op)
         if result is None:
@@ -185,6 +195,36 @@ class BaseMemoryCalls(Calls):
         """The memories linked to the work item ``work_id`` through their source, newest
         first (``space`` as in search)."""
         return await self._memories(MemoryRefs(work_id=work_id, limit=limit, space=space))
+
+    async def entities(
+        self,
+        prefix: str | None = None,
+        *,
+        kind: EntityKind | None = None,
+        limit: int = 50,
+        space: str | list[str] | None = None,
+    ) -> list[Entity] | None:
+        """The entities the memories name (people, places, titles, days; words two
+        memories share), the most named first, optionally those starting with ``prefix``
+        or of one ``kind`` (``space`` as in search). None when degraded."""
+        op = ListEntities(prefix=prefix, kind=kind, limit=limit, space=space)
+        result = await self.request(self.base_memory_jid, op)
+        return None if result is None else result.entities
+
+    async def memories_about(
+        self, entity: str, limit: int = 20, *, space: str | list[str] | None = None
+    ) -> FetchedMemories:
+        """The current memories naming ``entity`` (any case, possessive or not, or a
+        longer name it starts), those it is the subject of first (``space`` as in
+        search)."""
+        return await self._memories(MemoriesAbout(entity=entity, limit=limit, space=space))
+
+    async def related_memories(
+        self, memory_id: str, limit: int = 10, *, space: str | list[str] | None = None
+    ) -> FetchedMemories:
+        """The current memories naming what the memory ``memory_id`` names, the most
+        shared first, each with its ``score``. Raises ``ItemNotFound``."""
+        return await self._memories(RelatedMemories(id=memory_id, limit=limit, space=space))
 
     async def forget_memories(
         self,

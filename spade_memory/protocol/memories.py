@@ -15,6 +15,7 @@ from pydantic import AwareDatetime, Field, TypeAdapter, model_validator
 
 from spade_memory.protocol.consolidation import ConsolidateMemories
 from spade_memory.protocol.expiry import ExpiresAt, TtlSeconds
+from spade_memory.protocol.graph import EntityKind, EntityList, EntityName
 from spade_memory.protocol.ops import PERSONAL, Limit, MemoryId, Op, R, Record, SenderForgotten
 from spade_memory.protocol.space_names import SpaceName, SpaceSelection
 from spade_memory.protocol.spaces import SpaceOp
@@ -142,6 +143,11 @@ class Reasoning(Record):
     filtered: bool = False
     """Whether filters (category, tags, metadata, dates) narrowed the search."""
     returned: int = 0
+    expansion: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Why a second round followed the entities of the first round's best memories (None:
+    the question did not call for one)."""
+    expanded: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
+    """The entities that second round followed, the weightiest first."""
 
 
 class MemoryList(Record):
@@ -273,6 +279,9 @@ class Change(Record):
     reason: str | None = None
     """Why, when not by a delete or an update: a memory deleted ``expired`` or
     ``forgotten``, or updated ``merged`` into another by consolidation."""
+    entities: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
+    """The names, titles and days the memory names now (``entities``; none once
+    deleted)."""
 
 
 class ChangeList(Record):
@@ -687,6 +696,51 @@ class ChangesSince(Op[ChangeList]):
     )
 
 
+# -- the entity graph's reads (``protocol.graph``) --
+
+
+class ListEntities(Op[EntityList]):
+    """The entities the memories of the spaces name, the most named first: people,
+    places, titles and days always; words only once two memories share them."""
+
+    need = "read"
+    op: Literal["entities"] = "entities"
+    reads_only: ClassVar[bool] = True
+    prefix: str | None = Field(
+        default=None, max_length=200, description="Optional: only entities starting so"
+    )
+    kind: EntityKind | None = Field(default=None, description="Optional: only of this kind")
+    limit: Limit = Field(default=50, le=500, description="Most entities returned")
+    space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
+
+
+class MemoriesAbout(Op[MemoryList]):
+    """The current memories naming an entity (by name, any case, possessive or not; a
+    short name seen in the space as the start of one longer name counts as it), those
+    it is the subject of first, then the newest."""
+
+    need = "read"
+    op: Literal["memories_about"] = "memories_about"
+    reads_only: ClassVar[bool] = True
+    entity: EntityName = Field(description="Who or what, e.g. Melanie, pottery, New York")
+    limit: Limit = Field(default=20, le=500, description="Most memories returned")
+    space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
+    count_access: CountAccess = True
+
+
+class RelatedMemories(Op[MemoryList]):
+    """The current memories that name what a memory names, ranked by how much they share
+    (a rare entity counts more than a common one); each carries its ``score``."""
+
+    need = "read"
+    op: Literal["related_memories"] = "related_memories"
+    reads_only: ClassVar[bool] = True
+    id: MemoryId
+    limit: Limit = Field(default=10, le=500, description="Most memories returned")
+    space: SpaceSelection | None = Field(default=None, description=_READ_SPACES)
+    count_access: CountAccess = True
+
+
 BaseMemoryOp = Annotated[
     StoreMemory
     | SupersedeMemory
@@ -703,6 +757,9 @@ BaseMemoryOp = Annotated[
     | MemoryHistoryOp
     | MemoryRefs
     | ConsolidateMemories
+    | ListEntities
+    | MemoriesAbout
+    | RelatedMemories
     | SpaceOp,
     Field(discriminator="op"),
 ]

@@ -326,7 +326,7 @@ class Ranking:
                 similar = _most_similar(indexes, query_vector, wanted, removed)
             if not selection.narrows:
                 return similar
-            allowed = await _seqs_in(db, spaces, selection, list(similar.best))
+            allowed = await seqs_in(db, spaces, selection, list(similar.best))
             best = {seq: score for seq, score in similar.best.items() if seq in allowed}
             if len(best) >= limit or wanted >= total:
                 return Similar(dict(list(best.items())[:limit]), similar.low, similar.high)
@@ -507,6 +507,10 @@ class Ranked:
     """Candidates similar in meaning."""
     dense: bool = False
     """Whether meaning search took part over every space searched."""
+    expansion: str | None = None
+    """Why a second round followed the graph (``graph.expansion``; None: it did not)."""
+    expanded: list[str] = field(default_factory=list)
+    """The entities it followed, the weightiest first."""
 
 
 def _best(scores: dict[int, float], limit: int) -> list[int]:
@@ -591,7 +595,7 @@ async def _pg_words(
     return {int(seq): float(score) for seq, score in rows}
 
 
-async def _seqs_in(
+async def seqs_in(
     db: Database, spaces: Sequence[str], selection: Selection, seqs: Sequence[int]
 ) -> set[int]:
     """Which of ``seqs`` are memories of ``spaces`` that ``selection`` lets through."""

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, cast
 
+from spade_memory.base_memory.graph.extract import names_in
 from spade_memory.protocol.errors import ResourceConstraint
 from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.memories import Change, ChangeKind, Memory
@@ -84,6 +85,7 @@ class SpaceEvent:
         return Change(
             seq=self.seq, kind=self.kind, memory_id=self.memory_id, owner=self.actor,
             memory=self.memory, space=self.name, author=self.author, reason=self.reason,
+            entities=names_in(self.memory),
         )  # fmt: skip
 
 

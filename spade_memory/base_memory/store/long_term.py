@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spade_memory.base_memory.classify.classifier import classify
+from spade_memory.base_memory.graph.reads import GraphReads
 from spade_memory.base_memory.retrieval import pgvector
 from spade_memory.base_memory.retrieval.backfill import VectorBackfill
 from spade_memory.base_memory.retrieval.ranking import Ranking
@@ -65,11 +66,14 @@ from spade_memory.protocol.memories import (
     ForgetAllMemories,
     ForgetMemories,
     GetMemory,
+    ListEntities,
     ListMemories,
+    MemoriesAbout,
     MemoryHistoryOp,
     MemoryRefs,
     MemoryStatsOp,
     RecentMemories,
+    RelatedMemories,
     SearchMemories,
     StoreMemory,
     SupersedeMemory,
@@ -151,6 +155,7 @@ class LongTermStore(AppliesOps):
         self._flush_timer: asyncio.TimerHandle | None = None
         self._flush_task: asyncio.Task[None] | None = None
         reads, writes, deletes = Reads(self._ctx), Writes(self._ctx), Deletes(self._ctx)
+        graph = GraphReads(self._ctx)
         self._handlers: dict[type[Op[Any]], Handler] = {
             StoreMemory: writes.store,
             SupersedeMemory: writes.supersede,
@@ -168,6 +173,9 @@ class LongTermStore(AppliesOps):
             MemoryHistoryOp: reads.history,
             MemoryRefs: reads.refs,
             ConsolidateMemories: Consolidation(self._ctx).consolidate,
+            ListEntities: graph.entities,
+            MemoriesAbout: graph.about,
+            RelatedMemories: graph.related,
         }
 
     @classmethod

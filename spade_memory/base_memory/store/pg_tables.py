@@ -14,6 +14,7 @@ The history of this engine starts here: its migrations go on from this one.
 
 from __future__ import annotations
 
+from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.store.sizes import recount_usage
 from spade_memory.base_memory.store.tables import (
     DATED_INDEX,
@@ -170,6 +171,7 @@ MIGRATIONS: list[PgMigration] = [
         SUCCESSORS_INDEX,
     ),
     key_subjects,
+    graph_links.create,
 ]  # fmt: skip
 STORE = "base_memory"
 """The schema's name in ``spade_memory_schema`` (one database can hold several stores)."""

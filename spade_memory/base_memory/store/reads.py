@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from spade_memory.base_memory.graph import expansion
+from spade_memory.base_memory.graph.extract import names_in
 from spade_memory.base_memory.store import history, journal
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
@@ -110,6 +112,7 @@ class Reads:
             db, keys, op.query, chosen, op.limit,
             work.queries.get(id(request)), work.vectors.stale(),
         )  # fmt: skip
+        ranked = await expansion.expand(db, keys, op.query, ranked, chosen, op.limit)
         rows = await by_seq(db, ranked.seqs)
         of_seq = {row.seq: row for row in rows}
         found = [of_seq[seq] for seq in ranked.seqs if seq in of_seq]
@@ -120,6 +123,7 @@ class Reads:
             strategy="hybrid" if ranked.dense else "bm25",
             dense_available=ranked.dense, mode=mode, word_candidates=ranked.words,
             meaning_candidates=ranked.meanings, filtered=filtered, returned=len(memories),
+            expansion=ranked.expansion, expanded=ranked.expanded,
         )  # fmt: skip
         return MemoryList(memories=memories, mode=mode, note=note, reasoning=reasoning)
 
@@ -195,7 +199,7 @@ class Reads:
             memory = None if now.id is None else now.memory()
             change = Change(
                 seq=seq, kind=kind, memory_id=memory_id, owner=owner, space=space,
-                author=author, reason=reason, memory=memory,
+                author=author, reason=reason, memory=memory, entities=names_in(memory),
             )  # fmt: skip
             changes.append(change)
         last_seq = int(next((seq for (seq,) in newest), None) or 0)
@@ -215,7 +219,8 @@ class Reads:
                 owner=entry.actor,
                 space=place.name,
                 author=entry.author,
-                memory=None if entry.kind == "deleted" else now.get(entry.memory_id),
+                memory=(memory := None if entry.kind == "deleted" else now.get(entry.memory_id)),
+                entities=names_in(memory),
             )
             for entry in entries
         ]

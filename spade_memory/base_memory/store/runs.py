@@ -259,4 +259,4 @@ async def _insert(
             seq, op = seqs[memory_id], store.op
             work.current.need[seq] = place.key  # embedded once committed
             work.current.texts[seq] = embedding_text(op.content, op.context)
-            work.adding.append((seq, op.content, op.context))
+            work.adding.append((seq, op.content, op.context, place.key))

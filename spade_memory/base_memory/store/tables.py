@@ -13,6 +13,7 @@ from __future__ import annotations
 from hashlib import blake2b
 
 from spade_memory.base_memory.facts.frames import subject_key_of
+from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.store import history, journal, sizes, words
 from spade_memory.base_memory.store.spade_llm_rows import from_spade_llm
 from spade_memory.storage import requests
@@ -276,5 +277,5 @@ async def key_subjects(db: Database) -> None:
 MIGRATIONS: list[Migration] = [
     _create_v1, _add_change_feed, _add_vectors_and_content_keys, _add_spaces,
     _index_words_per_batch, _describe_memories, hash_content_keys, sizes.recount_usage,
-    add_validity,
+    add_validity, graph_links.create,
 ]  # fmt: skip

@@ -12,21 +12,25 @@ triggers: they need its old text, and they are rare.
 
 from __future__ import annotations
 
+from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.storage.connection import Database
 from spade_memory.storage.postgres import dialect
 
 DROP_INSERT_TRIGGER = "DROP TRIGGER IF EXISTS memories_ai"
 """The migration that hands new memories' indexing to ``index``."""
 
-Unindexed = list[tuple[int, str, str | None]]
-"""New memories not yet in the word index: (seq, content, context) each."""
+Unindexed = list[tuple[int, str, str | None, str]]
+"""New memories not yet in the word index: (seq, content, context, space) each."""
 
 
 async def index(db: Database, rows: Unindexed) -> None:
-    """Add ``rows`` to the word index (in the caller's transaction), and empty the list.
-    On PostgreSQL the index is a generated column, written with the row."""
+    """Add ``rows`` to the word index and to the entity graph (in the caller's
+    transaction), and empty the list. On PostgreSQL the word index is a generated
+    column, written with the row."""
     if rows and dialect(db) == "sqlite":
         await db.executemany(
-            "INSERT INTO memories_fts (rowid, content, context) VALUES (?, ?, ?)", rows
+            "INSERT INTO memories_fts (rowid, content, context) VALUES (?, ?, ?)",
+            [(seq, content, context) for seq, content, context, _ in rows],
         )
+    await graph_links.link(db, [(seq, space, text, context) for seq, text, context, space in rows])
     rows.clear()

@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 
 from spade_memory.base_memory.facts.frames import subject_key_of
+from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.retrieval.ranking import embedding_text
 from spade_memory.base_memory.store import history, journal, sizes, supersede
 from spade_memory.base_memory.store import runs as store_runs
@@ -208,7 +209,7 @@ class Writes:
             await journal.use(db, owner, place, 1, size)
         work.current.need[seq] = place.key  # embedded once committed
         work.current.texts[seq] = embedding_text(op.content, op.context)
-        work.adding.append((seq, op.content, op.context))
+        work.adding.append((seq, op.content, op.context, place.key))
         if work_ids:
             await link(db, request, work, memory_id, work_ids, place)
         await changed(db, request, work, "stored", memory_id, owner, place)
@@ -264,6 +265,7 @@ class Writes:
         memory = row.memory({place.key: place.name})
         if op.content is not None or op.context is not None:  # its vector follows its text
             await db.execute("DELETE FROM embeddings WHERE seq = ?", (row.seq,))
+            await graph_links.relink(db, (row.seq, place.key, memory.content, memory.context))
             work.current.need[row.seq] = place.key
             work.current.texts[row.seq] = embedding_text(memory.content, memory.context)
         await changed(db, request, work, "updated", op.id, memory.owner, place)

@@ -1,0 +1,137 @@
+"""Search's second round: for a question that asks for several memories ("what
+activities does Melanie do?", "where has she camped?") or for what may follow from them
+("would she like ...?"), the entities of the first round's best memories lead to others
+that share them, which no word of the question may match.
+
+The rule that tells such questions, the weights and the number of memories followed
+were chosen on LoCoMo's conversations 1-3 and reported on 4-5 (``benchmarks.locomo``).
+The second round's scores, scaled to the first's, are added to them; for a list, the
+memories whose subject the question names (its speaker, or the name they start with)
+are favoured, and a memory naming what a better one already names is put after the
+others, so the top is not one memory told several times.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from spade_memory.base_memory.graph.extract import mentions
+from spade_memory.base_memory.graph.follow import counts, keys_named, keys_of, reached, weight
+from spade_memory.base_memory.retrieval.ranking import Ranked, seqs_in
+from spade_memory.base_memory.store.filters import Selection
+from spade_memory.storage.connection import Database
+
+FOLLOWED = 5
+"""The first round's best memories whose entities are followed."""
+WEIGHT = 0.5
+"""The second round's share of a memory's score, against the first round's (both scaled
+to their best)."""
+SUBJECT = 2.0
+"""What a memory's score is multiplied by, in a list, when the question names its
+subject."""
+ALIKE = 0.6
+"""The share of entities two memories have in common (Jaccard) from which, in a list,
+the lower one waits until the others are placed."""
+
+LIST = "the question asks for several memories: followed what the best ones name"
+INFERENCE = "the question asks what may follow: followed what the best memories name"
+
+_ONE_OF_A_KIND = re.compile(r"\b(kind|type|sort) of\b")
+_PERFECT = re.compile(r"\bha(s|ve)\b")
+_LIST_WORDS = re.compile(r"\b(both|names?|activities|hobbies|ever)\b")
+_PLURAL_ASKED = re.compile(r"^(what|which|who)\s+(?:\w+\s+){0,2}?(\w+[^s\W]s)\b")
+_NOT_PLURALS = frozenset({"does", "has", "was", "is", "this", "his", "its", "kids"})
+_MAY_FOLLOW = re.compile(r"^(would|could|might|is it likely|what might|what would)\b")
+
+
+def calls_for(query: str) -> str | None:
+    """Why ``query`` calls for a second round (``LIST``, ``INFERENCE``), or None."""
+    asked = query.strip().lower()
+    if _ONE_OF_A_KIND.search(asked):
+        return None
+    if (_PERFECT.search(asked) and "how long" not in asked) or _LIST_WORDS.search(asked):
+        return LIST
+    plural = _PLURAL_ASKED.match(asked)
+    if plural and plural.group(2) not in _NOT_PLURALS:
+        return LIST
+    return INFERENCE if _MAY_FOLLOW.match(asked) else None
+
+
+async def expand(
+    db: Database,
+    spaces: Sequence[str],
+    query: str,
+    ranked: Ranked,
+    selection: Selection,
+    limit: int,
+) -> Ranked:
+    """``ranked`` (its best ``limit``) with a second round fused in, when ``query`` calls
+    for one and the best memories name something to follow; otherwise ``ranked`` itself."""
+    why = calls_for(query)
+    if why is None or not ranked.seqs:
+        return ranked
+    followed = ranked.seqs[:FOLLOWED]
+    named_by = await keys_of(db, followed)
+    asked = {mention.key for mention in mentions(query)}
+    shared = {key for keys in named_by.values() for key in keys} - asked
+    named_times = await counts(db, spaces, shared)
+    weights: dict[str, float] = {}
+    for rank, seq in enumerate(followed):
+        for key in named_by.get(seq, set()) - asked:
+            if worth := weight(named_times.get(key, 0)):
+                weights[key] = weights.get(key, 0.0) + worth / (1 + rank)
+    second = await reached(db, spaces, weights, leaving=())
+    new = [seq for seq in second if seq not in ranked.scores]
+    if new:  # the second round reaches memories no filter has seen yet
+        allowed = await seqs_in(db, spaces, selection, new)
+        second = {seq: s for seq, s in second.items() if seq in ranked.scores or seq in allowed}
+    best_first = max(ranked.scores.values(), default=0.0) or 1.0
+    best_second = max(second.values(), default=0.0) or 1.0
+    fused = {seq: score / best_first for seq, score in ranked.scores.items()}
+    for seq, score in second.items():
+        fused[seq] = fused.get(seq, 0.0) + WEIGHT * score / best_second
+    if why == LIST:
+        for seq in await _about_named(db, spaces, query, list(fused)):
+            fused[seq] *= SUBJECT
+    order = sorted(fused, key=lambda seq: (-fused[seq], -seq))
+    if why == LIST:
+        order = await _varied(db, order, 3 * limit)
+    expanded = sorted(weights, key=lambda key: -weights[key])[:8]
+    return replace(ranked, seqs=order[:limit], scores=fused, expansion=why, expanded=expanded)
+
+
+async def _about_named(
+    db: Database, spaces: Sequence[str], query: str, seqs: Sequence[int]
+) -> set[int]:
+    """Which of ``seqs`` have for subject a name the question names."""
+    names = [m.name for m in mentions(query) if m.kind == "name"]
+    keys = {key for name in names for key in await keys_named(db, spaces, name)}
+    if not keys or not seqs:
+        return set()
+    places, named = ", ".join("?" * len(spaces)), ", ".join("?" * len(keys))
+    rows = await db.execute_fetchall(
+        f"SELECT DISTINCT seq FROM memory_entities WHERE space IN ({places})"
+        f" AND key IN ({named}) AND subject = 1 AND seq IN ({', '.join('?' * len(seqs))})",
+        (*spaces, *sorted(keys), *seqs),
+    )
+    return {int(row[0]) for row in rows}
+
+
+async def _varied(db: Database, order: list[int], looked_at: int) -> list[int]:
+    """``order`` with, among its first ``looked_at``, each memory much like a better one
+    (``ALIKE``) moved after the others."""
+    head = order[:looked_at]
+    named_by = await keys_of(db, head)
+    kept: list[int] = []
+    later: list[int] = []
+    for seq in head:
+        keys = named_by.get(seq, set())
+        alike = any(
+            keys and len(keys & named_by.get(other, set())) / len(keys | named_by[other]) >= ALIKE
+            for other in kept
+            if named_by.get(other)
+        )
+        (later if alike else kept).append(seq)
+    return kept + later + order[looked_at:]

@@ -1,0 +1,80 @@
+"""The graph's table: one row per (space, entity, memory), written with the memory.
+
+``memory_entities`` holds each link with the entity's kind, its name as written and
+whether it is the memory's subject; an entity is its key within a space, so nothing of
+one space is filed under another's. Links go with their memory (a foreign key that
+cascades), are written once per batch beside the word index, and are made again when a
+memory's text changes. Stores made before the graph are linked when opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from spade_memory.base_memory.graph.extract import mentions
+from spade_memory.storage.connection import Database
+from spade_memory.storage.postgres import dialect
+
+CREATE = (
+    """CREATE TABLE IF NOT EXISTS memory_entities (
+        space TEXT NOT NULL,
+        key TEXT NOT NULL,
+        seq {seq} NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        subject SMALLINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (space, key, seq)
+    ){without_rowid}""",
+    "CREATE INDEX IF NOT EXISTS memory_entities_seq ON memory_entities(seq)",
+)
+"""The table on either engine (``seq``: the type of ``memories.seq``)."""
+
+INSERT = (
+    "INSERT INTO memory_entities (space, key, seq, kind, name, subject)"
+    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+
+Unlinked = tuple[int, str, str, str | None]
+"""A memory to link: (seq, space, content, context)."""
+
+
+def rows_of(memories: Iterable[Unlinked]) -> list[tuple[str, str, int, str, str, int]]:
+    """The link rows of ``memories``."""
+    return [
+        (space, m.key, seq, m.kind, m.name[:200], int(m.subject))
+        for seq, space, content, context in memories
+        for m in mentions(content, context)
+        if m.key
+    ]
+
+
+async def link(db: Database, memories: Sequence[Unlinked]) -> None:
+    """Write the links of new memories (in the caller's transaction)."""
+    if memories:
+        await db.executemany(INSERT, rows_of(memories))
+
+
+async def relink(db: Database, memory: Unlinked) -> None:
+    """Make a changed memory's links again from its new text."""
+    await db.execute("DELETE FROM memory_entities WHERE seq = ?", (memory[0],))
+    await link(db, [memory])
+
+
+async def create(db: Database) -> None:
+    """The migration that adds the graph, and links every memory already stored, 10,000
+    at a time."""
+    sqlite = dialect(db) == "sqlite"
+    seq, without_rowid = ("INTEGER", " WITHOUT ROWID") if sqlite else ("BIGINT", "")
+    await db.execute(CREATE[0].format(seq=seq, without_rowid=without_rowid))
+    await db.execute(CREATE[1])
+    after = -1
+    while rows := list(
+        await db.execute_fetchall(
+            "SELECT seq, space, content, context FROM memories WHERE seq > ?"
+            " AND NOT EXISTS (SELECT 1 FROM memory_entities e WHERE e.seq = memories.seq)"
+            " ORDER BY seq LIMIT 10000",
+            (after,),
+        )
+    ):
+        await link(db, [(int(s), str(space), str(c), x) for s, space, c, x in rows])
+        after = rows[-1][0]

@@ -1,0 +1,255 @@
+"""The entity graph on real SQLite files and PostgreSQL: entities found and normalised
+without a model, the graph's reads (``entities``, ``memories_about``,
+``related_memories``), change notices naming entities, the second round of search on a
+constructed two-hop case, and stores made before the graph linked at open.
+
+Access from outside a space and over XMPP are in ``test_entity_graph_e2e``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spade_memory.base_memory.graph import links as graph_links
+from spade_memory.base_memory.graph.expansion import INFERENCE, LIST, calls_for
+from spade_memory.base_memory.graph.extract import key_of, mentions, stem
+from spade_memory.base_memory.store import pg_tables as pg_schema
+from spade_memory.base_memory.store.journal import SpaceEvent
+from spade_memory.base_memory.store.listeners import Listeners
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.base_memory.store.tables import MIGRATIONS
+from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.graph import EntityList
+from spade_memory.protocol.memories import (
+    DeleteMemory,
+    ListEntities,
+    MemoriesAbout,
+    MemoryList,
+    RelatedMemories,
+    SearchMemories,
+    Stored,
+    StoreMemory,
+    SupersedeMemory,
+    UpdateMemory,
+)
+from spade_memory.protocol.ops import Place, Request
+
+from .conftest import Location, query
+
+ALICE = "alice@localhost"
+
+
+@pytest.fixture
+async def store(location: Location) -> AsyncIterator[LongTermStore]:
+    opened = await LongTermStore.open(location("memory.db"))
+    yield opened
+    await opened.close()
+
+
+async def put(store: LongTermStore, content: str, owner: str = ALICE, **fields: Any) -> str:
+    result = await store.apply(owner, StoreMemory(content=content, category="fact", **fields))
+    assert isinstance(result, Stored)
+    return result.id
+
+
+async def ask(store: LongTermStore, op: Any, owner: str = ALICE) -> Any:
+    result = await store.apply(owner, op)
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def contents(result: MemoryList) -> list[str]:
+    return [memory.content for memory in result.memories]
+
+
+# -- found without a model --------------------------------------------------------
+
+
+def test_names_titles_days_and_terms_are_found_and_normalised() -> None:
+    found = {
+        (m.key, m.kind, m.subject)
+        for m in mentions(
+            "Melanie: I read \"Charlotte's Web\" with Mel's kids in New York on 8 May 2023,"
+            " then we went camping."
+        )
+    }
+    assert ("melanie", "name", True) in found  # the speaker is the subject
+    assert ("charlotte web", "title", False) in found  # quoted, possessive dropped
+    assert ("mel", "name", False) in found  # "Mel's": the possessive is not the name
+    assert ("new york", "name", False) in found  # a run of capitalised words
+    assert ("2023-05-08", "date", False) in found
+    assert ("camp", "term", False) in found  # "camping" filed with "camped", "camps"
+    assert not any(key in {"i", "then", "may"} for key, _, _ in found)
+
+
+def test_a_sentence_s_first_word_is_not_a_name_but_a_starting_name_is_the_subject() -> None:
+    first = mentions("Alice prefers green tea")[0]
+    assert (first.key, first.subject) == ("alice", True)
+    keys = {m.key for m in mentions("Researching adoption agencies. Thanks Mel!")}
+    assert "researching" not in keys and "thanks" not in keys and "mel" in keys
+    assert key_of("Melanie\u2019s") == key_of("MELANIE'S") == "melanie"
+    assert stem("camping") == stem("camped") == stem("camps") == "camp"
+    assert stem("class") == "class" and stem("swimming") == "swim"
+
+
+# -- the graph's reads -------------------------------------------------------------
+
+
+async def test_entities_lists_names_always_and_words_once_shared(store: LongTermStore) -> None:
+    await put(store, "Melanie: I signed up for a pottery class.")
+    await put(store, "Melanie: The pottery kiln broke today.")
+    await put(store, "Caroline: I met Melanie at the beach.")
+    listed = await ask(store, ListEntities())
+    assert isinstance(listed, EntityList)
+    by_key = {entity.key: entity for entity in listed.entities}
+    assert by_key["melanie"].memories == 3 and by_key["melanie"].subject_of == 2
+    assert by_key["pottery"].kind == "term" and by_key["pottery"].memories == 2
+    assert "kiln" not in by_key  # a word of one memory is not an entity yet
+    assert by_key["caroline"].memories == 1
+    prefixed = await ask(store, ListEntities(prefix="MEL"))
+    assert [entity.key for entity in prefixed.entities] == ["melanie"]
+    names = await ask(store, ListEntities(kind="name"))
+    assert {entity.key for entity in names.entities} == {"melanie", "caroline"}
+
+
+async def test_memories_about_an_entity_follow_its_aliases_and_only_current_memories(
+    store: LongTermStore,
+) -> None:
+    first = await put(store, "Melanie: I went swimming with the kids.")
+    await put(store, "Caroline: Mel's painting was lovely.")
+    gone = await put(store, "Melanie: My favourite colour is red.")
+    unrelated = await put(store, "Caroline: I love hiking.")
+    await ask(store, DeleteMemory(id=gone))
+    about = await ask(store, MemoriesAbout(entity="mel"))  # "mel" is the start of "melanie"
+    assert contents(about) == [
+        "Melanie: I went swimming with the kids.",  # the subject first
+        "Caroline: Mel's painting was lovely.",
+    ]
+    assert unrelated not in [m.id for m in about.memories]
+    await ask(store, UpdateMemory(id=first, content="Melanie: I went kayaking."))
+    assert (await ask(store, MemoriesAbout(entity="swimming"))).memories == []
+    assert contents(await ask(store, MemoriesAbout(entity="kayaking"))) == [
+        "Melanie: I went kayaking."
+    ]
+    assert (await ask(store, MemoriesAbout(entity="nobody"))).memories == []
+
+
+async def test_related_memories_rank_by_what_they_share(store: LongTermStore) -> None:
+    seed = await put(store, "Jon opened a dance studio in Brooklyn with Gina.")
+    both = await put(store, "The dance studio in Brooklyn needs new flooring.")
+    one = await put(store, "Gina bought new shoes.")
+    await put(store, "The weather was cold.")
+    related = await ask(store, RelatedMemories(id=seed))
+    ids = [memory.id for memory in related.memories]
+    assert ids[:2] == [both, one]
+    assert related.memories[0].score > related.memories[1].score > 0
+    superseded = await ask(store, SupersedeMemory(id=both, content="Jon sold the studio."))
+    assert both not in [m.id for m in (await ask(store, RelatedMemories(id=seed))).memories]
+    assert isinstance(superseded, Stored)
+    with pytest.raises(ItemNotFound):
+        await ask(store, RelatedMemories(id=both))  # superseded: no current memory
+
+
+async def test_a_space_s_change_notices_name_the_entities_touched(location: Location) -> None:
+    heard: list[SpaceEvent] = []
+    store = await LongTermStore.open(location("heard.db"), listeners=Listeners(heard.extend))
+    try:
+        place = Place("space-1", name="team", role="owner")
+        op = StoreMemory(content='Ada reviewed "The Deploy Guide" with Grace Hopper.')
+        (outcome,) = await store.batch(ALICE, [Request(op, places=(place,))])
+        assert isinstance(outcome, Stored)
+        (change,) = [event.change() for event in heard]
+        assert change.entities == ["Ada", "The Deploy Guide", "Grace Hopper"]
+    finally:
+        await store.close()
+
+
+# -- search's second round ---------------------------------------------------------
+
+
+def test_the_rule_tells_questions_that_need_several_memories() -> None:
+    assert calls_for("What activities does Melanie partake in?") == LIST
+    assert calls_for("Where has Melanie camped?") == LIST
+    assert calls_for("What books has Melanie read?") == LIST
+    assert calls_for("Would Caroline likely enjoy a pottery class?") == INFERENCE
+    assert calls_for("What kind of pot did Melanie make?") is None
+    assert calls_for("When did Caroline go to the support group?") is None
+    assert calls_for("How long has Jon danced?") is None
+
+
+TWO_HOP = [
+    "Melanie signed up for a pottery class yesterday.",
+    "The pottery studio sells clay bowls.",  # not one word of the question
+    "Caroline painted a sunset.",
+    "Caroline talked about the weekend.",
+    "The weekend was quiet.",
+]
+
+
+async def test_a_second_round_reaches_a_memory_no_word_of_the_question_matches(
+    store: LongTermStore,
+) -> None:
+    ids = [await put(store, content) for content in TWO_HOP]
+    question = "What activities has Melanie signed up for?"
+    answer = await ask(store, SearchMemories(query=question, limit=3))
+    assert answer.reasoning.expansion == LIST and "pottery" in answer.reasoning.expanded
+    found = [memory.id for memory in answer.memories]
+    assert found[0] == ids[0] and ids[1] in found  # reached through "pottery"
+    words_only = await ask(store, SearchMemories(query="Melanie signed up for", limit=3))
+    assert words_only.reasoning.expansion is None and ids[1] not in [
+        memory.id for memory in words_only.memories
+    ]
+
+
+async def test_a_one_hop_question_is_answered_as_before(store: LongTermStore) -> None:
+    for content in TWO_HOP:
+        await put(store, content)
+    question = "When did Melanie sign up for a pottery class?"
+    answer = await ask(store, SearchMemories(query=question, limit=3))
+    assert answer.reasoning.expansion is None and answer.reasoning.expanded == []
+    assert answer.memories[0].content == TWO_HOP[0]
+
+
+async def test_the_second_round_keeps_to_the_filters_and_to_current_memories(
+    store: LongTermStore,
+) -> None:
+    ids = [await put(store, content) for content in TWO_HOP]
+    await ask(store, DeleteMemory(id=ids[1]))
+    question = "What activities has Melanie signed up for?"
+    answer = await ask(store, SearchMemories(query=question, limit=5))
+    assert ids[1] not in [memory.id for memory in answer.memories]
+    tagged = await put(store, "Melanie: pottery again, with friends.", tags=["later"])
+    filtered = await ask(store, SearchMemories(query=question, limit=5, tags_any=["none"]))
+    assert tagged not in [memory.id for memory in filtered.memories]
+
+
+# -- stores made before the graph -------------------------------------------------
+
+
+async def test_a_store_made_before_the_graph_is_linked_at_open(location: Location) -> None:
+    where = location("older.db")
+    store = await LongTermStore.open(where)
+    try:
+        await put(store, "Melanie: pottery is like therapy.")
+        await put(store, "Melanie: pottery class again today.")
+    finally:
+        await store.close()
+    await query(where, "DROP TABLE memory_entities")
+    if isinstance(where, Path):
+        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(graph_links.create)}")
+    else:
+        await query(
+            where, "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
+            pg_schema.MIGRATIONS.index(graph_links.create),
+        )  # fmt: skip
+    reopened = await LongTermStore.open(where)
+    try:
+        listed = await ask(reopened, ListEntities())
+        assert {(e.key, e.memories) for e in listed.entities} >= {("melanie", 2), ("pottery", 2)}
+    finally:
+        await reopened.close()
