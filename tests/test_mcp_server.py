@@ -219,7 +219,7 @@ def test_check_says_ready_or_what_is_wrong(memory_service: MemoryServiceProcess)
     assert ready.returncode == 0, ready.stderr
     assert ready.stdout == (
         f"ready: logged in as {jid}; base-memory@localhost and interaction-memory@localhost"
-        " answer; 14 tools\n"
+        " answer; 16 tools\n"
     )
     closed = check(free_port(), jid)
     assert closed.returncode == 1

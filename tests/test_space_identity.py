@@ -110,6 +110,9 @@ class Team:
             Attempt(base, {"op": "changes_since", "space": space, "after": 0}, "reader"),
             Attempt(base, {"op": "memory_history", "id": memory_id, "space": space}, "reader"),
             Attempt(base, {"op": "memory_refs", "work_id": "DEAL-1", "space": space}, "reader"),
+            Attempt(base, {"op": "entities", "space": space}, "reader"),
+            Attempt(base, {"op": "memories_about", "entity": "merger", "space": space}, "reader"),
+            Attempt(base, {"op": "related_memories", "id": memory_id, "space": space}, "reader"),
             Attempt(
                 base,
                 {"op": "forget_memories", "space": space, "tags_any": ["none"], "dry_run": True},

@@ -13,7 +13,9 @@ from spade_memory.protocol.memories import (
     DeleteMemory,
     GetMemory,
     ListMemories,
+    MemoriesAbout,
     MemoryHistoryOp,
+    RelatedMemories,
     SearchMemories,
     StoreMemory,
     SupersedeMemory,
@@ -169,6 +171,35 @@ MEMORY_HISTORY = ToolSpec(
     say=sentences.said_history,
     replaced={"space": _ONE_SPACE},
 )
+MEMORIES_ABOUT = ToolSpec(
+    name="memories_about",
+    description=(
+        "Everything I remember about one person, place or thing (by name; any case, "
+        "possessive or not), those it is the subject of first: for questions that need "
+        "several memories, such as what someone has done or likes."
+    ),
+    op=MemoriesAbout,
+    parameters=("entity", "limit", "space"),
+    service=BASE_MEMORY,
+    say=sentences.said_about,
+    bounds={"limit": {"minimum": 1, "maximum": 20, "default": 10}},
+    replaced={"space": _READ_SPACE},
+    space_default="read",
+)
+RELATED_MEMORIES = ToolSpec(
+    name="related_memories",
+    description=(
+        "The memories that name what one memory (by its id) names: the people, places "
+        "and things they share, the rarer the more related."
+    ),
+    op=RelatedMemories,
+    parameters=("id", "limit", "space"),
+    service=BASE_MEMORY,
+    say=sentences.said_related,
+    bounds={"limit": {"minimum": 1, "maximum": 20, "default": 10}},
+    replaced={"space": _READ_SPACE},
+    space_default="read",
+)
 LIST_SPACES = ToolSpec(
     name="list_spaces",
     description=(
@@ -243,6 +274,8 @@ MORE_TOOL_SPECS: tuple[ToolSpec, ...] = (
     SUPERSEDE_MEMORY,
     DELETE_MEMORY,
     MEMORY_HISTORY,
+    MEMORIES_ABOUT,
+    RELATED_MEMORIES,
     LIST_SPACES,
     SPACE_INFO,
     GET_WORKING_MEMORY,

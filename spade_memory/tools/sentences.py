@@ -11,9 +11,11 @@ from spade_memory.protocol.memories import (
     Deleted,
     DeleteMemory,
     ListMemories,
+    MemoriesAbout,
     Memory,
     MemoryHistory,
     MemoryList,
+    RelatedMemories,
     SearchMemories,
     Stored,
     StoreMemory,
@@ -72,6 +74,20 @@ def said_listed(op: ListMemories, result: MemoryList) -> str:
         return f"No {op.category} memories found."
     head = f"My {op.category} memories ({len(result.memories)} total):"
     return "\n".join([head, *_memory_lines(result, with_category=False)])
+
+
+def said_about(op: MemoriesAbout, result: MemoryList) -> str:
+    if not result.memories:
+        return f"I remember nothing about {op.entity}."
+    head = f"What I remember about {op.entity} ({len(result.memories)}):"
+    return "\n".join([head, *_memory_lines(result, with_category=True)])
+
+
+def said_related(op: RelatedMemories, result: MemoryList) -> str:
+    if not result.memories:
+        return f"No memory names what memory {op.id} names."
+    head = f"Memories naming what {op.id} names ({len(result.memories)}), most shared first:"
+    return "\n".join([head, *_memory_lines(result, with_category=True)])
 
 
 def said_remembered(_op: AddInformation, result: Confirmation) -> str:

@@ -1,5 +1,6 @@
 """The shell's commands on the ``spade-memory`` parser: ``memories`` (list, search, show,
-add, update, delete, stats, export, import, forget), ``spaces`` (list, info, create, grant,
+add, update, delete, supersede, history, consolidate, entities, about, related, stats,
+export, import, forget), ``spaces`` (list, info, create, grant,
 revoke) and ``forget``, each with the options of the connection it logs in with."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 from spade_memory.protocol.memories import CATEGORIES
 from spade_memory.protocol.space_names import ROLES
-from spade_memory.server.shell import facts, memories, spaces, transfer
+from spade_memory.server.shell import facts, graph, memories, spaces, transfer
 from spade_memory.server.shell.forget import forget_verb
 from spade_memory.server.shell.session import JID_ENV, Verb, run_verb
 
@@ -24,6 +25,9 @@ MEMORY_VERBS: dict[str, Verb] = {
     "supersede": facts.supersede_verb,
     "history": facts.history_verb,
     "consolidate": facts.consolidate_verb,
+    "entities": graph.entities_verb,
+    "about": graph.about_verb,
+    "related": graph.related_verb,
     "stats": memories.stats_verb,
     "export": transfer.export_verb,
     "import": transfer.import_verb,
@@ -109,6 +113,18 @@ def _memory_commands(commands: Any) -> None:
     consolidate = _verb(verbs, "consolidate", "merge the same fact stated in other words")
     consolidate.add_argument("--dry-run", action="store_true", help="only show what it would do")
     _space(consolidate)
+    entities = _verb(verbs, "entities", "who and what the memories name, the most named first")
+    entities.add_argument("prefix", nargs="?", help="only entities starting so")
+    entities.add_argument("--kind", choices=graph.KINDS)
+    entities.add_argument("--limit", type=int, default=30, help="entities shown (30)")
+    _space(entities, reads=True)
+    about = _verb(verbs, "about", "the memories naming someone or something")
+    about.add_argument("entity", help="a name: Melanie, New York, pottery")
+    about.add_argument("--limit", type=int, default=20)
+    _space(about, reads=True)
+    related = _id(_verb(verbs, "related", "the memories naming what one memory names"))
+    related.add_argument("--limit", type=int, default=10)
+    _space(related, reads=True)
     update = _id(
         _verb(verbs, "update", "change a memory's content, category, context or confidence")
     )
