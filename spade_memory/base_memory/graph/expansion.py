@@ -14,12 +14,12 @@ others, so the top is not one memory told several times.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from spade_memory.base_memory.graph.extract import mentions
-from spade_memory.base_memory.graph.follow import counts, keys_named, keys_of, reached, weight
-from spade_memory.base_memory.retrieval.ranking import Ranked, seqs_in
+from spade_memory.base_memory.graph.follow import current, keys_of, linked, reached, weight
+from spade_memory.base_memory.retrieval.ranking import Ranked
 from spade_memory.base_memory.store.filters import Selection
 from spade_memory.storage.connection import Database
 
@@ -31,6 +31,14 @@ to their best)."""
 SUBJECT = 2.0
 """What a memory's score is multiplied by, in a list, when the question names its
 subject."""
+MOST_KEYS = 24
+"""Entities of the best memories looked at, in their order (a memory's names first): what
+a search reads in the graph stays bounded however long the memories are."""
+SUBJECT_LOOKS = 5
+"""Memories, per memory asked for, whose subject is checked (the best fused)."""
+REACHED = 3
+"""Memories of the second round fused, per memory asked for (the best reached): what is
+checked against the filters and fused stays bounded however many the entities link."""
 ALIKE = 0.6
 """The share of entities two memories have in common (Jaccard) from which, in a list,
 the lower one waits until the others are placed."""
@@ -73,31 +81,35 @@ async def expand(
     if why is None or not ranked.seqs:
         return ranked
     followed = ranked.seqs[:FOLLOWED]
-    named_by = await keys_of(db, followed)
+    named_by = await keys_of(db, ranked.seqs[: max(FOLLOWED, 2 * limit)])
     asked = {mention.key for mention in mentions(query)}
-    shared = {key for keys in named_by.values() for key in keys} - asked
-    named_times = await counts(db, spaces, shared)
+    in_order = (key for seq in followed for key in named_by.get(seq, ()) if key not in asked)
+    shared = set(list(dict.fromkeys(in_order))[:MOST_KEYS])
+    links = await linked(db, spaces, shared)
     weights: dict[str, float] = {}
     for rank, seq in enumerate(followed):
-        for key in named_by.get(seq, set()) - asked:
-            if worth := weight(named_times.get(key, 0)):
+        for key in set(named_by.get(seq, ())) & shared:
+            if worth := weight(len(links.get(key, ()))):
                 weights[key] = weights.get(key, 0.0) + worth / (1 + rank)
-    second = await reached(db, spaces, weights, leaving=())
+    reached_all = reached(links, weights, leaving=())
+    best_reached = sorted(reached_all, key=lambda seq: -reached_all[seq])[: REACHED * limit]
+    second = {seq: reached_all[seq] for seq in best_reached}
     new = [seq for seq in second if seq not in ranked.scores]
     if new:  # the second round reaches memories no filter has seen yet
-        allowed = await seqs_in(db, spaces, selection, new)
+        allowed = await current(db, set(spaces), selection, new)
         second = {seq: s for seq, s in second.items() if seq in ranked.scores or seq in allowed}
     best_first = max(ranked.scores.values(), default=0.0) or 1.0
     best_second = max(second.values(), default=0.0) or 1.0
     fused = {seq: score / best_first for seq, score in ranked.scores.items()}
     for seq, score in second.items():
         fused[seq] = fused.get(seq, 0.0) + WEIGHT * score / best_second
-    if why == LIST:
-        for seq in await _about_named(db, spaces, query, list(fused)):
+    if why == LIST:  # those that doubled could reach the top: no further down
+        contenders = sorted(fused, key=lambda seq: -fused[seq])[: SUBJECT_LOOKS * limit]
+        for seq in await _about_named(db, spaces, query, contenders):
             fused[seq] *= SUBJECT
     order = sorted(fused, key=lambda seq: (-fused[seq], -seq))
     if why == LIST:
-        order = await _varied(db, order, 3 * limit)
+        order = await _varied(db, order, 2 * limit, named_by)
     expanded = sorted(weights, key=lambda key: -weights[key])[:8]
     return replace(ranked, seqs=order[:limit], scores=fused, expansion=why, expanded=expanded)
 
@@ -106,8 +118,7 @@ async def _about_named(
     db: Database, spaces: Sequence[str], query: str, seqs: Sequence[int]
 ) -> set[int]:
     """Which of ``seqs`` have for subject a name the question names."""
-    names = [m.name for m in mentions(query) if m.kind == "name"]
-    keys = {key for name in names for key in await keys_named(db, spaces, name)}
+    keys = {m.key for m in mentions(query) if m.kind == "name"}
     if not keys or not seqs:
         return set()
     places, named = ", ".join("?" * len(spaces)), ", ".join("?" * len(keys))
@@ -119,19 +130,27 @@ async def _about_named(
     return {int(row[0]) for row in rows}
 
 
-async def _varied(db: Database, order: list[int], looked_at: int) -> list[int]:
+async def _varied(
+    db: Database, order: list[int], looked_at: int, known: Mapping[int, Sequence[str]]
+) -> list[int]:
     """``order`` with, among its first ``looked_at``, each memory much like a better one
-    (``ALIKE``) moved after the others."""
+    (``ALIKE``) moved after the others; ``known``: the entities of memories already read."""
     head = order[:looked_at]
-    named_by = await keys_of(db, head)
-    kept: list[int] = []
+    missing = [seq for seq in head if seq not in known]
+    read = {**known, **(await keys_of(db, missing) if missing else {})}
+    kept: list[frozenset[str]] = []
+    first: list[int] = []
     later: list[int] = []
     for seq in head:
-        keys = named_by.get(seq, set())
-        alike = any(
-            keys and len(keys & named_by.get(other, set())) / len(keys | named_by[other]) >= ALIKE
-            for other in kept
-            if named_by.get(other)
-        )
-        (later if alike else kept).append(seq)
-    return kept + later + order[looked_at:]
+        keys = frozenset(read.get(seq, ()))
+        alike = False
+        for other in kept:
+            if keys and len(keys & other) >= ALIKE * len(keys | other):
+                alike = True
+                break
+        if alike:
+            later.append(seq)
+        else:
+            first.append(seq)
+            kept.append(keys)
+    return first + later + order[looked_at:]

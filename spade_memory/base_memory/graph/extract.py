@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 Kind = Literal["name", "title", "date", "term"]
 
-MOST_TERMS = 16
+MOST_TERMS = 8
 """Terms kept per memory (the first ones): a long memory links no more rows than that."""
 
 _TOKEN = re.compile(r"[^\W\d_][\w'\u2019-]*|[.!?:;]|\n", re.UNICODE)

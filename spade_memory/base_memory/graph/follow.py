@@ -1,5 +1,5 @@
-"""Following the graph: how many memories name an entity (counted up to a bound), which
-names an entity may go by in a space, and the memories reached from a set of weighted
+"""Following the graph: the memories naming an entity (read up to a bound), which names
+an entity may go by in a space, and the memories reached from a set of weighted
 entities. Shared by ``related_memories`` and search's second round (``expansion``).
 """
 
@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 
 from spade_memory.base_memory.graph.extract import key_of, stem
+from spade_memory.base_memory.store.filters import Selection
 from spade_memory.storage.connection import Database
 
 MOST_FOLLOWED = 50
@@ -22,9 +23,14 @@ def _in(values: Collection[object]) -> str:
     return ", ".join("?" * len(values))
 
 
-async def counts(db: Database, spaces: Sequence[str], keys: Collection[str]) -> dict[str, int]:
-    """How many memories of ``spaces`` name each of ``keys``, counted up to
-    ``MOST_FOLLOWED + 1`` (reading no more links than that per entity)."""
+async def linked(
+    db: Database, spaces: Sequence[str], keys: Collection[str]
+) -> dict[str, list[int]]:
+    """The memories of ``spaces`` naming each of ``keys`` named by at most
+    ``MOST_FOLLOWED`` memories (the others are too common to follow: each is given with
+    ``MOST_FOLLOWED + 1`` placeholders, so that ``weight`` makes it worth nothing).
+    Counting reads the index up to that bound per entity; only the entities worth
+    following are then read in full."""
     if not keys:
         return {}
     one = (
@@ -32,11 +38,26 @@ async def counts(db: Database, spaces: Sequence[str], keys: Collection[str]) -> 
         f" WHERE space IN ({_in(spaces)}) AND key = ? LIMIT {MOST_FOLLOWED + 1}) AS k"
     )
     ordered = sorted(keys)
-    rows = await db.execute_fetchall(
+    counted = await db.execute_fetchall(
         " UNION ALL ".join([one] * len(ordered)),
         [value for key in ordered for value in (key, *spaces, key)],
     )
-    return {str(key): int(count) for key, count in rows}
+    found: dict[str, list[int]] = {}
+    followed = []
+    for key, count in counted:
+        if int(count) > MOST_FOLLOWED:
+            found[str(key)] = [-1] * (MOST_FOLLOWED + 1)
+        elif int(count):
+            followed.append(str(key))
+    if followed:
+        rows = await db.execute_fetchall(
+            "SELECT key, seq FROM memory_entities"
+            f" WHERE space IN ({_in(spaces)}) AND key IN ({_in(followed)})",
+            (*spaces, *followed),
+        )
+        for key, seq in rows:
+            found.setdefault(str(key), []).append(int(seq))
+    return found
 
 
 def weight(count: int) -> float:
@@ -68,33 +89,42 @@ async def keys_named(db: Database, spaces: Sequence[str], entity: str) -> list[s
     return sorted(keys)
 
 
-async def reached(
-    db: Database, spaces: Sequence[str], weights: Mapping[str, float], leaving: Collection[int]
+def reached(
+    links: Mapping[str, Sequence[int]], weights: Mapping[str, float], leaving: Collection[int]
 ) -> dict[int, float]:
-    """The memories naming any of ``weights``' entities, each scored by the sum of the
-    weights it names; none of ``leaving`` (where the walk starts)."""
-    if not weights:
-        return {}
-    rows = await db.execute_fetchall(
-        "SELECT seq, key FROM memory_entities"
-        f" WHERE space IN ({_in(spaces)}) AND key IN ({_in(weights)})",
-        (*spaces, *weights),
-    )
+    """The memories ``links`` reach through the entities of ``weights``, each scored by
+    the sum of the weights it names; none of ``leaving`` (where the walk starts)."""
     scores: dict[int, float] = defaultdict(float)
-    for seq, key in rows:
-        if int(seq) not in leaving:
-            scores[int(seq)] += weights[str(key)]
+    for key, worth in weights.items():
+        for seq in links.get(key, ()):
+            if seq not in leaving:
+                scores[seq] += worth
     return dict(scores)
 
 
-async def keys_of(db: Database, seqs: Sequence[int]) -> dict[int, set[str]]:
-    """The entity keys each of ``seqs`` names."""
+async def current(
+    db: Database, spaces: Collection[str], selection: Selection, seqs: Sequence[int]
+) -> set[int]:
+    """Which of ``seqs`` are memories of ``spaces`` that ``selection`` lets through, found
+    by their numbers (the space is checked here: in the statement, the planner would
+    read the whole space through its index instead)."""
+    if not seqs:
+        return set()
+    rows = await db.execute_fetchall(
+        f"SELECT m.seq, m.space FROM memories m WHERE m.seq IN ({_in(seqs)}) AND {selection.sql}",
+        (*seqs, *selection.params),
+    )
+    return {int(seq) for seq, space in rows if space in spaces}
+
+
+async def keys_of(db: Database, seqs: Sequence[int]) -> dict[int, list[str]]:
+    """The entity keys each of ``seqs`` names, its names, titles and days first."""
     if not seqs:
         return {}
     rows = await db.execute_fetchall(
-        f"SELECT seq, key FROM memory_entities WHERE seq IN ({_in(seqs)})", tuple(seqs)
+        f"SELECT seq, key, kind FROM memory_entities WHERE seq IN ({_in(seqs)})", tuple(seqs)
     )
-    found: dict[int, set[str]] = defaultdict(set)
-    for seq, key in rows:
-        found[int(seq)].add(str(key))
+    found: dict[int, list[str]] = defaultdict(list)
+    for seq, key, _kind in sorted(rows, key=lambda row: row[2] == "term"):
+        found[int(seq)].append(str(key))
     return found

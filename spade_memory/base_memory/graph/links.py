@@ -1,7 +1,8 @@
 """The graph's table: one row per (space, entity, memory), written with the memory.
 
-``memory_entities`` holds each link with the entity's kind, its name as written and
-whether it is the memory's subject; an entity is its key within a space, so nothing of
+``memory_entities`` holds each link with the entity's kind, its name as written (NULL
+when it is its key, as most terms are: a link costs fewer bytes) and whether it is the
+memory's subject; an entity is its key within a space, so nothing of
 one space is filed under another's. Links go with their memory (a foreign key that
 cascades), are written once per batch beside the word index, and are made again when a
 memory's text changes. Stores made before the graph are linked when opened.
@@ -21,11 +22,12 @@ CREATE = (
         key TEXT NOT NULL,
         seq {seq} NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
         kind TEXT NOT NULL,
-        name TEXT NOT NULL,
+        name TEXT,
         subject SMALLINT NOT NULL DEFAULT 0,
         PRIMARY KEY (space, key, seq)
     ){without_rowid}""",
-    "CREATE INDEX IF NOT EXISTS memory_entities_seq ON memory_entities(seq)",
+    # what a memory names, read from the index alone (it holds the key columns too)
+    "CREATE INDEX IF NOT EXISTS memory_entities_seq ON memory_entities(seq, kind)",
 )
 """The table on either engine (``seq``: the type of ``memories.seq``)."""
 
@@ -38,10 +40,10 @@ Unlinked = tuple[int, str, str, str | None]
 """A memory to link: (seq, space, content, context)."""
 
 
-def rows_of(memories: Iterable[Unlinked]) -> list[tuple[str, str, int, str, str, int]]:
+def rows_of(memories: Iterable[Unlinked]) -> list[tuple[str, str, int, str, str | None, int]]:
     """The link rows of ``memories``."""
     return [
-        (space, m.key, seq, m.kind, m.name[:200], int(m.subject))
+        (space, m.key, seq, m.kind, None if m.name == m.key else m.name[:200], int(m.subject))
         for seq, space, content, context in memories
         for m in mentions(content, context)
         if m.key

@@ -7,8 +7,7 @@ deleted memory names nothing any more.
 
 from __future__ import annotations
 
-from spade_memory.base_memory.graph.follow import counts, keys_named, reached, weight
-from spade_memory.base_memory.retrieval.ranking import seqs_in
+from spade_memory.base_memory.graph.follow import current, keys_named, linked, reached, weight
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.reads import by_seq, names
@@ -47,7 +46,7 @@ class GraphReads:
             where += " AND e.kind = ?"
             params.append(op.kind)
         rows = await db.execute_fetchall(
-            "SELECT e.space, e.key, MIN(e.name), e.kind, COUNT(*), SUM(e.subject)"
+            "SELECT e.space, e.key, COALESCE(MIN(e.name), e.key), e.kind, COUNT(*), SUM(e.subject)"
             " FROM memory_entities e JOIN memories m ON m.seq = e.seq"
             f" WHERE {where} GROUP BY e.space, e.key, e.kind"
             " HAVING e.kind <> 'term' OR COUNT(*) >= 2"
@@ -113,10 +112,10 @@ class GraphReads:
                 "SELECT key FROM memory_entities WHERE seq = ?", (seq,)
             )
         ]
-        times = await counts(db, space_keys, named)
-        weights = {key: worth for key in named if (worth := weight(times.get(key, 0)))}
-        scores = await reached(db, space_keys, weights, leaving={int(seq)})
-        allowed = await seqs_in(db, space_keys, live, list(scores))
+        links = await linked(db, space_keys, named)
+        weights = {key: worth for key in named if (worth := weight(len(links.get(key, ()))))}
+        scores = reached(links, weights, leaving={int(seq)})
+        allowed = await current(db, set(space_keys), live, list(scores))
         best = sorted((s for s in scores if s in allowed), key=lambda s: (-scores[s], -s))[
             : op.limit
         ]

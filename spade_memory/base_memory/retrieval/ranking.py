@@ -326,7 +326,7 @@ class Ranking:
                 similar = _most_similar(indexes, query_vector, wanted, removed)
             if not selection.narrows:
                 return similar
-            allowed = await seqs_in(db, spaces, selection, list(similar.best))
+            allowed = await _seqs_in(db, spaces, selection, list(similar.best))
             best = {seq: score for seq, score in similar.best.items() if seq in allowed}
             if len(best) >= limit or wanted >= total:
                 return Similar(dict(list(best.items())[:limit]), similar.low, similar.high)
@@ -595,7 +595,7 @@ async def _pg_words(
     return {int(seq): float(score) for seq, score in rows}
 
 
-async def seqs_in(
+async def _seqs_in(
     db: Database, spaces: Sequence[str], selection: Selection, seqs: Sequence[int]
 ) -> set[int]:
     """Which of ``seqs`` are memories of ``spaces`` that ``selection`` lets through."""
