@@ -287,7 +287,7 @@ async def test_no_memory_service_is_a_clear_tool_error() -> None:
     each call says what is wrong and what to do."""
     port = free_port()
     async with over_stdio(port, unique_jid("mcp"), PASSWORD) as mcp:
-        assert len((await mcp.list_tools()).tools) == 14
+        assert len((await mcp.list_tools()).tools) == 16
         result = await call(mcp, "search_memories", query="anything")
     assert result.is_error and result.structured_content is not None
     assert result.structured_content["condition"] == "service-unavailable"

@@ -91,6 +91,7 @@ async def test_a_writer_and_a_reader_in_a_real_browser(
     memory_service: MemoryServiceProcess, alice: ClientAgent, bob: ClientAgent,
     chromium: object, web_command: str,
 ) -> None:  # fmt: skip
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
@@ -111,7 +112,10 @@ async def test_a_writer_and_a_reader_in_a_real_browser(
 
     def until(condition: object) -> object:
         try:
-            return WebDriverWait(d, WAIT, poll_frequency=0.05).until(condition)
+            # a live page may replace an element between finding and reading it
+            return WebDriverWait(
+                d, WAIT, poll_frequency=0.05, ignored_exceptions=(StaleElementReferenceException,)
+            ).until(condition)
         except Exception:
             print(d.current_url, d.title, d.page_source[:3000])  # what the browser shows
             raise

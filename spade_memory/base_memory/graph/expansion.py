@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from spade_memory.base_memory.graph.extract import mentions
-from spade_memory.base_memory.graph.follow import current, keys_of, linked, reached, weight
+from spade_memory.base_memory.graph.follow import current, keys_of, linked, reached
 from spade_memory.base_memory.retrieval.ranking import Ranked
 from spade_memory.base_memory.store.filters import Selection
 from spade_memory.storage.connection import Database
@@ -89,7 +89,7 @@ async def expand(
     weights: dict[str, float] = {}
     for rank, seq in enumerate(followed):
         for key in set(named_by.get(seq, ())) & shared:
-            if worth := weight(len(links.get(key, ()))):
+            if worth := links.weight(key):
                 weights[key] = weights.get(key, 0.0) + worth / (1 + rank)
     reached_all = reached(links, weights, leaving=())
     best_reached = sorted(reached_all, key=lambda seq: -reached_all[seq])[: REACHED * limit]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from spade_memory.base_memory.graph.extract import key_of, stem
 from spade_memory.base_memory.store.filters import Selection
@@ -23,16 +24,26 @@ def _in(values: Collection[object]) -> str:
     return ", ".join("?" * len(values))
 
 
-async def linked(
-    db: Database, spaces: Sequence[str], keys: Collection[str]
-) -> dict[str, list[int]]:
-    """The memories of ``spaces`` naming each of ``keys`` named by at most
-    ``MOST_FOLLOWED`` memories (the others are too common to follow: each is given with
-    ``MOST_FOLLOWED + 1`` placeholders, so that ``weight`` makes it worth nothing).
-    Counting reads the index up to that bound per entity; only the entities worth
-    following are then read in full."""
+@dataclass
+class Links:
+    """What ``linked`` read: how many memories name each entity (counted up to
+    ``MOST_FOLLOWED + 1``), and the memories of those few enough to follow."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    memories: dict[str, list[int]] = field(default_factory=dict)
+
+    def weight(self, key: str) -> float:
+        """What sharing the entity ``key`` is worth (``weight`` of its count)."""
+        return weight(self.counts.get(key, 0))
+
+
+async def linked(db: Database, spaces: Sequence[str], keys: Collection[str]) -> Links:
+    """How many memories of ``spaces`` name each of ``keys``, and which, for those named
+    by at most ``MOST_FOLLOWED`` (the others are too common to follow). Counting reads the
+    index up to that bound per entity; only the entities worth following are then read
+    in full."""
     if not keys:
-        return {}
+        return Links()
     one = (
         "SELECT ?, COUNT(*) FROM (SELECT 1 FROM memory_entities"
         f" WHERE space IN ({_in(spaces)}) AND key = ? LIMIT {MOST_FOLLOWED + 1}) AS k"
@@ -42,13 +53,8 @@ async def linked(
         " UNION ALL ".join([one] * len(ordered)),
         [value for key in ordered for value in (key, *spaces, key)],
     )
-    found: dict[str, list[int]] = {}
-    followed = []
-    for key, count in counted:
-        if int(count) > MOST_FOLLOWED:
-            found[str(key)] = [-1] * (MOST_FOLLOWED + 1)
-        elif int(count):
-            followed.append(str(key))
+    found = Links(counts={str(key): int(count) for key, count in counted})
+    followed = [key for key, count in found.counts.items() if 0 < count <= MOST_FOLLOWED]
     if followed:
         rows = await db.execute_fetchall(
             "SELECT key, seq FROM memory_entities"
@@ -56,7 +62,7 @@ async def linked(
             (*spaces, *followed),
         )
         for key, seq in rows:
-            found.setdefault(str(key), []).append(int(seq))
+            found.memories.setdefault(str(key), []).append(int(seq))
     return found
 
 
@@ -90,13 +96,13 @@ async def keys_named(db: Database, spaces: Sequence[str], entity: str) -> list[s
 
 
 def reached(
-    links: Mapping[str, Sequence[int]], weights: Mapping[str, float], leaving: Collection[int]
+    links: Links, weights: Mapping[str, float], leaving: Collection[int]
 ) -> dict[int, float]:
     """The memories ``links`` reach through the entities of ``weights``, each scored by
     the sum of the weights it names; none of ``leaving`` (where the walk starts)."""
     scores: dict[int, float] = defaultdict(float)
     for key, worth in weights.items():
-        for seq in links.get(key, ()):
+        for seq in links.memories.get(key, ()):
             if seq not in leaving:
                 scores[seq] += worth
     return dict(scores)

@@ -7,7 +7,7 @@ deleted memory names nothing any more.
 
 from __future__ import annotations
 
-from spade_memory.base_memory.graph.follow import current, keys_named, linked, reached, weight
+from spade_memory.base_memory.graph.follow import current, keys_named, linked, reached
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.reads import by_seq, names
@@ -113,7 +113,7 @@ class GraphReads:
             )
         ]
         links = await linked(db, space_keys, named)
-        weights = {key: worth for key in named if (worth := weight(len(links.get(key, ()))))}
+        weights = {key: worth for key in named if (worth := links.weight(key))}
         scores = reached(links, weights, leaving={int(seq)})
         allowed = await current(db, set(space_keys), live, list(scores))
         best = sorted((s for s in scores if s in allowed), key=lambda s: (-scores[s], -s))[
