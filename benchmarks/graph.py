@@ -11,7 +11,11 @@ search with the second round against one without, in the same run on the same da
   corpus, each naming one of 40 people): questions the second round answers ("What ...
   has NAME ...?") and questions it leaves alone, each with the second round and with it
   switched off, interleaved;
-- the disk the graph takes: the file's bytes per memory with and without it.
+- the disk the graph takes: the file's bytes per memory with and without it;
+- a store over XMPP (``--wire-stores``; ``--skip-wire`` leaves it out): an embedded
+  server and two base memory agents in processes of their own, BM25 alone both, one run
+  with ``--no-entity-graph``; single stores in alternating blocks, then batches of a
+  hundred, four in flight, in alternating rounds.
 """
 
 from __future__ import annotations
@@ -19,24 +23,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import shutil
 import sqlite3
+import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+import uuid
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from spade_memory.base_memory.graph import expansion
-from spade_memory.base_memory.graph import links as graph_links
+from spade_memory import MemoryClient
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.protocol.limits import Limits
-from spade_memory.protocol.memories import SearchMemories, StoreMemory
+from spade_memory.protocol.memories import SearchMemories, Stored, StoreMemory
 from spade_memory.protocol.ops import Request
+from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 from .corpus import Corpus
 from .stats import summary_ms
+from .wire import Requester, peer_process
 
 OWNER = "graph@localhost"
 PEOPLE = (
@@ -53,26 +61,14 @@ def texts(count: int, seed: int) -> list[str]:
     return [f"{rng.choice(PEOPLE)} {corpus.sentence(rng.randint(6, 20))}" for _ in range(count)]
 
 
-def switched(linked: bool) -> Callable[..., Awaitable[None]]:
-    """The graph's link writer, or one that writes nothing."""
-
-    async def nothing(_db: object, _memories: object) -> None:
-        return None
-
-    return ORIGINAL_LINK if linked else nothing
-
-
-ORIGINAL_LINK = graph_links.link
-ORIGINAL_RULE = expansion.calls_for
-
-
 async def store_cost(folder: Path, stores: int, rounds: int = 4) -> tuple[list[float], ...]:
-    """Seconds per store with and without links, over alternating rounds."""
+    """Seconds per store with and without the graph, over alternating rounds."""
     taken: tuple[list[float], list[float]] = ([], [])
     for round_ in range(2 * rounds):
         linked = round_ % 2 == 0
-        graph_links.link = switched(linked)  # type: ignore[assignment]
-        store = await LongTermStore.open(folder / f"stores-{round_}.db", limits=ROOMY)
+        store = await LongTermStore.open(
+            folder / f"stores-{round_}.db", limits=ROOMY, entity_graph=linked
+        )
         try:
             for text in texts(stores, seed=round_ // 2):
                 begun = time.perf_counter()
@@ -80,14 +76,12 @@ async def store_cost(folder: Path, stores: int, rounds: int = 4) -> tuple[list[f
                 taken[0 if linked else 1].append(time.perf_counter() - begun)
         finally:
             await store.close()
-            graph_links.link = ORIGINAL_LINK  # type: ignore[assignment]
     return taken
 
 
 async def disk_per_memory(folder: Path, memories: int, linked: bool) -> float:
-    graph_links.link = switched(linked)  # type: ignore[assignment]
     path = folder / f"disk-{linked}.db"
-    store = await LongTermStore.open(path, limits=ROOMY)
+    store = await LongTermStore.open(path, limits=ROOMY, entity_graph=linked)
     try:
         all_texts = texts(memories, seed=11)
         for start in range(0, memories, 1000):
@@ -98,16 +92,21 @@ async def disk_per_memory(folder: Path, memories: int, linked: bool) -> float:
             await store.batch(OWNER, requests)
     finally:
         await store.close()
-        graph_links.link = ORIGINAL_LINK  # type: ignore[assignment]
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return path.stat().st_size / memories
 
 
-async def search_cost(folder: Path, memories: int, queries: int) -> dict[str, tuple[float, ...]]:
-    """Search p50 / p99 (ms) of each kind of question, with and without the second round."""
-    path = folder / "disk-True.db"  # the linked file ``disk_per_memory`` made
-    store = await LongTermStore.open(path, limits=ROOMY)
+async def search_cost(folder: Path, queries: int) -> dict[str, tuple[float, ...]]:
+    """Search p50 / p99 (ms) of each kind of question, with and without the graph: the
+    linked file ``disk_per_memory`` made and a copy of it opened without the graph,
+    asked in turn."""
+    path = folder / "disk-True.db"
+    shutil.copy(path, folder / "search-without.db")
+    with_graph = await LongTermStore.open(path, limits=ROOMY)
+    without = await LongTermStore.open(
+        folder / "search-without.db", limits=ROOMY, entity_graph=False
+    )
     words = Corpus(seed=23).queries(queries, 2)
     rng = random.Random(3)
     kinds = {
@@ -121,17 +120,102 @@ async def search_cost(folder: Path, memories: int, queries: int) -> dict[str, tu
         for kind, asked in kinds.items():
             samples: tuple[list[float], list[float]] = ([], [])
             for n, query in enumerate(asked * 2):
-                second_round = n % 2 == 0
-                expansion.calls_for = ORIGINAL_RULE if second_round else (lambda _q: None)  # type: ignore[assignment]
+                on = n % 2 == 0
                 begun = time.perf_counter()
-                await store.apply(OWNER, SearchMemories(query=query, limit=10))
-                samples[0 if second_round else 1].append(time.perf_counter() - begun)
-            expansion.calls_for = ORIGINAL_RULE  # type: ignore[assignment]
+                await (with_graph if on else without).apply(
+                    OWNER, SearchMemories(query=query, limit=10)
+                )
+                samples[0 if on else 1].append(time.perf_counter() - begun)
             figures[kind] = (*summary_ms(samples[0]), *summary_ms(samples[1]))
     finally:
-        expansion.calls_for = ORIGINAL_RULE  # type: ignore[assignment]
-        await store.close()
+        await with_graph.close()
+        await without.close()
     return figures
+
+
+GRAPH_JID, PLAIN_JID = "base-graph@localhost", "base-plain@localhost"
+"""The memory agents of the wire comparison: with the graph, and without it."""
+BATCH, IN_FLIGHT = 100, 4
+
+
+async def wire_store_cost(stores: int, batches: int, blocks: int = 10) -> dict[str, list[float]]:
+    """Seconds per single store, and per store of a batch, of each memory agent over
+    XMPP (``GRAPH_JID``, ``PLAIN_JID``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        port, s2s = free_port(), free_port()
+        server = peer_process("server", str(Path(tmp) / "xmpp"), str(port), str(s2s))
+        agents = [
+            MemoryServiceProcess(
+                Path(tmp) / jid.split("@")[0], "--external-server", "--services", "base-memory",
+                "--base-jid", jid, "--no-dense-search", *flags,
+                env={"SPADE_MEMORY_PASSWORD": "bench"},
+            )
+            for jid, flags in ((GRAPH_JID, ()), (PLAIN_JID, ("--no-entity-graph",)))
+        ]  # fmt: skip
+        for service in agents:
+            service.command[service.command.index("--port") + 1] = str(port)
+        started: list[ChildProcess] = []
+        try:
+            for child in (server, *agents):
+                child.start()
+                started.append(child)
+            requester = Requester(
+                f"bench-{uuid.uuid4().hex[:6]}@localhost", "bench", port=port, memory_timeout=60.0
+            )
+            await start_agent(requester)
+            try:
+                return await _stores_over_xmpp(requester.memory, stores, batches, blocks)
+            finally:
+                await stop_agent(requester)
+        finally:
+            for child in reversed(started):
+                child.stop()
+
+
+async def _stores_over_xmpp(
+    memory: MemoryClient, stores: int, batches: int, blocks: int
+) -> dict[str, list[float]]:
+    pending = iter(texts(200 + stores + batches * BATCH, seed=29))
+    jids = (GRAPH_JID, PLAIN_JID)
+
+    async def store(jid: str) -> None:
+        result = await memory.request(jid, StoreMemory(category="fact", content=next(pending)))
+        assert isinstance(result, Stored), result
+
+    async def batch(jid: str) -> None:
+        ops = [StoreMemory(category="fact", content=next(pending)) for _ in range(BATCH)]
+        outcomes = await memory.batch(jid, ops)
+        assert all(isinstance(o, Stored) for o in outcomes), outcomes[:3]
+
+    for _ in range(100):  # warm-up
+        for jid in jids:
+            await store(jid)
+    taken: dict[str, list[float]] = {
+        f"{kind} {jid}": [] for kind in "one batch".split() for jid in jids
+    }
+    for _ in range(blocks):
+        for jid in jids:
+            for _ in range(stores // (2 * blocks)):
+                begun = time.perf_counter()
+                await store(jid)
+                taken[f"one {jid}"].append(time.perf_counter() - begun)
+
+    async def batches_of(jid: str, count: int) -> float:
+        """Seconds per store of ``count`` batches sent ``IN_FLIGHT`` at a time."""
+        sends = iter(range(count))
+
+        async def sender() -> None:
+            for _ in sends:
+                await batch(jid)
+
+        begun = time.perf_counter()
+        await asyncio.gather(*(sender() for _ in range(IN_FLIGHT)))
+        return (time.perf_counter() - begun) / (count * BATCH)
+
+    for _ in range(4):  # alternating rounds
+        for jid in jids:
+            taken[f"batch {jid}"].append(await batches_of(jid, max(1, batches // 8)))
+    return taken
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -150,7 +234,7 @@ async def main(args: argparse.Namespace) -> None:
             f"disk: {disk[True]:.0f} bytes per memory with the graph, {disk[False]:.0f}"
             f" without ({disk[True] / disk[False]:.2f}x), at {args.memories:,} memories"
         )
-        searched = await search_cost(folder, args.memories, args.queries)
+        searched = await search_cost(folder, args.queries)
         table = Table(
             f"a search among {args.memories:,}", "p50 ms", "p99 ms", "without: p50", "p99",
             "p50 vs without",
@@ -159,6 +243,20 @@ async def main(args: argparse.Namespace) -> None:
             table.add_row(kind, f"{p50:.2f}", f"{p99:.2f}", f"{off50:.2f}", f"{off99:.2f}",
                           f"{p50 / off50:.2f}x")  # fmt: skip
         console.print(table)
+    if args.skip_wire:
+        return
+    wire = await wire_store_cost(args.wire_stores, args.wire_batches)
+    table = Table("a store over XMPP (BM25)", "with the graph", "without", "with vs without")
+    one, other = summary_ms(wire[f"one {GRAPH_JID}"]), summary_ms(wire[f"one {PLAIN_JID}"])
+    table.add_row("one at a time: p50 ms", f"{one[0]:.2f}", f"{other[0]:.2f}",
+                  f"{one[0] / other[0]:.2f}x")  # fmt: skip
+    table.add_row("one at a time: p99 ms", f"{one[1]:.2f}", f"{other[1]:.2f}",
+                  f"{one[1] / other[1]:.2f}x")  # fmt: skip
+    per = {jid: 1e3 * statistics.mean(wire[f"batch {jid}"]) for jid in (GRAPH_JID, PLAIN_JID)}
+    table.add_row(f"in batches of {BATCH}, {IN_FLIGHT} in flight: ms per store",
+                  f"{per[GRAPH_JID]:.3f}", f"{per[PLAIN_JID]:.3f}",
+                  f"{per[GRAPH_JID] / per[PLAIN_JID]:.2f}x")  # fmt: skip
+    console.print(table)
 
 
 def run() -> None:
@@ -166,6 +264,9 @@ def run() -> None:
     parser.add_argument("--stores", type=int, default=500, help="stores per round (500)")
     parser.add_argument("--memories", type=int, default=10_000, help="memories searched")
     parser.add_argument("--queries", type=int, default=200, help="questions of each kind")
+    parser.add_argument("--wire-stores", type=int, default=2000, help="single stores over XMPP")
+    parser.add_argument("--wire-batches", type=int, default=80, help="batches of 100 over XMPP")
+    parser.add_argument("--skip-wire", action="store_true", help="leave the XMPP part out")
     asyncio.run(main(parser.parse_args()))
 
 

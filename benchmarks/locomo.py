@@ -6,7 +6,8 @@ session's date and the turn before), stored through each ranker's own write
 path; every question is asked through ``search_memories``. Rankers, in the
 same run on the same data: spade_llm's ``LIKE '%query%'`` search, our FTS5
 BM25 alone, and our hybrid (BM25 fused with MiniLM similarity), its queries
-embedded by the model itself and, as shipped, by the distilled query encoder.
+embedded by the model itself and, as shipped, by the distilled query encoder;
+BM25 and hybrid also on a store without the entity graph (``--no-entity-graph``).
 Recall is printed for the whole file and for its two halves: conversations 1-3,
 where settings may be tuned, and the rest, held out (the retrieval issue's rule).
 
@@ -40,6 +41,8 @@ KS = (1, 5, 10, 25)
 TUNED = 3
 """Conversations (the first ones) that settings may be chosen on; the rest are held out."""
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+SHOWN = ("overall", "multi-hop", "open-domain", "single-hop", "temporal", "adversarial")
+"""The categories in the order the graph's table shows them."""
 
 
 @dataclass
@@ -136,12 +139,16 @@ Search = Callable[[str, str], Awaitable[list[str]]]
 
 
 async def _ours(
-    path: Path, conversations: list[Conversation], dense: bool, model_queries: bool = False
+    path: Path,
+    conversations: list[Conversation],
+    dense: bool,
+    model_queries: bool = False,
+    graph: bool = True,
 ) -> tuple[Search, Any]:
     embedder = load_embedder(model_queries) if dense else None
     if dense and embedder is None:
         raise SystemExit("the hybrid ranker needs: pip install 'spade-memory[embeddings]'")
-    store = await LongTermStore.open(path, embedder=embedder)
+    store = await LongTermStore.open(path, embedder=embedder, entity_graph=graph)
     by_memory: dict[str, list[str]] = defaultdict(list)
     for conversation in conversations:
         for turn in conversation.turns:
@@ -187,10 +194,16 @@ async def run(data: Path, limit_conversations: int | None = None) -> dict[str, S
         builders = {
             "spade_llm LIKE": lambda: _spade_llm(Path(tmp) / "like.db", conversations),
             "BM25": lambda: _ours(Path(tmp) / "bm25.db", conversations, dense=False),
+            "BM25, no graph": lambda: _ours(
+                Path(tmp) / "bm25-plain.db", conversations, dense=False, graph=False
+            ),
             "hybrid, model queries": lambda: _ours(
                 Path(tmp) / "model.db", conversations, dense=True, model_queries=True
             ),
             "hybrid": lambda: _ours(Path(tmp) / "hybrid.db", conversations, dense=True),
+            "hybrid, no graph": lambda: _ours(
+                Path(tmp) / "hybrid-plain.db", conversations, dense=True, graph=False
+            ),
         }
         for name, build in builders.items():
             task = progress.add_task(f"{name}: storing turns", total=None)
@@ -255,6 +268,17 @@ def print_tables(result: dict[str, Any], console: Console) -> None:
                 *("" if r is None else f"{r:.1f}" for r in hard),
             )  # fmt: skip
     console.print(halves)
+    graph = Table(
+        "ranker", "conv.", *SHOWN,
+        title="R@10 by category and half, with and without the entity graph",
+    )  # fmt: skip
+    for name in ("BM25", "BM25, no graph", "hybrid", "hybrid, no graph"):
+        for half, recall in result.get(name, {}).get("halves", {}).items():
+            graph.add_row(
+                name, half.split()[-1],
+                *(f"{recall[c]['@10']:.1f}" if c in recall else "" for c in SHOWN),
+            )  # fmt: skip
+    console.print(graph)
     baseline = result["spade_llm LIKE"]["latency_ms"]["p50"] or 1e-9
     ratios = ", ".join(f"{n} {f['latency_ms']['p50'] / baseline:.1f}x" for n, f in result.items())
     console.print(f"search p50 against spade_llm's LIKE in this run: {ratios}")

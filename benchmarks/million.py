@@ -13,7 +13,10 @@ sentence embeddings cluster) and prints:
   vectors drawn like the memories, and the time the index alone takes to answer them
   (the dense half of a hybrid search);
 - in the store: search p50 / p99 (10 results) with BM25 alone, and hybrid
-  (the query embedded by the real model) with the approximate index;
+  (the query embedded by the real model) with the approximate index; and a question
+  asking for several memories ("What X has Sam Y?"), BM25 alone, with the entity graph's
+  second round and without it (the file opened again with ``entity_graph=False``), asked
+  in turn;
 - over XMPP: ``spade-memory run`` serving that file, hybrid search round trips
   against a control whose reply is as large (the wire benchmark's echo agent).
 """
@@ -112,6 +115,8 @@ async def in_store(
     embedder = load_embedder()
     store = await LongTermStore.open(path, embedder=embedder)
     plain = await LongTermStore.open(path)  # the same file, BM25 alone
+    # and without the entity graph (links there, unread): a list question's second round
+    no_graph = await LongTermStore.open(path, entity_graph=False)
     try:
         base = rss_mib(os.getpid())
         started = time.perf_counter()
@@ -155,7 +160,20 @@ async def in_store(
                 if n >= 20:
                     samples.append(time.perf_counter() - begun)
             figures[f"in-store {name} p50"], figures[f"in-store {name} p99"] = summary_ms(samples)
+        asked = [f"What {a} has Sam {b}?" for a, b in (pair.split() for pair in words)]
+        graph_samples: dict[str, list[float]] = {"with": [], "without": []}
+        for n, query in enumerate(asked):
+            for name, target in (("with", plain), ("without", no_graph)):
+                begun = time.perf_counter()
+                await target.apply(OWNER, SearchMemories(query=query, limit=10))
+                if n >= 20:
+                    graph_samples[name].append(time.perf_counter() - begun)
+        for name, taken in graph_samples.items():
+            p50, p99 = summary_ms(taken)
+            figures[f"in-store list question, BM25, {name} the graph p50"] = p50
+            figures[f"in-store list question, BM25, {name} the graph p99"] = p99
     finally:
+        await no_graph.close()
         await plain.close()
         await store.close()
 
@@ -232,6 +250,9 @@ async def main(args: argparse.Namespace) -> None:
     table = Table("figure", "value", title=f"{args.memories:,} memories of one owner")
     for name, value in figures.items():
         table.add_row(name, f"{value:,.3f}" if value < 10 else f"{value:,.0f}")
+    with_graph = figures["in-store list question, BM25, with the graph p50"]
+    without = figures["in-store list question, BM25, without the graph p50"]
+    table.add_row("list question p50 with vs without the graph", f"{with_graph / without:.2f}x")
     if "xmpp search p50" in figures:
         ratio = figures["xmpp search p50"] / figures["xmpp control p50"]
         table.add_row("xmpp search p50 vs control", f"{ratio:.2f}x")

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         BadRequest,
         Condition,
         Conflict,
+        FeatureNotImplemented,
         InternalServerError,
         ItemNotFound,
         MemoryServiceError,
@@ -135,7 +136,7 @@ _EXPORTS: dict[str, str] = {
     "protocol.beads": "SessionShared ShareSession UnshareSession",
     "protocol.conversation_stats": "InteractionStats InteractionStatsOp",
     "protocol.errors": (
-        "BadRequest Condition Conflict InternalServerError ItemNotFound "
+        "BadRequest Condition Conflict FeatureNotImplemented InternalServerError ItemNotFound "
         "MemoryServiceError MemoryTimeout NotAuthorized ResourceConstraint "
         "ServiceUnavailable"
     ),
@@ -231,6 +232,7 @@ __all__ = [
     "EntityList",
     "EntityRef",
     "ExportConversation",
+    "FeatureNotImplemented",
     "FetchedMemories",
     "Finding",
     "Focus",

@@ -1,14 +1,14 @@
 """The entity graph on real SQLite files and PostgreSQL: entities found and normalised
 without a model, the graph's reads (``entities``, ``memories_about``,
 ``related_memories``), change notices naming entities, the second round of search on a
-constructed two-hop case, and stores made before the graph linked at open.
+constructed two-hop case, stores made before the graph linked at open, and a store
+without the graph (``--no-entity-graph``) linked when the graph is back.
 
 Access from outside a space and over XMPP are in ``test_entity_graph_e2e``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from spade_memory.base_memory.store.journal import SpaceEvent
 from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.base_memory.store.tables import MIGRATIONS
-from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.errors import FeatureNotImplemented, ItemNotFound
 from spade_memory.protocol.graph import EntityList
 from spade_memory.protocol.memories import (
     DeleteMemory,
@@ -39,15 +39,9 @@ from spade_memory.protocol.memories import (
 from spade_memory.protocol.ops import Place, Request
 
 from .conftest import Location, query
+from .test_facts_that_change import store as store  # a store on each engine
 
 ALICE = "alice@localhost"
-
-
-@pytest.fixture
-async def store(location: Location) -> AsyncIterator[LongTermStore]:
-    opened = await LongTermStore.open(location("memory.db"))
-    yield opened
-    await opened.close()
 
 
 async def put(store: LongTermStore, content: str, owner: str = ALICE, **fields: Any) -> str:
@@ -253,3 +247,49 @@ async def test_a_store_made_before_the_graph_is_linked_at_open(location: Locatio
         assert {(e.key, e.memories) for e in listed.entities} >= {("melanie", 2), ("pottery", 2)}
     finally:
         await reopened.close()
+
+
+# -- a store without the graph ----------------------------------------------------
+
+
+async def test_a_store_without_the_graph_links_nothing_and_says_so(location: Location) -> None:
+    where = location("plain.db")
+    plain = await LongTermStore.open(where, entity_graph=False)
+    try:
+        ids = [await put(plain, content) for content in TWO_HOP]
+        question = "What activities has Melanie signed up for?"
+        answer = await ask(plain, SearchMemories(query=question, limit=3))
+        assert answer.reasoning.expansion is None and ids[1] not in [
+            memory.id for memory in answer.memories
+        ]
+        for op in (ListEntities(), MemoriesAbout(entity="pottery"), RelatedMemories(id=ids[0])):
+            with pytest.raises(FeatureNotImplemented, match="without the entity graph"):
+                await ask(plain, op)
+        await ask(plain, UpdateMemory(id=ids[2], content="Caroline took up archery."))
+    finally:
+        await plain.close()
+    assert await query(where, "SELECT COUNT(*) FROM memory_entities") == [(0,)]
+
+
+async def test_the_graph_back_links_what_was_written_without_it(location: Location) -> None:
+    where = location("back.db")
+    store = await LongTermStore.open(where)
+    try:
+        kept = await put(store, "Caroline painted a sunset at the beach.")
+    finally:
+        await store.close()
+    plain = await LongTermStore.open(where, entity_graph=False)
+    try:
+        later = await put(plain, "Melanie: pottery is like therapy.")
+        await ask(plain, UpdateMemory(id=kept, content="Caroline painted the pottery studio."))
+    finally:
+        await plain.close()
+    again = await LongTermStore.open(where)
+    try:
+        about = await ask(again, MemoriesAbout(entity="pottery"))
+        assert {memory.id for memory in about.memories} == {later, kept}
+        beach = await ask(again, MemoriesAbout(entity="beach"))
+        assert beach.memories == []  # the old text's links went with it
+    finally:
+        await again.close()
+    assert await query(where, "SELECT COUNT(*) FROM graph_gaps") == [(0,)]

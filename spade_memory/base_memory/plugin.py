@@ -46,6 +46,8 @@ class BaseMemoryConfig(ServiceConfig):
     """A JID told of each memory linked to a work item."""
     purge_every: float = PURGE_EVERY_SECONDS
     """Seconds between two purges of expired memories (reads hide them meanwhile)."""
+    entity_graph: bool = True
+    """Keep the entity graph: its links at each store, its reads, search's second round."""
 
 
 class BaseMemoryPlugin(ServicePlugin):
@@ -66,6 +68,7 @@ class BaseMemoryPlugin(ServicePlugin):
         store = await LongTermStore.open(
             path, context.synchronous, embedder, context.manifest, context.limits, work_items,
             listeners=committed.listeners(), purge_every=config.purge_every,
+            entity_graph=config.entity_graph,
         )  # fmt: skip
         context.closing.push_async_callback(store.close)
         limits = context.limits
@@ -87,6 +90,11 @@ class BaseMemoryPlugin(ServicePlugin):
         parser.add_argument(
             "--no-dense-search", action="store_true",
             help="search with BM25 alone even when the embeddings extra is installed",
+        )  # fmt: skip
+        parser.add_argument(
+            "--no-entity-graph", action="store_true",
+            help="keep no entity graph: cheaper stores; no second round of search, and the"
+            " graph's reads answer feature-not-implemented",
         )  # fmt: skip
         parser.add_argument(
             "--mirror-jid", default=None,
@@ -116,7 +124,7 @@ class BaseMemoryPlugin(ServicePlugin):
         return BaseMemoryConfig(
             jid=args.base_jid, dense_search=not args.no_dense_search, mirror=args.mirror_jid,
             work_item_patterns=tuple(args.work_item_patterns), work_engine=args.work_engine_jid,
-            purge_every=max(0.1, args.purge_every),
+            purge_every=max(0.1, args.purge_every), entity_graph=not args.no_entity_graph,
         )  # fmt: skip
 
     def from_environment(self, environ: Mapping[str, str]) -> BaseMemoryConfig:

@@ -24,6 +24,7 @@ class Condition(str, Enum):
     SERVICE_UNAVAILABLE = "service-unavailable"
     CONFLICT = "conflict"
     REMOTE_SERVER_TIMEOUT = "remote-server-timeout"
+    FEATURE_NOT_IMPLEMENTED = "feature-not-implemented"
 
 
 class MemoryServiceError(Exception):
@@ -91,6 +92,13 @@ class ServiceUnavailable(MemoryServiceError):
     condition = Condition.SERVICE_UNAVAILABLE
 
 
+class FeatureNotImplemented(MemoryServiceError):
+    """This agent runs without what the op needs (the entity graph of an agent started
+    with ``--no-entity-graph``)."""
+
+    condition = Condition.FEATURE_NOT_IMPLEMENTED
+
+
 class MemoryTimeout(MemoryServiceError):
     """No reply arrived in time, even after one retry with the same request id."""
 
@@ -108,6 +116,7 @@ _BY_CONDITION: dict[Condition, type[MemoryServiceError]] = {
         ServiceUnavailable,
         Conflict,
         MemoryTimeout,
+        FeatureNotImplemented,
     )
 }
 

@@ -716,7 +716,8 @@ class ListEntities(Op[EntityList]):
 
 class MemoriesAbout(Op[MemoryList]):
     """The current memories naming an entity (by name, any case, possessive or not; a
-    short name seen in the space as the start of one longer name counts as it), those
+    short name seen in the space as the start of one to three longer names counts as
+    them), those
     it is the subject of first, then the newest."""
 
     need = "read"

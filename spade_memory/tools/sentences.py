@@ -63,10 +63,11 @@ def _memory_lines(result: MemoryList, *, with_category: bool) -> list[str]:
 
 
 def said_found(op: SearchMemories, result: MemoryList) -> str:
-    if not result.memories:
-        return f"No memories found for query: {op.query}"
-    head = f"Found {len(result.memories)} memories for '{op.query}':"
-    return "\n".join([head, *_memory_lines(result, with_category=True)])
+    count = len(result.memories)
+    return _said_memories(
+        result, f"No memories found for query: {op.query}",
+        f"Found {count} memories for '{op.query}':",
+    )  # fmt: skip
 
 
 def said_listed(op: ListMemories, result: MemoryList) -> str:
@@ -77,16 +78,25 @@ def said_listed(op: ListMemories, result: MemoryList) -> str:
 
 
 def said_about(op: MemoriesAbout, result: MemoryList) -> str:
-    if not result.memories:
-        return f"I remember nothing about {op.entity}."
-    head = f"What I remember about {op.entity} ({len(result.memories)}):"
-    return "\n".join([head, *_memory_lines(result, with_category=True)])
+    count = len(result.memories)
+    return _said_memories(
+        result, f"I remember nothing about {op.entity}.",
+        f"What I remember about {op.entity} ({count}):",
+    )  # fmt: skip
 
 
 def said_related(op: RelatedMemories, result: MemoryList) -> str:
+    count = len(result.memories)
+    return _said_memories(
+        result, f"No memory names what memory {op.id} names.",
+        f"Memories naming what {op.id} names ({count}), most shared first:",
+    )  # fmt: skip
+
+
+def _said_memories(result: MemoryList, none: str, head: str) -> str:
+    """``none`` for an empty answer, else ``head`` over the memories with their category."""
     if not result.memories:
-        return f"No memory names what memory {op.id} names."
-    head = f"Memories naming what {op.id} names ({len(result.memories)}), most shared first:"
+        return none
     return "\n".join([head, *_memory_lines(result, with_category=True)])
 
 

@@ -1,7 +1,8 @@
 """The entity graph end to end: agents in this process, a real ``spade-memory run``
 (embedded XMPP server) in another. A space's reader reads its entities, the memories
 about one and those related to one; a search that needs two memories follows the graph;
-a stranger learns no entity of the space; an LLM agent reads the graph through its tools.
+a stranger learns no entity of the space; an LLM agent reads the graph through its tools;
+an agent run with ``--no-entity-graph`` says over the wire that it keeps none.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from spade_memory import ChatUser, MemoryLLMAgent, Reply, ScriptedProvider, ToolCall
-from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.errors import FeatureNotImplemented, ItemNotFound
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
@@ -114,3 +115,25 @@ async def test_an_llm_agent_reads_the_graph_through_its_tools(
     finally:
         await stop_agent(user)
         await stop_agent(assistant)
+
+
+async def test_an_agent_without_the_graph_says_so_over_the_wire(
+    tmp_path: Path, new_service: NewService
+) -> None:
+    plain = new_service(
+        tmp_path / "plain", "--no-dense-search", "--no-entity-graph",
+        env={PASSWORD_ENV: "graph-e2e-secret"},
+    )  # fmt: skip
+    plain.start()
+    alice = await start_client(unique_jid("alice"), plain.port)
+    try:
+        for note in TEAM_NOTES:
+            assert await alice.memory.store("fact", note) is not None
+        with pytest.raises(FeatureNotImplemented, match="without the entity graph"):
+            await alice.memory.entities()
+        found = await alice.memory.search_memories("What activities has Melanie signed up for?")
+        assert found.reasoning is not None and found.reasoning.expansion is None
+        assert len(found) > 0  # search itself serves as before
+    finally:
+        await stop_agent(alice)
+        plain.stop()

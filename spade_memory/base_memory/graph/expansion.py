@@ -13,12 +13,13 @@ others, so the top is not one memory told several times.
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from spade_memory.base_memory.graph.extract import mentions
-from spade_memory.base_memory.graph.follow import current, keys_of, linked, reached
+from spade_memory.base_memory.graph.follow import current, keys_of, linked, placeholders, reached
 from spade_memory.base_memory.retrieval.ranking import Ranked
 from spade_memory.base_memory.store.filters import Selection
 from spade_memory.storage.connection import Database
@@ -104,12 +105,13 @@ async def expand(
     for seq, score in second.items():
         fused[seq] = fused.get(seq, 0.0) + WEIGHT * score / best_second
     if why == LIST:  # those that doubled could reach the top: no further down
-        contenders = sorted(fused, key=lambda seq: -fused[seq])[: SUBJECT_LOOKS * limit]
+        contenders = heapq.nlargest(SUBJECT_LOOKS * limit, fused, key=fused.__getitem__)
         for seq in await _about_named(db, spaces, query, contenders):
             fused[seq] *= SUBJECT
-    order = sorted(fused, key=lambda seq: (-fused[seq], -seq))
+    looked_at = 2 * limit if why == LIST else limit
+    order = heapq.nlargest(looked_at, fused, key=lambda seq: (fused[seq], seq))
     if why == LIST:
-        order = await _varied(db, order, 2 * limit, named_by)
+        order = await _varied(db, order, named_by)
     expanded = sorted(weights, key=lambda key: -weights[key])[:8]
     return replace(ranked, seqs=order[:limit], scores=fused, expansion=why, expanded=expanded)
 
@@ -121,36 +123,36 @@ async def _about_named(
     keys = {m.key for m in mentions(query) if m.kind == "name"}
     if not keys or not seqs:
         return set()
-    places, named = ", ".join("?" * len(spaces)), ", ".join("?" * len(keys))
     rows = await db.execute_fetchall(
-        f"SELECT DISTINCT seq FROM memory_entities WHERE space IN ({places})"
-        f" AND key IN ({named}) AND subject = 1 AND seq IN ({', '.join('?' * len(seqs))})",
+        f"SELECT DISTINCT seq FROM memory_entities WHERE space IN ({placeholders(spaces)})"
+        f" AND key IN ({placeholders(keys)}) AND subject = 1"
+        f" AND seq IN ({placeholders(seqs)})",
         (*spaces, *sorted(keys), *seqs),
     )
     return {int(row[0]) for row in rows}
 
 
-async def _varied(
-    db: Database, order: list[int], looked_at: int, known: Mapping[int, Sequence[str]]
-) -> list[int]:
-    """``order`` with, among its first ``looked_at``, each memory much like a better one
-    (``ALIKE``) moved after the others; ``known``: the entities of memories already read."""
-    head = order[:looked_at]
-    missing = [seq for seq in head if seq not in known]
+async def _varied(db: Database, order: list[int], known: Mapping[int, Sequence[str]]) -> list[int]:
+    """``order`` with each memory much like a better one (``ALIKE``) moved after the
+    others; ``known``: the entities of memories already read."""
+    missing = [seq for seq in order if seq not in known]
     read = {**known, **(await keys_of(db, missing) if missing else {})}
     kept: list[frozenset[str]] = []
     first: list[int] = []
     later: list[int] = []
-    for seq in head:
+    for seq in order:
         keys = frozenset(read.get(seq, ()))
-        alike = False
-        for other in kept:
-            if keys and len(keys & other) >= ALIKE * len(keys | other):
-                alike = True
-                break
-        if alike:
+        if keys and any(_alike(keys, other) for other in kept):
             later.append(seq)
         else:
             first.append(seq)
             kept.append(keys)
-    return first + later + order[looked_at:]
+    return first + later
+
+
+def _alike(keys: frozenset[str], other: frozenset[str]) -> bool:
+    """Whether two memories' entities have ``ALIKE`` of them in common (Jaccard)."""
+    if min(len(keys), len(other)) < ALIKE * max(len(keys), len(other)):
+        return False  # even all of the smaller in the larger would be too few
+    common = len(keys & other)
+    return common >= ALIKE * (len(keys) + len(other) - common)

@@ -32,6 +32,9 @@ MOST_TERMS = 8
 _TOKEN = re.compile(r"[^\W\d_][\w'\u2019-]*|[.!?:;]|\n", re.UNICODE)
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d\n]{2,80})[\"\u201d]")
 _POSSESSIVE = re.compile(r"['\u2019]s$|['\u2019]$", re.IGNORECASE)
+_WORD = re.compile(r"[\w'\u2019-]+")
+_POSSESSIVES = ("'s", "'S", "\u2019s", "\u2019S", "'", "\u2019")
+"""The endings ``_POSSESSIVE`` drops, for a test without a regular expression."""
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'\u2019-]*(?:\s+[A-Z][\w'\u2019-]*){0,2})\s*:")
 _ENDS_SENTENCE = {".", "!", "?", ":", ";", "\n"}
 _JOINERS = {"of", "de", "del", "la", "van", "von", "the"}
@@ -125,13 +128,15 @@ def _names_and_words(text: str) -> tuple[list[str], list[str]]:
             opening = True
             continue
         lower = token.lower()
-        capitalised = token[:1].isupper() and lower not in _NOT_NAMES
-        possessive = _POSSESSIVE.search(token) is not None  # "Mel's" names even first
-        if (capitalised and (possessive or not opening)) or (run and lower in _JOINERS):
+        capitalised = token[0].isupper() and lower not in _NOT_NAMES
+        if (capitalised and (not opening or token.endswith(_POSSESSIVES))) or (
+            run and lower in _JOINERS
+        ):  # a possessive ("Mel's") names even first
             run.append(token)
         else:
-            _close(run, names)
-            if token[:1].isupper() and opening and lower not in _NOT_NAMES:
+            if run:
+                _close(run, names)
+            if capitalised and opening:
                 pass  # a sentence's first word, capitalised: neither a name nor a term
             elif len(lower) >= 4 and lower not in _NOT_TERMS and lower.isalpha():
                 words.append(lower)
@@ -160,10 +165,11 @@ _NOT_TERMS = STOP_WORDS | _COMMON
 def key_of(name: str) -> str:
     """How the graph files a name: lower case, possessives and punctuation dropped,
     spaces collapsed ("Melanie's" → "melanie")."""
-    words = [_POSSESSIVE.sub("", word) for word in re.findall(r"[\w'\u2019-]+", name.casefold())]
+    words = [_POSSESSIVE.sub("", word) for word in _WORD.findall(name.casefold())]
     return " ".join(word for word in words if word)
 
 
+@lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A term's key: a few English endings dropped, enough to file "camping", "camped"
     and "camps" together (not a real stemmer: the graph only needs them to meet)."""

@@ -20,7 +20,8 @@ every turn, a word of every memory) tells little about any of them, and followin
 cost as much as it links."""
 
 
-def _in(values: Collection[object]) -> str:
+def placeholders(values: Collection[object]) -> str:
+    """One ``?`` per value, for ``IN (...)``."""
     return ", ".join("?" * len(values))
 
 
@@ -46,7 +47,7 @@ async def linked(db: Database, spaces: Sequence[str], keys: Collection[str]) -> 
         return Links()
     one = (
         "SELECT ?, COUNT(*) FROM (SELECT 1 FROM memory_entities"
-        f" WHERE space IN ({_in(spaces)}) AND key = ? LIMIT {MOST_FOLLOWED + 1}) AS k"
+        f" WHERE space IN ({placeholders(spaces)}) AND key = ? LIMIT {MOST_FOLLOWED + 1}) AS k"
     )
     ordered = sorted(keys)
     counted = await db.execute_fetchall(
@@ -58,7 +59,7 @@ async def linked(db: Database, spaces: Sequence[str], keys: Collection[str]) -> 
     if followed:
         rows = await db.execute_fetchall(
             "SELECT key, seq FROM memory_entities"
-            f" WHERE space IN ({_in(spaces)}) AND key IN ({_in(followed)})",
+            f" WHERE space IN ({placeholders(spaces)}) AND key IN ({placeholders(followed)})",
             (*spaces, *followed),
         )
         for key, seq in rows:
@@ -85,7 +86,7 @@ async def keys_named(db: Database, spaces: Sequence[str], entity: str) -> list[s
     if len(key) >= 3:
         rows = await db.execute_fetchall(
             "SELECT DISTINCT key FROM memory_entities"
-            f" WHERE space IN ({_in(spaces)}) AND kind = 'name' AND key > ? AND key < ?"
+            f" WHERE space IN ({placeholders(spaces)}) AND kind = 'name' AND key > ? AND key < ?"
             " LIMIT 4",
             (*spaces, key, key + "\uffff"),
         )
@@ -117,7 +118,8 @@ async def current(
     if not seqs:
         return set()
     rows = await db.execute_fetchall(
-        f"SELECT m.seq, m.space FROM memories m WHERE m.seq IN ({_in(seqs)}) AND {selection.sql}",
+        f"SELECT m.seq, m.space FROM memories m WHERE m.seq IN ({placeholders(seqs)})"
+        f" AND {selection.sql}",
         (*seqs, *selection.params),
     )
     return {int(seq) for seq, space in rows if space in spaces}
@@ -128,9 +130,16 @@ async def keys_of(db: Database, seqs: Sequence[int]) -> dict[int, list[str]]:
     if not seqs:
         return {}
     rows = await db.execute_fetchall(
-        f"SELECT seq, key, kind FROM memory_entities WHERE seq IN ({_in(seqs)})", tuple(seqs)
+        f"SELECT seq, key, kind FROM memory_entities WHERE seq IN ({placeholders(seqs)})",
+        tuple(seqs),
     )
     found: dict[int, list[str]] = defaultdict(list)
-    for seq, key, _kind in sorted(rows, key=lambda row: row[2] == "term"):
-        found[int(seq)].append(str(key))
+    terms: list[tuple[int, str]] = []
+    for seq, key, kind in rows:
+        if kind == "term":
+            terms.append((seq, key))
+        else:
+            found[seq].append(key)
+    for seq, key in terms:
+        found[seq].append(key)
     return found

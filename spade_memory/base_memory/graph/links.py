@@ -6,11 +6,15 @@ memory's subject; an entity is its key within a space, so nothing of
 one space is filed under another's. Links go with their memory (a foreign key that
 cascades), are written once per batch beside the word index, and are made again when a
 memory's text changes. Stores made before the graph are linked when opened.
+
+A store opened without the graph (``--no-entity-graph``) writes no links and notes so in
+``graph_gaps``; opened with it again, it links what was stored or changed meanwhile.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
 
 from spade_memory.base_memory.graph.extract import mentions
 from spade_memory.storage.connection import Database
@@ -56,19 +60,42 @@ async def link(db: Database, memories: Sequence[Unlinked]) -> None:
         await db.executemany(INSERT, rows_of(memories))
 
 
-async def relink(db: Database, memory: Unlinked) -> None:
-    """Make a changed memory's links again from its new text."""
+async def relink(db: Database, memory: Unlinked, graph: bool = True) -> None:
+    """Make a changed memory's links again from its new text (or drop them, in a store
+    without the graph: it is linked when the graph is back)."""
     await db.execute("DELETE FROM memory_entities WHERE seq = ?", (memory[0],))
-    await link(db, [memory])
+    if graph:
+        await link(db, [memory])
 
 
 async def create(db: Database) -> None:
-    """The migration that adds the graph, and links every memory already stored, 10,000
-    at a time."""
+    """The migration that adds the graph, and links every memory already stored."""
     sqlite = dialect(db) == "sqlite"
     seq, without_rowid = ("INTEGER", " WITHOUT ROWID") if sqlite else ("BIGINT", "")
     await db.execute(CREATE[0].format(seq=seq, without_rowid=without_rowid))
     await db.execute(CREATE[1])
+    await link_unlinked(db)
+
+
+async def create_gaps(db: Database) -> None:
+    """The migration that adds ``graph_gaps``: a row while memories may lack links."""
+    await db.execute("CREATE TABLE IF NOT EXISTS graph_gaps (since TEXT NOT NULL)")
+
+
+async def open_with(db: Database, graph: bool) -> None:
+    """At open: note that links may go missing (``graph`` off), or make those that went
+    missing while it was off (the scan runs once per time the graph was off)."""
+    gaps = await db.execute_fetchall("SELECT 1 FROM graph_gaps LIMIT 1")
+    if not graph and not gaps:
+        since = datetime.now(timezone.utc).isoformat()
+        await db.execute("INSERT INTO graph_gaps (since) VALUES (?)", (since,))
+    elif graph and gaps:
+        await link_unlinked(db)
+        await db.execute("DELETE FROM graph_gaps")
+
+
+async def link_unlinked(db: Database) -> None:
+    """Link every memory that names nothing in the graph yet, 10,000 at a time."""
     after = -1
     while rows := list(
         await db.execute_fetchall(

@@ -7,37 +7,46 @@ deleted memory names nothing any more.
 
 from __future__ import annotations
 
-from spade_memory.base_memory.graph.follow import current, keys_named, linked, reached
+from spade_memory.base_memory.graph.follow import (
+    current,
+    keys_named,
+    linked,
+    placeholders,
+    reached,
+)
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.reads import by_seq, names
 from spade_memory.base_memory.store.rows import select
-from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.errors import FeatureNotImplemented, ItemNotFound
 from spade_memory.protocol.graph import Entity, EntityList
 from spade_memory.protocol.memories import ListEntities, MemoriesAbout, MemoryList, RelatedMemories
 from spade_memory.protocol.ops import Request
 from spade_memory.storage.connection import Database
 
 
-def _in(values: object) -> str:
-    return ", ".join("?" * len(values))  # type: ignore[arg-type]
-
-
 class GraphReads:
-    """The graph's read handlers of one store."""
+    """The graph's read handlers of one store. Each raises ``FeatureNotImplemented``
+    when the store keeps no graph (``entity_graph=False``)."""
 
     def __init__(self, ctx: StoreContext) -> None:
         self.ctx = ctx
+
+    def _kept(self) -> None:
+        """Raises ``FeatureNotImplemented`` when the store keeps no graph."""
+        if not self.ctx.graph:
+            raise FeatureNotImplemented("this agent runs without the entity graph")
 
     async def entities(self, db: Database, request: Request, work: Effects) -> EntityList:
         """Returns the entities the places' current memories name, the most named first
         (a term only once two memories name it)."""
         op = request.op
         assert isinstance(op, ListEntities)
+        self._kept()
         places = request.places_of(work.owner)
         keys = [place.key for place in places]
         live = self.ctx.selection(None)
-        where, params = f"e.space IN ({_in(keys)}) AND {live.sql}", [*keys, *live.params]
+        where, params = f"e.space IN ({placeholders(keys)}) AND {live.sql}", [*keys, *live.params]
         if op.prefix:
             start = " ".join(op.prefix.casefold().split())
             where += " AND e.key >= ? AND e.key < ?"
@@ -73,12 +82,16 @@ class GraphReads:
         any key it goes by there), those it is the subject of first, then the newest."""
         op = request.op
         assert isinstance(op, MemoriesAbout)
+        self._kept()
         keys = [place.key for place in request.places_of(work.owner)]
         filed = await keys_named(db, keys, op.entity)
         if not filed:
             return MemoryList()
         live = self.ctx.selection(None)
-        links = f"FROM memory_entities e WHERE e.space IN ({_in(keys)}) AND e.key IN ({_in(filed)})"
+        links = (
+            f"FROM memory_entities e WHERE e.space IN ({placeholders(keys)})"
+            f" AND e.key IN ({placeholders(filed)})"
+        )
         found = await select(
             db,
             f"WHERE m.seq IN (SELECT e.seq {links}) AND {live.sql}"
@@ -95,11 +108,12 @@ class GraphReads:
         raises ``ItemNotFound`` when the places hold no such current memory."""
         op = request.op
         assert isinstance(op, RelatedMemories)
+        self._kept()
         keys = [place.key for place in request.places_of(work.owner)]
         live = self.ctx.selection(None)
         rows = await db.execute_fetchall(
             f"SELECT m.seq, m.space FROM memories m WHERE m.id = ?"
-            f" AND m.space IN ({_in(keys)}) AND {live.sql}",
+            f" AND m.space IN ({placeholders(keys)}) AND {live.sql}",
             (op.id, *keys, *live.params),
         )
         if not rows:

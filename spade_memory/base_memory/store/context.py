@@ -51,6 +51,9 @@ class StoreContext:
     expiring: bool = True
     """Whether some memory may have an expiry (reads then check it; set at open and by
     any write of one)."""
+    graph: bool = True
+    """Whether the entity graph is kept: links written with each memory, search's
+    second round, the graph's reads (off: ``--no-entity-graph``)."""
     dated: bool = True
     """Whether some memory may have a validity or be superseded (reads then check it;
     set at open and by any write of one)."""

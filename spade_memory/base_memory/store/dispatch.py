@@ -51,7 +51,7 @@ class Dispatch:
             and all(place.personal for place in following.places_of(work.owner))
         ):
             return
-        await words.index(db, work.unindexed)
+        await words.index(db, work.unindexed, self.ctx.graph)
         if work.ledger is not None:
             await work.ledger.write(db)
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spade_memory.base_memory.classify.classifier import classify
+from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.graph.reads import GraphReads
 from spade_memory.base_memory.retrieval import pgvector
 from spade_memory.base_memory.retrieval.backfill import VectorBackfill
@@ -117,6 +118,7 @@ class LongTermStore(AppliesOps):
         listeners: Listeners | None = None,
         purge_every: float = PURGE_EVERY_SECONDS,
         consolidate_after: float | None = CONSOLIDATE_AFTER_SECONDS,
+        entity_graph: bool = True,
     ) -> None:
         self._tx: Transacting = tx
         self.engine = engine_of(tx)
@@ -131,7 +133,13 @@ class LongTermStore(AppliesOps):
         self.work_items = work_items or WorkItems()
         """How work-item ids are found in a memory's ``source``, and who hears of links."""
         self._ctx = StoreContext(
-            self.engine, self.limits, self.work_items, self.ranking, self._backfill, self.path
+            self.engine,
+            self.limits,
+            self.work_items,
+            self.ranking,
+            self._backfill,
+            self.path,
+            graph=entity_graph,
         )
         self._notices: VectorNotices | None = None
         """Other agents' vectors, on a shared database searched by the agents themselves
@@ -191,12 +199,16 @@ class LongTermStore(AppliesOps):
         listeners: Listeners | None = None,
         purge_every: float = PURGE_EVERY_SECONDS,
         consolidate_after: float | None = CONSOLIDATE_AFTER_SECONDS,
+        entity_graph: bool = True,
     ) -> LongTermStore:
         """Open (creating or migrating) the store at ``path``: a SQLite file, or a
         ``postgresql://`` URL (``synchronous`` and ``manifest`` are then the server's
         business). An embedder adds dense search; ``listeners`` are told of what it
         commits; expired memories are purged every ``purge_every`` seconds, and a space
         is consolidated once no write has reached it for ``consolidate_after`` seconds.
+        Without ``entity_graph`` it writes no links, search has no second round and the
+        graph's reads raise ``FeatureNotImplemented``; opened with it again, it links
+        what was written meanwhile.
 
         Returns the open store; raises ``StoreFault`` naming the file (or the server)
         when it is damaged, lost (held more, says ``manifest``), unreachable or cannot
@@ -209,9 +221,11 @@ class LongTermStore(AppliesOps):
         store = cls(
             tx, embedder, limits=limits, work_items=work_items, listeners=listeners,
             purge_every=purge_every, consolidate_after=consolidate_after,
+            entity_graph=entity_graph,
         )  # fmt: skip
         try:
             async with tx.write() as db:
+                await graph_links.open_with(db, entity_graph)
                 expiring = await db.execute_fetchall(
                     "SELECT 1 FROM memories WHERE expires_at IS NOT NULL LIMIT 1"
                 )

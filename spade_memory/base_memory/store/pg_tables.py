@@ -172,6 +172,7 @@ MIGRATIONS: list[PgMigration] = [
     ),
     key_subjects,
     graph_links.create,
+    graph_links.create_gaps,
 ]  # fmt: skip
 STORE = "base_memory"
 """The schema's name in ``spade_memory_schema`` (one database can hold several stores)."""

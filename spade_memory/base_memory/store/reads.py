@@ -112,7 +112,8 @@ class Reads:
             db, keys, op.query, chosen, op.limit,
             work.queries.get(id(request)), work.vectors.stale(),
         )  # fmt: skip
-        ranked = await expansion.expand(db, keys, op.query, ranked, chosen, op.limit)
+        if self.ctx.graph:
+            ranked = await expansion.expand(db, keys, op.query, ranked, chosen, op.limit)
         rows = await by_seq(db, ranked.seqs)
         of_seq = {row.seq: row for row in rows}
         found = [of_seq[seq] for seq in ranked.seqs if seq in of_seq]

@@ -23,14 +23,17 @@ Unindexed = list[tuple[int, str, str | None, str]]
 """New memories not yet in the word index: (seq, content, context, space) each."""
 
 
-async def index(db: Database, rows: Unindexed) -> None:
-    """Add ``rows`` to the word index and to the entity graph (in the caller's
-    transaction), and empty the list. On PostgreSQL the word index is a generated
-    column, written with the row."""
+async def index(db: Database, rows: Unindexed, graph: bool = True) -> None:
+    """Add ``rows`` to the word index and, when the store keeps it, to the entity graph
+    (in the caller's transaction), and empty the list. On PostgreSQL the word index is a
+    generated column, written with the row."""
     if rows and dialect(db) == "sqlite":
         await db.executemany(
             "INSERT INTO memories_fts (rowid, content, context) VALUES (?, ?, ?)",
             [(seq, content, context) for seq, content, context, _ in rows],
         )
-    await graph_links.link(db, [(seq, space, text, context) for seq, text, context, space in rows])
+    if graph:
+        await graph_links.link(
+            db, [(seq, space, text, context) for seq, text, context, space in rows]
+        )
     rows.clear()

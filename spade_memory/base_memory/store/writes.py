@@ -265,7 +265,9 @@ class Writes:
         memory = row.memory({place.key: place.name})
         if op.content is not None or op.context is not None:  # its vector follows its text
             await db.execute("DELETE FROM embeddings WHERE seq = ?", (row.seq,))
-            await graph_links.relink(db, (row.seq, place.key, memory.content, memory.context))
+            await graph_links.relink(
+                db, (row.seq, place.key, memory.content, memory.context), self.ctx.graph
+            )
             work.current.need[row.seq] = place.key
             work.current.texts[row.seq] = embedding_text(memory.content, memory.context)
         await changed(db, request, work, "updated", op.id, memory.owner, place)

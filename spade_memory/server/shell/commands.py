@@ -1,7 +1,7 @@
-"""The shell's commands on the ``spade-memory`` parser: ``memories`` (list, search, show,
-add, update, delete, supersede, history, consolidate, entities, about, related, stats,
-export, import, forget), ``spaces`` (list, info, create, grant,
-revoke) and ``forget``, each with the options of the connection it logs in with."""
+"""The shell's commands on the ``spade-memory`` parser: ``memories`` (list, search,
+show, add, update, delete, supersede, history, consolidate, entities, about, related,
+stats, export, import, forget), ``spaces`` (list, info, create, grant, revoke) and
+``forget``, each with the options of the connection it logs in with."""
 
 from __future__ import annotations
 
