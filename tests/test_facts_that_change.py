@@ -21,7 +21,7 @@ from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.journal import SpaceEvent
 from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.store.long_term import LongTermStore
-from spade_memory.base_memory.store.tables import MIGRATIONS, add_validity
+from spade_memory.base_memory.store.tables import MIGRATIONS, add_validity, key_subjects
 from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemories
 from spade_memory.protocol.errors import BadRequest, Conflict, ItemNotFound, NotAuthorized
 from spade_memory.protocol.memories import (
@@ -402,7 +402,7 @@ async def test_memories_stored_before_this_version_are_keyed_by_subject_at_open(
     else:
         await query(
             where, "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
-            len(pg_schema.MIGRATIONS) - 2,
+            pg_schema.MIGRATIONS.index(key_subjects),
         )  # fmt: skip
     reopened = await LongTermStore.open(where)
     try:

@@ -1,5 +1,5 @@
 """Entities found in a memory's words by rules, without a model: cheap enough to run at
-every store (50-90 µs for a chat turn on this project's machine), in any process.
+every store (40-60 µs for a chat turn on this project's machine), in any process.
 
 Four kinds. A *name* is a run of capitalised words that is not merely the first word of
 a sentence ("Melanie", "New York", "Charlotte's Web"), its possessive dropped; a *title*

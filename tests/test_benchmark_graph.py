@@ -1,0 +1,27 @@
+"""The entity graph's benchmark command, on a few hundred memories: it compares a store
+and a search with the graph against the same without it (``entity_graph=False``), in
+one run, and prints each ratio."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+
+def test_one_command_prints_the_graph_s_costs_against_none() -> None:
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "benchmarks.graph", "--stores", "20", "--memories", "300",
+            "--queries", "10", "--skip-wire",
+        ],
+        capture_output=True, text=True, timeout=240, cwd=Path(__file__).parent.parent,
+        env={**os.environ, "COLUMNS": "200"},  # rich: one line per row
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    for row in ("with its entities", "asks for several", "asks for one"):
+        assert re.search(rf"{row}\s.*\d+\.\d\dx", result.stdout), (row, result.stdout)
+    disk = re.search(r"disk: (\d+) bytes per memory with the graph, (\d+) without", result.stdout)
+    assert disk is not None and int(disk[1]) > int(disk[2])  # the links take room
