@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import random
 import shutil
 import signal
 import socket
@@ -25,11 +26,35 @@ from pathlib import Path
 READY_LINE = "spade-memory is ready"
 
 
+LOWEST_PORT = 10_000
+"""The lowest port ``free_port`` picks."""
+
+
 def free_port() -> int:
-    """A TCP port on the loopback address that nothing listens on right now."""
-    with socket.socket() as probe:
+    """A TCP port on the loopback address that nothing listens on right now, chosen below
+    the kernel's ephemeral range when it can be: a port of that range may be taken by
+    any outgoing connection (of another test, say) between this choice and the bind of
+    the server given it. Returns the port."""
+    below = _ephemeral_start()
+    for _ in range(100 if below - LOWEST_PORT >= 1000 else 0):
+        port = random.randrange(LOWEST_PORT, below)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as probe:  # no room below the range: the kernel's choice
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def _ephemeral_start() -> int:
+    """The first port of the kernel's ephemeral range (Linux; elsewhere IANA's 49152)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 49152
 
 
 class ChildProcess:
