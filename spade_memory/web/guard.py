@@ -54,7 +54,6 @@ STATUS = {
     Condition.RESOURCE_CONSTRAINT: 429,
     Condition.SERVICE_UNAVAILABLE: 503,
     Condition.REMOTE_SERVER_TIMEOUT: 504,
-    Condition.FEATURE_NOT_IMPLEMENTED: 501,
 }
 """The HTTP status of each failure of the memory service."""
 

@@ -13,12 +13,15 @@ A store opened without the graph (``--no-entity-graph``) writes no links and not
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 
 from spade_memory.base_memory.graph.extract import mentions
 from spade_memory.storage.connection import Database
 from spade_memory.storage.postgres import dialect
+
+log = logging.getLogger(__name__)
 
 CREATE = (
     """CREATE TABLE IF NOT EXISTS memory_entities (
@@ -85,18 +88,20 @@ async def create_gaps(db: Database) -> None:
 async def open_with(db: Database, graph: bool) -> None:
     """At open: note that links may go missing (``graph`` off), or make those that went
     missing while it was off (the scan runs once per time the graph was off)."""
-    gaps = await db.execute_fetchall("SELECT 1 FROM graph_gaps LIMIT 1")
-    if not graph and not gaps:
-        since = datetime.now(timezone.utc).isoformat()
-        await db.execute("INSERT INTO graph_gaps (since) VALUES (?)", (since,))
-    elif graph and gaps:
-        await link_unlinked(db)
+    ((since,),) = await db.execute_fetchall("SELECT MIN(since) FROM graph_gaps")
+    if not graph and since is None:
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        await db.execute("INSERT INTO graph_gaps (since) VALUES (?)", (now,))
+    elif graph and since is not None:
+        linked = await link_unlinked(db)
         await db.execute("DELETE FROM graph_gaps")
+        log.info("entity graph off since %s: linked %d memories stored meanwhile", since, linked)
 
 
-async def link_unlinked(db: Database) -> None:
-    """Link every memory that names nothing in the graph yet, 10,000 at a time."""
-    after = -1
+async def link_unlinked(db: Database) -> int:
+    """Link every memory that names nothing in the graph yet, 10,000 at a time; returns
+    how many were linked."""
+    after, count = -1, 0
     while rows := list(
         await db.execute_fetchall(
             "SELECT seq, space, content, context FROM memories WHERE seq > ?"
@@ -106,4 +111,5 @@ async def link_unlinked(db: Database) -> None:
         )
     ):
         await link(db, [(int(s), str(space), str(c), x) for s, space, c, x in rows])
-        after = rows[-1][0]
+        after, count = rows[-1][0], count + len(rows)
+    return count
