@@ -9,6 +9,8 @@ Access from outside a space and over XMPP are in ``test_entity_graph_e2e``.
 
 from __future__ import annotations
 
+import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +211,28 @@ async def test_a_one_hop_question_is_answered_as_before(store: LongTermStore) ->
     assert answer.memories[0].content == TWO_HOP[0]
 
 
+TOLD_THRICE = (
+    "Melanie: we went camping at the lake with the kids and roasted marshmallows.",
+    "Melanie: camping at the lake with the kids, we roasted marshmallows by the fire.",
+    "Melanie: the kids roasted marshmallows while we were camping at the lake.",
+    "Melanie: I signed up for a pottery class downtown.",
+)
+
+
+async def test_a_list_s_top_is_not_one_memory_told_several_times(store: LongTermStore) -> None:
+    for content in TOLD_THRICE:
+        await put(store, content)
+    listed = await ask(store, SearchMemories(query="What activities has Melanie done?", limit=2))
+    assert listed.reasoning.expansion == LIST
+    top = contents(listed)
+    assert TOLD_THRICE[3] in top and len(set(top) & set(TOLD_THRICE[:3])) == 1
+    everything = await ask(store, SearchMemories(query="What activities has Melanie done?"))
+    assert set(contents(everything)) == set(TOLD_THRICE)  # the others come later, not never
+    one = await ask(store, SearchMemories(query="Where did Melanie roast marshmallows?", limit=2))
+    assert one.reasoning.expansion is None
+    assert set(contents(one)) <= set(TOLD_THRICE[:3])  # one memory asked for: no reordering
+
+
 async def test_the_second_round_keeps_to_the_filters_and_to_current_memories(
     store: LongTermStore,
 ) -> None:
@@ -271,7 +295,9 @@ async def test_a_store_without_the_graph_links_nothing_and_says_so(location: Loc
     assert await query(where, "SELECT COUNT(*) FROM memory_entities") == [(0,)]
 
 
-async def test_the_graph_back_links_what_was_written_without_it(location: Location) -> None:
+async def test_the_graph_back_links_what_was_written_without_it(
+    location: Location, caplog: pytest.LogCaptureFixture
+) -> None:
     where = location("back.db")
     store = await LongTermStore.open(where)
     try:
@@ -284,8 +310,10 @@ async def test_the_graph_back_links_what_was_written_without_it(location: Locati
         await ask(plain, UpdateMemory(id=kept, content="Caroline painted the pottery studio."))
     finally:
         await plain.close()
+    caplog.set_level(logging.INFO, logger=graph_links.__name__)
     again = await LongTermStore.open(where)
     try:
+        assert re.search(r"off since \d{4}-\d\d-\d\dT.*: linked 2 memories", caplog.text)
         about = await ask(again, MemoriesAbout(entity="pottery"))
         assert {memory.id for memory in about.memories} == {later, kept}
         beach = await ask(again, MemoriesAbout(entity="beach"))

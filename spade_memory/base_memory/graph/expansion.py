@@ -82,7 +82,7 @@ async def expand(
     if why is None or not ranked.seqs:
         return ranked
     followed = ranked.seqs[:FOLLOWED]
-    named_by = await keys_of(db, ranked.seqs[: max(FOLLOWED, 2 * limit)])
+    named_by = await keys_of(db, followed)
     asked = {mention.key for mention in mentions(query)}
     in_order = (key for seq in followed for key in named_by.get(seq, ()) if key not in asked)
     shared = set(list(dict.fromkeys(in_order))[:MOST_KEYS])
@@ -134,25 +134,32 @@ async def _about_named(
 
 async def _varied(db: Database, order: list[int], known: Mapping[int, Sequence[str]]) -> list[int]:
     """``order`` with each memory much like a better one (``ALIKE``) moved after the
-    others; ``known``: the entities of memories already read."""
+    others; ``known``: the entities of memories already read. What each shares with
+    those placed before it is counted through the entities it names (not pair by pair:
+    a list of 20 is looked at in every list question)."""
     missing = [seq for seq in order if seq not in known]
     read = {**known, **(await keys_of(db, missing) if missing else {})}
-    kept: list[frozenset[str]] = []
+    sizes: list[int] = []  # of the memories placed first, in order
+    holders: dict[str, list[int]] = {}  # an entity: which of them name it
     first: list[int] = []
     later: list[int] = []
     for seq in order:
-        keys = frozenset(read.get(seq, ()))
-        if keys and any(_alike(keys, other) for other in kept):
+        keys = set(read.get(seq, ()))
+        common: dict[int, int] = {}
+        for key in keys:
+            for placed in holders.get(key, ()):
+                common[placed] = common.get(placed, 0) + 1
+        if any(_alike(len(keys), sizes[placed], n) for placed, n in common.items()):
             later.append(seq)
-        else:
-            first.append(seq)
-            kept.append(keys)
+            continue
+        first.append(seq)
+        for key in keys:
+            holders.setdefault(key, []).append(len(sizes))
+        sizes.append(len(keys))
     return first + later
 
 
-def _alike(keys: frozenset[str], other: frozenset[str]) -> bool:
-    """Whether two memories' entities have ``ALIKE`` of them in common (Jaccard)."""
-    if min(len(keys), len(other)) < ALIKE * max(len(keys), len(other)):
-        return False  # even all of the smaller in the larger would be too few
-    common = len(keys & other)
-    return common >= ALIKE * (len(keys) + len(other) - common)
+def _alike(size: int, other: int, common: int) -> bool:
+    """Whether two memories naming ``size`` and ``other`` entities, ``common`` of them
+    the same, have ``ALIKE`` of them in common (Jaccard)."""
+    return common >= ALIKE * (size + other - common)
