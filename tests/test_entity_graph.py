@@ -273,6 +273,45 @@ async def test_a_store_made_before_the_graph_is_linked_at_open(location: Locatio
         await reopened.close()
 
 
+async def test_links_of_the_graph_s_first_version_are_kept_their_spaces_numbered(
+    location: Location,
+) -> None:
+    where = location("first.db")
+    store = await LongTermStore.open(where)
+    try:
+        kept = await put(store, "Melanie: pottery is like therapy.")
+        unlinked = await put(store, "Melanie: pottery class again today.")
+    finally:
+        await store.close()
+    ((seq, space),) = await query(where, "SELECT seq, space FROM memories WHERE id = ?", kept)
+    sqlite = isinstance(where, Path)
+    first = graph_links.FIRST_TABLE.format(
+        seq="INTEGER" if sqlite else "BIGINT", without_rowid=" WITHOUT ROWID" if sqlite else ""
+    )
+    for sql in ("DROP TABLE memory_entities", "DROP TABLE entity_spaces", first):
+        await query(where, sql)
+    # a link only the first version's table holds: copied, not found again
+    await query(where, "INSERT INTO memory_entities VALUES (?, 'kiln', ?, 'term', NULL, 0)",
+                space, seq)  # fmt: skip
+    version = (MIGRATIONS if sqlite else pg_schema.MIGRATIONS).index(graph_links.numbered)
+    if sqlite:
+        await query(where, f"PRAGMA user_version = {version}")
+    else:
+        await query(
+            where, "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
+            version,
+        )  # fmt: skip
+    reopened = await LongTermStore.open(where)
+    try:
+        kiln = await ask(reopened, MemoriesAbout(entity="kiln"))
+        assert [memory.id for memory in kiln.memories] == [kept]
+        pottery = await ask(reopened, MemoriesAbout(entity="pottery"))
+        assert [memory.id for memory in pottery.memories] == [unlinked]  # linked at open
+    finally:
+        await reopened.close()
+    assert await query(where, "SELECT space FROM entity_spaces") == [(space,)]
+
+
 # -- a store without the graph ----------------------------------------------------
 
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 from spade_memory.base_memory.graph.extract import mentions
 from spade_memory.base_memory.graph.follow import current, keys_of, linked, placeholders, reached
+from spade_memory.base_memory.graph.links import space_ids
 from spade_memory.base_memory.retrieval.ranking import Ranked
 from spade_memory.base_memory.store.filters import Selection
 from spade_memory.storage.connection import Database
@@ -83,10 +84,12 @@ async def expand(
         return ranked
     followed = ranked.seqs[:FOLLOWED]
     named_by = await keys_of(db, followed)
-    asked = {mention.key for mention in mentions(query)}
+    mentioned = mentions(query)
+    asked = {mention.key for mention in mentioned}
     in_order = (key for seq in followed for key in named_by.get(seq, ()) if key not in asked)
     shared = set(list(dict.fromkeys(in_order))[:MOST_KEYS])
-    links = await linked(db, spaces, shared)
+    numbers = await space_ids(db, spaces)
+    links = await linked(db, numbers, shared)
     weights: dict[str, float] = {}
     for rank, seq in enumerate(followed):
         for key in set(named_by.get(seq, ())) & shared:
@@ -106,7 +109,8 @@ async def expand(
         fused[seq] = fused.get(seq, 0.0) + WEIGHT * score / best_second
     if why == LIST:  # those that doubled could reach the top: no further down
         contenders = heapq.nlargest(SUBJECT_LOOKS * limit, fused, key=fused.__getitem__)
-        for seq in await _about_named(db, spaces, query, contenders):
+        named = {mention.key for mention in mentioned if mention.kind == "name"}
+        for seq in await _about_named(db, numbers, named, contenders):
             fused[seq] *= SUBJECT
     looked_at = 2 * limit if why == LIST else limit
     order = heapq.nlargest(looked_at, fused, key=lambda seq: (fused[seq], seq))
@@ -117,14 +121,15 @@ async def expand(
 
 
 async def _about_named(
-    db: Database, spaces: Sequence[str], query: str, seqs: Sequence[int]
+    db: Database, spaces: Sequence[int], keys: Collection[str], seqs: Sequence[int]
 ) -> set[int]:
-    """Which of ``seqs`` have for subject a name the question names."""
-    keys = {m.key for m in mentions(query) if m.kind == "name"}
-    if not keys or not seqs:
+    """Which of ``seqs`` have for subject one of the names ``keys`` (the question's), in
+    ``spaces`` (their numbers)."""
+    if not keys or not seqs or not spaces:
         return set()
     rows = await db.execute_fetchall(
-        f"SELECT DISTINCT seq FROM memory_entities WHERE space IN ({placeholders(spaces)})"
+        "SELECT DISTINCT seq FROM memory_entities"
+        f" WHERE space_id IN ({placeholders(spaces)})"
         f" AND key IN ({placeholders(keys)}) AND subject = 1"
         f" AND seq IN ({placeholders(seqs)})",
         (*spaces, *sorted(keys), *seqs),

@@ -38,16 +38,16 @@ class Links:
         return weight(self.counts.get(key, 0))
 
 
-async def linked(db: Database, spaces: Sequence[str], keys: Collection[str]) -> Links:
-    """How many memories of ``spaces`` name each of ``keys``, and which, for those named
-    by at most ``MOST_FOLLOWED`` (the others are too common to follow). Counting reads the
-    index up to that bound per entity; only the entities worth following are then read
-    in full."""
-    if not keys:
+async def linked(db: Database, spaces: Sequence[int], keys: Collection[str]) -> Links:
+    """How many memories of ``spaces`` (their numbers: ``links.space_ids``) name each of
+    ``keys``, and which, for those named by at most ``MOST_FOLLOWED`` (the others are too
+    common to follow). Counting reads the index up to that bound per entity; only the
+    entities worth following are then read in full."""
+    if not keys or not spaces:
         return Links()
     one = (
         "SELECT ?, COUNT(*) FROM (SELECT 1 FROM memory_entities"
-        f" WHERE space IN ({placeholders(spaces)}) AND key = ? LIMIT {MOST_FOLLOWED + 1}) AS k"
+        f" WHERE space_id IN ({placeholders(spaces)}) AND key = ? LIMIT {MOST_FOLLOWED + 1}) AS k"
     )
     ordered = sorted(keys)
     counted = await db.execute_fetchall(
@@ -59,7 +59,7 @@ async def linked(db: Database, spaces: Sequence[str], keys: Collection[str]) -> 
     if followed:
         rows = await db.execute_fetchall(
             "SELECT key, seq FROM memory_entities"
-            f" WHERE space IN ({placeholders(spaces)}) AND key IN ({placeholders(followed)})",
+            f" WHERE space_id IN ({placeholders(spaces)}) AND key IN ({placeholders(followed)})",
             (*spaces, *followed),
         )
         for key, seq in rows:
@@ -75,18 +75,19 @@ def weight(count: int) -> float:
     return math.log(1 + MOST_FOLLOWED / count)
 
 
-async def keys_named(db: Database, spaces: Sequence[str], entity: str) -> list[str]:
-    """The keys ``entity`` is filed under in ``spaces``: its own (and its stem), and the
-    longer names it is the start of there ("Mel" for "Melanie", "Caroline" for "Caroline
-    Smith"), when there are at most three."""
+async def keys_named(db: Database, spaces: Sequence[int], entity: str) -> list[str]:
+    """The keys ``entity`` is filed under in ``spaces`` (their numbers): its own (and its
+    stem), and the longer names it is the start of there ("Mel" for "Melanie", "Caroline"
+    for "Caroline Smith"), when there are at most three."""
     key = key_of(entity)
     if not key:
         return []
     keys = {key, stem(key)}
-    if len(key) >= 3:
+    if len(key) >= 3 and spaces:
         rows = await db.execute_fetchall(
             "SELECT DISTINCT key FROM memory_entities"
-            f" WHERE space IN ({placeholders(spaces)}) AND kind = 'name' AND key > ? AND key < ?"
+            f" WHERE space_id IN ({placeholders(spaces)}) AND kind = 'name'"
+            " AND key > ? AND key < ?"
             " LIMIT 4",
             (*spaces, key, key + "\uffff"),
         )

@@ -3,9 +3,12 @@
 ``memory_entities`` holds each link with the entity's kind, its name as written (NULL
 when it is its key, as most terms are: a link costs fewer bytes) and whether it is the
 memory's subject; an entity is its key within a space, so nothing of
-one space is filed under another's. Links go with their memory (a foreign key that
-cascades), are written once per batch beside the word index, and are made again when a
-memory's text changes. Stores made before the graph are linked when opened.
+one space is filed under another's. A space is written in a link as a number
+(``entity_spaces``): its key repeated in every link and in the index by memory took
+more than half of a link's bytes, and writing them most of a store's cost of its links
+(``benchmarks.graph``). Links go with their memory (a foreign key that cascades), are
+written once per batch beside the word index, and are made again when a memory's text
+changes. Stores made before the graph are linked when opened.
 
 A store opened without the graph (``--no-entity-graph``) writes no links and notes so in
 ``graph_gaps``; opened with it again, it links what was stored or changed meanwhile.
@@ -14,7 +17,7 @@ A store opened without the graph (``--no-entity-graph``) writes no links and not
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime, timezone
 
 from spade_memory.base_memory.graph.extract import mentions
@@ -23,23 +26,37 @@ from spade_memory.storage.postgres import dialect
 
 log = logging.getLogger(__name__)
 
-CREATE = (
-    """CREATE TABLE IF NOT EXISTS memory_entities (
-        space TEXT NOT NULL,
+FIRST_TABLE = """CREATE TABLE IF NOT EXISTS memory_entities (
+    space TEXT NOT NULL,
+    key TEXT NOT NULL,
+    seq {seq} NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    name TEXT,
+    subject SMALLINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (space, key, seq)
+){without_rowid}"""
+"""The table as the graph's first version made it (its spaces as text); ``numbered``
+rewrites it as ``TABLE``."""
+SPACES = (
+    "CREATE TABLE IF NOT EXISTS entity_spaces (id {id} PRIMARY KEY, space TEXT NOT NULL UNIQUE)"
+)
+"""The number of each space that links name (``id``: the engine's self-numbering type)."""
+TABLE = """CREATE TABLE memory_entities_numbered (
+        space_id INTEGER NOT NULL,
         key TEXT NOT NULL,
         seq {seq} NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
         kind TEXT NOT NULL,
         name TEXT,
         subject SMALLINT NOT NULL DEFAULT 0,
-        PRIMARY KEY (space, key, seq)
-    ){without_rowid}""",
-    # what a memory names, read from the index alone (it holds the key columns too)
-    "CREATE INDEX IF NOT EXISTS memory_entities_seq ON memory_entities(seq, kind)",
-)
-"""The table on either engine (``seq``: the type of ``memories.seq``)."""
+        PRIMARY KEY (space_id, key, seq)
+    ){without_rowid}"""
+"""The table on either engine (``seq``: the type of ``memories.seq``), created under a
+name of its own and renamed once filled (see ``numbered``)."""
+BY_MEMORY = "CREATE INDEX IF NOT EXISTS memory_entities_seq ON memory_entities(seq, kind)"
+"""What a memory names, read from the index alone (it holds the key columns too)."""
 
 INSERT = (
-    "INSERT INTO memory_entities (space, key, seq, kind, name, subject)"
+    "INSERT INTO memory_entities (space_id, key, seq, kind, name, subject)"
     " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
 
@@ -47,20 +64,56 @@ Unlinked = tuple[int, str, str, str | None]
 """A memory to link: (seq, space, content, context)."""
 
 
-def rows_of(memories: Iterable[Unlinked]) -> list[tuple[str, str, int, str, str | None, int]]:
-    """The link rows of ``memories``."""
-    return [
-        (space, m.key, seq, m.kind, None if m.name == m.key else m.name[:200], int(m.subject))
-        for seq, space, content, context in memories
-        for m in mentions(content, context)
-        if m.key
-    ]
+async def space_ids(db: Database, spaces: Collection[str]) -> list[int]:
+    """The numbers of those of ``spaces`` that links name (read first, and given to the
+    statements as values: in a subquery, the planner could not tell how few they are,
+    and read links by memory instead)."""
+    if not spaces:
+        return []
+    marks = ", ".join("?" * len(spaces))
+    rows = await db.execute_fetchall(
+        f"SELECT id FROM entity_spaces WHERE space IN ({marks})", [*spaces]
+    )
+    return sorted(int(row[0]) for row in rows)
+
+
+async def numbers_of(db: Database, spaces: Collection[str]) -> dict[str, int]:
+    """The number of each of ``spaces``, given one if it has none yet (in the caller's
+    transaction)."""
+    marks = ", ".join("?" * len(spaces))
+    select = f"SELECT space, id FROM entity_spaces WHERE space IN ({marks})"
+    numbers = {str(space): int(id_) for space, id_ in await db.execute_fetchall(select, [*spaces])}
+    if missing := sorted(set(spaces) - numbers.keys()):
+        await db.executemany(
+            "INSERT INTO entity_spaces (space) VALUES (?) ON CONFLICT DO NOTHING",
+            [(space,) for space in missing],
+        )
+        found = await db.execute_fetchall(select, [*spaces])
+        numbers = {str(space): int(id_) for space, id_ in found}
+    return numbers
+
+
+Link = tuple[int, str, int, str, str | None, int]
+"""A link row: (space_id, key, seq, kind, name, subject)."""
+
+
+def rows_of(memories: Iterable[Unlinked], numbers: dict[str, int]) -> list[Link]:
+    """The link rows of ``memories`` (``numbers``: of their spaces)."""
+    rows: list[Link] = []
+    for seq, space, content, context in memories:
+        number = numbers[space]
+        for m in mentions(content, context):
+            if m.key:
+                name = None if m.name == m.key else m.name[:200]
+                rows.append((number, m.key, seq, m.kind, name, int(m.subject)))
+    return rows
 
 
 async def link(db: Database, memories: Sequence[Unlinked]) -> None:
     """Write the links of new memories (in the caller's transaction)."""
     if memories:
-        await db.executemany(INSERT, rows_of(memories))
+        numbers = await numbers_of(db, {space for _, space, _, _ in memories})
+        await db.executemany(INSERT, rows_of(memories, numbers))
 
 
 async def relink(db: Database, memory: Unlinked, graph: bool = True) -> None:
@@ -72,17 +125,40 @@ async def relink(db: Database, memory: Unlinked, graph: bool = True) -> None:
 
 
 async def create(db: Database) -> None:
-    """The migration that adds the graph, and links every memory already stored."""
+    """The migration that adds the graph (as its first version made it: ``numbered``
+    rewrites it and links every memory already stored)."""
     sqlite = dialect(db) == "sqlite"
     seq, without_rowid = ("INTEGER", " WITHOUT ROWID") if sqlite else ("BIGINT", "")
-    await db.execute(CREATE[0].format(seq=seq, without_rowid=without_rowid))
-    await db.execute(CREATE[1])
-    await link_unlinked(db)
+    await db.execute(FIRST_TABLE.format(seq=seq, without_rowid=without_rowid))
+    await db.execute(BY_MEMORY)
 
 
 async def create_gaps(db: Database) -> None:
     """The migration that adds ``graph_gaps``: a row while memories may lack links."""
     await db.execute("CREATE TABLE IF NOT EXISTS graph_gaps (since TEXT NOT NULL)")
+
+
+async def numbered(db: Database) -> None:
+    """The migration that writes each link's space as a number (``entity_spaces``), and
+    links every memory that names nothing in the graph yet (all of them in a store made
+    before the graph)."""
+    sqlite = dialect(db) == "sqlite"
+    seq, without_rowid = ("INTEGER", " WITHOUT ROWID") if sqlite else ("BIGINT", "")
+    await db.execute(SPACES.format(id="INTEGER" if sqlite else "SERIAL"))
+    await db.execute(
+        "INSERT INTO entity_spaces (space) SELECT DISTINCT space FROM memory_entities"
+        " WHERE true ON CONFLICT DO NOTHING"
+    )
+    await db.execute(TABLE.format(seq=seq, without_rowid=without_rowid))
+    await db.execute(
+        "INSERT INTO memory_entities_numbered (space_id, key, seq, kind, name, subject)"
+        " SELECT s.id, e.key, e.seq, e.kind, e.name, e.subject"
+        " FROM memory_entities e JOIN entity_spaces s ON s.space = e.space"
+    )
+    await db.execute("DROP TABLE memory_entities")  # and its index
+    await db.execute("ALTER TABLE memory_entities_numbered RENAME TO memory_entities")
+    await db.execute(BY_MEMORY)
+    await link_unlinked(db)
 
 
 async def open_with(db: Database, graph: bool) -> None:

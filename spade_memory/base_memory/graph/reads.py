@@ -14,6 +14,7 @@ from spade_memory.base_memory.graph.follow import (
     placeholders,
     reached,
 )
+from spade_memory.base_memory.graph.links import space_ids
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.reads import by_seq, names
@@ -46,7 +47,7 @@ class GraphReads:
         places = request.places_of(work.owner)
         keys = [place.key for place in places]
         live = self.ctx.selection(None)
-        where, params = f"e.space IN ({placeholders(keys)}) AND {live.sql}", [*keys, *live.params]
+        where, params = f"s.space IN ({placeholders(keys)}) AND {live.sql}", [*keys, *live.params]
         if op.prefix:
             start = " ".join(op.prefix.casefold().split())
             where += " AND e.key >= ? AND e.key < ?"
@@ -55,9 +56,10 @@ class GraphReads:
             where += " AND e.kind = ?"
             params.append(op.kind)
         rows = await db.execute_fetchall(
-            "SELECT e.space, e.key, COALESCE(MIN(e.name), e.key), e.kind, COUNT(*), SUM(e.subject)"
-            " FROM memory_entities e JOIN memories m ON m.seq = e.seq"
-            f" WHERE {where} GROUP BY e.space, e.key, e.kind"
+            "SELECT s.space, e.key, COALESCE(MIN(e.name), e.key), e.kind, COUNT(*), SUM(e.subject)"
+            " FROM memory_entities e JOIN entity_spaces s ON s.id = e.space_id"
+            " JOIN memories m ON m.seq = e.seq"
+            f" WHERE {where} GROUP BY s.space, e.key, e.kind"
             " HAVING e.kind <> 'term' OR COUNT(*) >= 2"
             " ORDER BY COUNT(*) DESC, e.key LIMIT ?",
             (*params, op.limit),
@@ -84,12 +86,13 @@ class GraphReads:
         assert isinstance(op, MemoriesAbout)
         self._kept()
         keys = [place.key for place in request.places_of(work.owner)]
-        filed = await keys_named(db, keys, op.entity)
-        if not filed:
+        numbers = await space_ids(db, keys)
+        filed = await keys_named(db, numbers, op.entity)
+        if not filed or not numbers:
             return MemoryList()
         live = self.ctx.selection(None)
         links = (
-            f"FROM memory_entities e WHERE e.space IN ({placeholders(keys)})"
+            f"FROM memory_entities e WHERE e.space_id IN ({placeholders(numbers)})"
             f" AND e.key IN ({placeholders(filed)})"
         )
         found = await select(
@@ -97,7 +100,7 @@ class GraphReads:
             f"WHERE m.seq IN (SELECT e.seq {links}) AND {live.sql}"
             f" ORDER BY (SELECT MAX(e.subject) {links} AND e.seq = m.seq) DESC,"
             " m.created_at DESC, m.seq DESC LIMIT ?",
-            (*keys, *filed, *live.params, *keys, *filed, op.limit),
+            (*numbers, *filed, *live.params, *numbers, *filed, op.limit),
         )
         memories = self.ctx.count_access(found, names(request, work), counted=op.count_access)
         return MemoryList(memories=memories)
@@ -119,17 +122,17 @@ class GraphReads:
         if not rows:
             raise ItemNotFound(f"no memory {op.id!r}")
         ((seq, space),) = rows
-        space_keys = [str(space)]
+        numbers = await space_ids(db, [str(space)])
         named = [
             str(key)
             for (key,) in await db.execute_fetchall(
                 "SELECT key FROM memory_entities WHERE seq = ?", (seq,)
             )
         ]
-        links = await linked(db, space_keys, named)
+        links = await linked(db, numbers, named)
         weights = {key: worth for key in named if (worth := links.weight(key))}
         scores = reached(links, weights, leaving={int(seq)})
-        allowed = await current(db, set(space_keys), live, list(scores))
+        allowed = await current(db, {str(space)}, live, list(scores))
         best = sorted((s for s in scores if s in allowed), key=lambda s: (-scores[s], -s))[
             : op.limit
         ]

@@ -173,6 +173,7 @@ MIGRATIONS: list[PgMigration] = [
     key_subjects,
     graph_links.create,
     graph_links.create_gaps,
+    graph_links.numbered,
 ]  # fmt: skip
 STORE = "base_memory"
 """The schema's name in ``spade_memory_schema`` (one database can hold several stores)."""
