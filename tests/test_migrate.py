@@ -25,6 +25,7 @@ from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.interaction.store import InteractionStore
 from spade_memory.protocol.memories import (
     DeleteMemory,
+    MemoriesAbout,
     MemoryList,
     SearchMemories,
     Stored,
@@ -41,7 +42,7 @@ from spade_memory.testing import PostgresServer
 
 from .conftest import query
 
-ALICE = "alice@localhost"
+ALICE, BOB = "alice@localhost", "bob@localhost"
 MEMORY_COLUMNS = (
     "id, owner, category, content, context, confidence, created_at, last_accessed,"
     " access_count, tags, metadata, version, changed_by"
@@ -117,6 +118,12 @@ async def test_a_data_directory_moves_whole_and_the_store_goes_on(
         assert isinstance(new, Stored) and new.id not in ids
         (last,) = await query(url, "SELECT max(seq) FROM changes")
         assert last == (feed[-1][0] + 1,)  # the feed goes on; no number given twice
+        biscuit = await store.apply(ALICE, MemoriesAbout(entity="Biscuit"))  # links moved
+        assert isinstance(biscuit, MemoryList) and [m.id for m in biscuit.memories] == [ids[2]]
+        # a space the graph had not numbered yet gets a number no moved space has
+        await store.apply(BOB, StoreMemory(category="fact", content="Bob fixed the Kiln"))
+        kiln = await store.apply(BOB, MemoriesAbout(entity="kiln"))
+        assert isinstance(kiln, MemoryList) and len(kiln.memories) == 1
     finally:
         await store.close()
     directory = await SpaceDirectory.open(url)
@@ -130,7 +137,7 @@ async def test_a_data_directory_moves_whole_and_the_store_goes_on(
     again = migrate(data_dir, url)  # into a database that holds memories now
     assert again.returncode == 1 and "already holds memories" in again.stderr
     assert "Traceback" not in again.stderr
-    assert await query(url, "SELECT count(*) FROM memories") == [(4,)]
+    assert await query(url, "SELECT count(*) FROM memories") == [(5,)]
 
 
 async def test_notes_working_memories_and_request_ids_move_too(

@@ -43,8 +43,14 @@ from spade_memory.storage.postgres import migrate as migrate_schema
 
 CHUNK = 5000
 """Rows read from SQLite and sent to PostgreSQL at a time."""
-_NUMBERED = {"memories", "changes", "space_changes", "notes"}
-"""Tables whose ``seq`` PostgreSQL gives (an identity column)."""
+_NUMBERED = {
+    "memories": "seq",
+    "changes": "seq",
+    "space_changes": "seq",
+    "notes": "seq",
+    "entity_spaces": "id",
+}
+"""Tables whose number PostgreSQL gives (a serial or identity column), by that column."""
 _MUST_BE_EMPTY = {
     "memories": "memories",
     "notes": "conversation notes",
@@ -176,10 +182,10 @@ async def _copy_tables(
         moved[table] = count
         if table == "embeddings" and "dense" in in_postgres[table]:
             await pgvector.fill_all(conn)
-        if table in _NUMBERED:
+        if (column := _NUMBERED.get(table)) is not None:
             await conn.execute(
-                f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'),"
-                " GREATEST($1, (SELECT COALESCE(max(seq), 0) FROM "
+                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'),"
+                f" GREATEST($1, (SELECT COALESCE(max({column}), 0) FROM "
                 f"{table})) + 1, false)",
                 _last_number(source, table),
             )  # fmt: skip

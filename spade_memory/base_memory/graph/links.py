@@ -145,6 +145,15 @@ async def numbered(db: Database) -> None:
     sqlite = dialect(db) == "sqlite"
     seq, without_rowid = ("INTEGER", " WITHOUT ROWID") if sqlite else ("BIGINT", "")
     await db.execute(SPACES.format(id="INTEGER" if sqlite else "SERIAL"))
+    columns = (
+        "SELECT name FROM pragma_table_info('memory_entities')"
+        if sqlite
+        else "SELECT column_name FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND table_name = 'memory_entities'"
+    )
+    if "space" not in {str(row[0]) for row in await db.execute_fetchall(columns)}:
+        await link_unlinked(db)  # numbered already (a store whose version was set back)
+        return
     await db.execute(
         "INSERT INTO entity_spaces (space) SELECT DISTINCT space FROM memory_entities"
         " WHERE true ON CONFLICT DO NOTHING"
