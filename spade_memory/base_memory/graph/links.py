@@ -21,6 +21,7 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime, timezone
 
 from spade_memory.base_memory.graph.extract import mentions
+from spade_memory.base_memory.graph.follow import placeholders
 from spade_memory.storage.connection import Database
 from spade_memory.storage.postgres import dialect
 
@@ -42,14 +43,14 @@ SPACES = (
 )
 """The number of each space that links name (``id``: the engine's self-numbering type)."""
 TABLE = """CREATE TABLE memory_entities_numbered (
-        space_id INTEGER NOT NULL,
-        key TEXT NOT NULL,
-        seq {seq} NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
-        kind TEXT NOT NULL,
-        name TEXT,
-        subject SMALLINT NOT NULL DEFAULT 0,
-        PRIMARY KEY (space_id, key, seq)
-    ){without_rowid}"""
+    space_id INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    seq {seq} NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    name TEXT,
+    subject SMALLINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (space_id, key, seq)
+){without_rowid}"""
 """The table on either engine (``seq``: the type of ``memories.seq``), created under a
 name of its own and renamed once filled (see ``numbered``)."""
 BY_MEMORY = "CREATE INDEX IF NOT EXISTS memory_entities_seq ON memory_entities(seq, kind)"
@@ -70,9 +71,8 @@ async def space_ids(db: Database, spaces: Collection[str]) -> list[int]:
     and read links by memory instead)."""
     if not spaces:
         return []
-    marks = ", ".join("?" * len(spaces))
     rows = await db.execute_fetchall(
-        f"SELECT id FROM entity_spaces WHERE space IN ({marks})", [*spaces]
+        f"SELECT id FROM entity_spaces WHERE space IN ({placeholders(spaces)})", [*spaces]
     )
     return sorted(int(row[0]) for row in rows)
 
@@ -80,8 +80,7 @@ async def space_ids(db: Database, spaces: Collection[str]) -> list[int]:
 async def numbers_of(db: Database, spaces: Collection[str]) -> dict[str, int]:
     """The number of each of ``spaces``, given one if it has none yet (in the caller's
     transaction)."""
-    marks = ", ".join("?" * len(spaces))
-    select = f"SELECT space, id FROM entity_spaces WHERE space IN ({marks})"
+    select = f"SELECT space, id FROM entity_spaces WHERE space IN ({placeholders(spaces)})"
     numbers = {str(space): int(id_) for space, id_ in await db.execute_fetchall(select, [*spaces])}
     if missing := sorted(set(spaces) - numbers.keys()):
         await db.executemany(
