@@ -69,27 +69,29 @@ async def space_ids(db: Database, spaces: Collection[str]) -> list[int]:
     """The numbers of those of ``spaces`` that links name (read first, and given to the
     statements as values: in a subquery, the planner could not tell how few they are,
     and read links by memory instead)."""
-    if not spaces:
-        return []
-    rows = await db.execute_fetchall(
-        f"SELECT id FROM entity_spaces WHERE space IN ({placeholders(spaces)})", [*spaces]
-    )
-    return sorted(int(row[0]) for row in rows)
+    return sorted((await _numbered(db, spaces)).values()) if spaces else []
 
 
 async def numbers_of(db: Database, spaces: Collection[str]) -> dict[str, int]:
     """The number of each of ``spaces``, given one if it has none yet (in the caller's
     transaction)."""
-    select = f"SELECT space, id FROM entity_spaces WHERE space IN ({placeholders(spaces)})"
-    numbers = {str(space): int(id_) for space, id_ in await db.execute_fetchall(select, [*spaces])}
+    numbers = await _numbered(db, spaces)
     if missing := sorted(set(spaces) - numbers.keys()):
         await db.executemany(
             "INSERT INTO entity_spaces (space) VALUES (?) ON CONFLICT DO NOTHING",
             [(space,) for space in missing],
         )
-        found = await db.execute_fetchall(select, [*spaces])
-        numbers = {str(space): int(id_) for space, id_ in found}
+        numbers = await _numbered(db, spaces)
     return numbers
+
+
+async def _numbered(db: Database, spaces: Collection[str]) -> dict[str, int]:
+    """The number of each of ``spaces`` that has one."""
+    rows = await db.execute_fetchall(
+        f"SELECT space, id FROM entity_spaces WHERE space IN ({placeholders(spaces)})",
+        [*spaces],
+    )
+    return {str(space): int(id_) for space, id_ in rows}
 
 
 Link = tuple[int, str, int, str, str | None, int]
