@@ -25,3 +25,17 @@ def test_one_command_prints_the_graph_s_costs_against_none() -> None:
         assert re.search(rf"{row}\s.*\d+\.\d\dx", result.stdout), (row, result.stdout)
     disk = re.search(r"disk: (\d+) bytes per memory with the graph, (\d+) without", result.stdout)
     assert disk is not None and int(disk[1]) > int(disk[2])  # the links take room
+
+
+def test_one_command_compares_where_links_could_live() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.link_layouts", "--memories", "600", "--counts", "3"],
+        capture_output=True, text=True, timeout=240, cwd=Path(__file__).parent.parent,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr  # every layout counted the same
+    for layout in ("table", "delta", "FTS5"):
+        assert re.search(rf"{layout}\s.*\d+\.\d\dx.*\d+\.\d\dx.*\d+\.\d\dx", result.stdout), (
+            layout,
+            result.stdout,
+        )
