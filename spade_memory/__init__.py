@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         MemoryServiceError,
         MemoryTimeout,
         NotAuthorized,
+        PendingApproval,
         ResourceConstraint,
         ServiceUnavailable,
     )
@@ -137,7 +138,7 @@ _EXPORTS: dict[str, str] = {
     "protocol.conversation_stats": "InteractionStats InteractionStatsOp",
     "protocol.errors": (
         "BadRequest Condition Conflict FeatureNotImplemented InternalServerError ItemNotFound "
-        "MemoryServiceError MemoryTimeout NotAuthorized ResourceConstraint "
+        "MemoryServiceError MemoryTimeout NotAuthorized PendingApproval ResourceConstraint "
         "ServiceUnavailable"
     ),
     "protocol.interaction": "InteractionOp",
@@ -271,6 +272,7 @@ __all__ = [
     "MemoryTool",
     "NotAuthorized",
     "Op",
+    "PendingApproval",
     "PossibleConflict",
     "Recall",
     "RecentMemories",

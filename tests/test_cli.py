@@ -49,7 +49,8 @@ def test_schema_describes_every_request_and_reply() -> None:
         "forget_memories", "forget_all_memories", "memory_history", "memory_refs",
         "consolidate_memories", "entities", "memories_about", "related_memories",
         "create_space", "grant", "revoke", "leave_space", "list_spaces", "space_info",
-        "delete_space", "subscribe", "unsubscribe",
+        "delete_space", "subscribe", "unsubscribe", "govern", "list_proposals",
+        "decide_proposal",
     }  # fmt: skip
     beads = schema["services"]["beads-sync"]
     assert set(beads["request"]["discriminator"]["mapping"]) == set(beads["replies"]) == {

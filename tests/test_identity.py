@@ -128,6 +128,9 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "delete_space", "space": space},
             {"op": "subscribe", "space": space},
             {"op": "unsubscribe", "space": space},
+            {"op": "govern", "space": space, "governed": False},
+            {"op": "list_proposals", "space": space},
+            {"op": "decide_proposal", "space": space, "proposal": "p", "approve": True},
         ],
         "interaction-memory": [
             {"op": "add_information", "conversation_id": CONVERSATION, "information": "planted"},

@@ -51,6 +51,8 @@ class Attempt:
     once: bool = False
     """It changes what it acts on: a second success answers ``again``."""
     again: str = "item-not-found"
+    allowed: str = "inform"
+    """The answer when the role may (a proposal that does not exist: not found)."""
 
 
 class Team:
@@ -146,6 +148,14 @@ class Team:
             ),
             Attempt(base, {"op": "delete_space", "space": space}, "owner"),
             Attempt(base, {"op": "consolidate_memories", "space": space}, "admin"),
+            Attempt(base, {"op": "govern", "space": space, "governed": False}, "admin"),
+            Attempt(base, {"op": "list_proposals", "space": space}, "reader"),
+            Attempt(
+                base,
+                {"op": "decide_proposal", "space": space, "proposal": "p", "approve": True},
+                "admin",
+                allowed="item-not-found",
+            ),
             Attempt(
                 base,
                 {
@@ -234,7 +244,7 @@ def expected(role: str, attempt: Attempt, succeeded_before: bool) -> str:
         return "item-not-found"
     if rank(role) < rank(attempt.needs):
         return "not-authorized"
-    return attempt.again if succeeded_before and attempt.once else "inform"
+    return attempt.again if succeeded_before and attempt.once else attempt.allowed
 
 
 def kind(reply_body: str, performative: str) -> str:

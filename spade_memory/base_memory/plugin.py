@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spade_memory.base_memory import NAME
+from spade_memory.base_memory.governance import PROPOSAL_HOURS
 from spade_memory.base_memory.notifiers import Committed
 from spade_memory.base_memory.retrieval.embeddings import load_embedder
 from spade_memory.base_memory.service import DATABASE, BaseMemoryService
@@ -48,6 +49,8 @@ class BaseMemoryConfig(ServiceConfig):
     """Seconds between two purges of expired memories (reads hide them meanwhile)."""
     entity_graph: bool = True
     """Keep the entity graph: its links at each store, its reads, search's second round."""
+    proposal_hours: float = PROPOSAL_HOURS
+    """How long a writer's proposal in a governed space waits for an admin."""
 
 
 class BaseMemoryPlugin(ServicePlugin):
@@ -80,7 +83,9 @@ class BaseMemoryPlugin(ServicePlugin):
 
         context.closing.callback(refresh_before_scrape(quota_use))
         mirror = config.mirror or next(iter(context.followers), None)
-        return BaseMemoryService(store, context.limits, mirror, context.spaces, committed)
+        return BaseMemoryService(
+            store, context.limits, mirror, context.spaces, committed, config.proposal_hours
+        )
 
     def add_arguments(self, parser: argparse._ActionsContainer) -> None:
         parser.add_argument(
@@ -111,6 +116,11 @@ class BaseMemoryPlugin(ServicePlugin):
             help="a JID told of each memory linked to a work item",
         )  # fmt: skip
         parser.add_argument(
+            "--proposal-hours", type=float, default=PROPOSAL_HOURS, metavar="HOURS",
+            help="how long a writer's proposal in a governed space waits for an admin before"
+            " it expires (default: %(default)s)",
+        )  # fmt: skip
+        parser.add_argument(
             "--purge-every", type=float, default=PURGE_EVERY_SECONDS, metavar="SECONDS",
             help="seconds between two purges of expired memories (default: %(default)s)",
         )  # fmt: skip
@@ -125,6 +135,7 @@ class BaseMemoryPlugin(ServicePlugin):
             jid=args.base_jid, dense_search=not args.no_dense_search, mirror=args.mirror_jid,
             work_item_patterns=tuple(args.work_item_patterns), work_engine=args.work_engine_jid,
             purge_every=max(0.1, args.purge_every), entity_graph=not args.no_entity_graph,
+            proposal_hours=max(0.001, args.proposal_hours),
         )  # fmt: skip
 
     def from_environment(self, environ: Mapping[str, str]) -> BaseMemoryConfig:

@@ -14,11 +14,17 @@ from spade.behaviour import CyclicBehaviour
 
 from spade_memory.base_memory import NAME
 from spade_memory.base_memory.commands import COMMANDS
+from spade_memory.base_memory.governance import PROPOSAL_HOURS, Governance
 from spade_memory.base_memory.notifiers import (
     Committed,
     NotifyMirror,
     NotifySubscribers,
     NotifyWorkEngine,
+)
+from spade_memory.base_memory.proposal_notices import (
+    EXPIRE_EVERY_SECONDS,
+    ExpireProposals,
+    TellOfProposals,
 )
 from spade_memory.base_memory.spaces import SpaceOps
 from spade_memory.base_memory.store.long_term import LongTermStore
@@ -34,8 +40,8 @@ from spade_memory.protocol.memories import (
     base_memory_ops,
 )
 from spade_memory.protocol.ops import AppliesOps, Outcome, Request, in_place
-from spade_memory.protocol.spaces import SPACE_OPS, DeleteSpace
-from spade_memory.serving.agent import MemoryAgent
+from spade_memory.protocol.spaces import SPACE_OPS, DeleteSpace, ProposalDecided
+from spade_memory.serving.agent import MemoryAgent, reply_address
 from spade_memory.serving.plugin import (
     Behaviours,
 )
@@ -55,7 +61,8 @@ class BaseMemoryService(AppliesOps):
     ``mirror`` (the beads sync agent's JID) is the one sender allowed to read
     the whole change feed; it is told after every committed write. Subscribers
     of a space are told of each committed write in it, when the store was opened
-    with the ``listeners()`` of ``committed``.
+    with the ``listeners()`` of ``committed``. A writer's writes in a governed space
+    wait ``proposal_hours`` for an admin (``governance``).
     """
 
     name = NAME
@@ -67,6 +74,7 @@ class BaseMemoryService(AppliesOps):
         mirror: str | None = None,
         directory: SpaceDirectory | None = None,
         committed: Committed | None = None,
+        proposal_hours: float = PROPOSAL_HOURS,
     ) -> None:
         self.store = store
         self.limits = limits or Limits()
@@ -76,8 +84,13 @@ class BaseMemoryService(AppliesOps):
         self.committed = committed
         """What the store tells of its commits, for the notifiers."""
         self.changed = committed.changed
-        self.gate = Gate(directory)
-        self.spaces = None if directory is None else SpaceOps(directory, store)
+        self.gate = Gate(directory, proposes=True)
+        self.governance: Governance | None = None
+        """Governed spaces' proposals (None: spaces are off)."""
+        self.spaces: SpaceOps | None = None
+        if directory is not None:
+            self.governance = Governance(directory, store, proposal_hours)
+            self.spaces = SpaceOps(directory, store, self.governance)
         self.events = committed.events
         """Committed writes in shared spaces, for ``NotifySubscribers``."""
         self.links = committed.links
@@ -103,8 +116,10 @@ class BaseMemoryService(AppliesOps):
             result = await self.spaces.apply(owner, request.op)
         except MemoryServiceError as error:
             return error
-        if isinstance(request.op, DeleteSpace):
-            self.changed.set()  # its memories reach the mirror as deletions
+        if isinstance(request.op, DeleteSpace) or (
+            isinstance(result, ProposalDecided) and result.result is not None
+        ):
+            self.changed.set()  # its memories reach the mirror as deletions, or the write
         return result
 
     async def _memory_ops(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
@@ -122,6 +137,8 @@ class BaseMemoryService(AppliesOps):
                 candidates.append((index, request))
         gated, allowed = await self.gate.scope(owner, [request for _, request in candidates])
         refused.update({candidates[position][0]: error for position, error in gated.items()})
+        if self.governance is not None:
+            allowed = await self._proposed(owner, candidates, gated, allowed, refused)
         applied = await self.store.batch(owner, allowed) if allowed else []
         applied = [
             outcome.model_copy(update={"mirror": self.mirror})
@@ -138,6 +155,27 @@ class BaseMemoryService(AppliesOps):
         ):
             self.changed.set()
         return in_place(len(requests), refused, applied)
+
+    async def _proposed(
+        self,
+        owner: str,
+        candidates: Sequence[tuple[int, Request]],
+        gated: dict[int, Outcome],
+        allowed: list[Request],
+        refused: dict[int, Outcome],
+    ) -> list[Request]:
+        """The allowed requests left once a writer's writes in governed spaces are kept
+        as proposals (their answers, ``pending-approval`` or the refusal, in ``refused``)."""
+        assert self.governance is not None
+        indices = [index for position, (index, _) in enumerate(candidates) if position not in gated]
+        kept: list[Request] = []
+        for index, request in zip(indices, allowed, strict=True):
+            if not self.governance.held(request):
+                kept.append(request)
+                continue
+            address = reply_address.get() or owner
+            refused[index] = await self.governance.propose(owner, address, request)
+        return kept
 
     async def _named(self, outcome: Outcome) -> Outcome:
         """The mirror's feed names spaces as their members do (the store knows their ids)."""
@@ -173,6 +211,10 @@ class BaseMemoryService(AppliesOps):
             behaviours.append((NotifyMirror(self.committed, self.mirror), None))
         if self.spaces is not None:
             behaviours.append((NotifySubscribers(self.committed, self.spaces.directory), None))
+        if self.governance is not None:
+            behaviours.append((TellOfProposals(self.governance), None))
+            every = min(EXPIRE_EVERY_SECONDS, self.governance.lifetime / 2)
+            behaviours.append((ExpireProposals(self.governance, every), None))
         if self.store.work_items.notify_jid is not None:
             notify = self.store.work_items.notify_jid
             behaviours.append((NotifyWorkEngine(self.committed, notify), None))
@@ -193,7 +235,8 @@ class BaseMemoryAgent(MemoryAgent):
         mirror: str | None = None,
         directory: SpaceDirectory | None = None,
         committed: Committed | None = None,
+        proposal_hours: float = PROPOSAL_HOURS,
         **agent_options: Any,
     ) -> None:
-        service = BaseMemoryService(store, limits, mirror, directory, committed)
+        service = BaseMemoryService(store, limits, mirror, directory, committed, proposal_hours)
         super().__init__(jid, password, service, **agent_options)

@@ -1,9 +1,10 @@
 """The space ops as the base memory agent applies them: the directory's changes, checked
 by the sender's role, and a deleted space's memories purged from the long-term store.
 
-Roles: any member reads a space's description (``space_info``) and subscribes; admins
-(and the owner) grant and revoke; only the owner deletes. A space the sender is not a
-member of answers ``item-not-found``, as one that does not exist.
+Roles: any member reads a space's description (``space_info``), subscribes and lists its
+own proposals; admins (and the owner) grant and revoke, govern the space and decide its
+proposals (``governance``); only the owner deletes. A space the sender is not a member of
+answers ``item-not-found``, as one that does not exist.
 """
 
 from __future__ import annotations
@@ -11,15 +12,19 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from spade_memory.base_memory.governance import Governance
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.protocol.errors import BadRequest, ItemNotFound, NotAuthorized
 from spade_memory.protocol.ops import Op, Record
 from spade_memory.protocol.space_names import is_domain_member, rank
 from spade_memory.protocol.spaces import (
     CreateSpace,
+    DecideProposal,
     DeleteSpace,
+    Govern,
     Grant,
     LeaveSpace,
+    ListProposals,
     ListSpaces,
     Membership,
     Revoke,
@@ -41,23 +46,33 @@ class SpaceOps:
     """Applies the space ops of one sender at a time (outside the store's transactions:
     the directory is a file of its own)."""
 
-    def __init__(self, directory: SpaceDirectory, store: LongTermStore) -> None:
+    def __init__(
+        self, directory: SpaceDirectory, store: LongTermStore, governance: Governance
+    ) -> None:
         self.directory = directory
         self.store = store
+        self.governance = governance
         self.gate = Gate(directory)
 
     async def apply(self, sender: str, op: Op[Any]) -> Record:
         """The op's result; raises its typed error."""
         if isinstance(op, CreateSpace):
-            space = await self.directory.create(op.name, sender, op.description)
+            space = await self.directory.create(op.name, sender, op.description, op.governed)
             return await self.details(space, "owner")
         if isinstance(op, ListSpaces):
             return SpaceList(
                 spaces=[
-                    SpaceSummary(name=s.name, owner=s.owner, role=role, description=s.description)
+                    SpaceSummary(
+                        name=s.name, owner=s.owner, role=role, description=s.description,
+                        governed=s.governed,
+                    )
                     for s, role in await self.directory.spaces_of(sender)
                 ]
-            )
+            )  # fmt: skip
+        if isinstance(op, ListProposals):
+            return await self.governance.pending(sender, op)
+        if isinstance(op, DecideProposal):
+            return await self.governance.decide(sender, op)
         space, role = await self.gate.membership(sender, op.space)  # type: ignore[attr-defined]
         if isinstance(op, SpaceInfo):
             return await self.details(space, role)
@@ -77,8 +92,13 @@ class SpaceOps:
             await self.directory.delete(space.id)
             return SpaceDone(space=space.name)
         if rank(role) < rank("admin"):
-            raise NotAuthorized(f"only admins of {space.name!r} may grant and revoke roles")
-        if isinstance(op, Grant):
+            raise NotAuthorized(
+                f"only admins of {space.name!r} may grant and revoke roles and govern it"
+            )
+        if isinstance(op, Govern):
+            await self.directory.set_governed(space.id, op.governed)
+            space = await self.directory.find(space.name) or space
+        elif isinstance(op, Grant):
             if op.member == space.owner:
                 raise BadRequest(f"{op.member} owns {space.name!r}; its role cannot change")
             await self.directory.grant(space, op.member, op.role, sender)
@@ -116,4 +136,6 @@ class SpaceOps:
             max_memories=space.max_memories or limits.max_memories_per_space,
             max_bytes=space.max_bytes or limits.max_bytes_per_space,
             subscribers=len(await self.directory.subscribers(space.id)),
+            governed=space.governed,
+            pending=len(await self.directory.proposals.pending(space.id)),
         )

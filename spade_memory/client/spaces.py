@@ -15,10 +15,15 @@ from spade_memory.protocol.services import BASE_MEMORY
 from spade_memory.protocol.space_names import Role
 from spade_memory.protocol.spaces import (
     CreateSpace,
+    DecideProposal,
     DeleteSpace,
+    Govern,
     Grant,
     LeaveSpace,
+    ListProposals,
     ListSpaces,
+    ProposalDecided,
+    ProposalInfo,
     Revoke,
     SpaceDetails,
     SpaceInfo,
@@ -35,7 +40,8 @@ if TYPE_CHECKING:
 
 class SpaceCalls(Calls):
     """Spaces at the base memory agent: create, grant, revoke, leave, list, describe,
-    delete, and follow their changes.
+    delete, follow their changes, and govern them (a writer's store, update and delete
+    then raise ``PendingApproval`` and wait for an admin's ``decide_proposal``).
 
     Every call raises the reply's typed error (``MemoryServiceError``): ``ItemNotFound``
     for a space the sender is not a member of, ``NotAuthorized`` when its role does not
@@ -48,9 +54,33 @@ class SpaceCalls(Calls):
     def _base(self) -> str:
         return self.jids[BASE_MEMORY]
 
-    async def create_space(self, name: str, description: str | None = None) -> SpaceDetails | None:
-        """A new space owned by the sender (its own space of that name if it has one)."""
-        return await self.request(self._base, CreateSpace(name=name, description=description))
+    async def create_space(
+        self, name: str, description: str | None = None, governed: bool = False
+    ) -> SpaceDetails | None:
+        """A new space owned by the sender (its own space of that name if it has one, as
+        it is); ``governed``: its writers' writes wait for an admin's approval."""
+        op = CreateSpace(name=name, description=description, governed=governed)
+        return await self.request(self._base, op)
+
+    async def govern(self, space: str, governed: bool = True) -> SpaceDetails | None:
+        """Make the space's writers' stores, updates and deletes wait for an admin's
+        approval (``governed`` False: stop; what waits stays to be decided). Admins only."""
+        return await self.request(self._base, Govern(space=space, governed=governed))
+
+    async def list_proposals(self, space: str) -> list[ProposalInfo]:
+        """The space's pending proposals, oldest first: all of them for an admin, the
+        sender's own otherwise."""
+        result = await self.request(self._base, ListProposals(space=space))
+        return [] if result is None else list(result.proposals)
+
+    async def decide_proposal(
+        self, space: str, proposal: str, approve: bool, reason: str | None = None
+    ) -> ProposalDecided | None:
+        """Approve (the write is applied as its proposer's own) or reject a proposal
+        (admins only); its proposer is told. Returns the decided proposal and the write's
+        result; raises ``Conflict`` when it was decided or expired before."""
+        op = DecideProposal(space=space, proposal=proposal, approve=approve, reason=reason)
+        return await self.request(self._base, op)
 
     async def grant(self, space: str, member: str, role: Role) -> SpaceDetails | None:
         """Give ``member`` (bare JID or ``*@domain``) ``reader``, ``writer`` or ``admin``."""

@@ -194,7 +194,7 @@ class XmppTransport:
             failure = wire.Failure.model_validate_json(reply.body)
         except ValidationError as error:
             raise InternalServerError(f"malformed reply from {to}: {describe(error)}") from None
-        raise error_for(failure.condition, failure.text, failure.retry_after)
+        raise error_for(failure.condition, failure.text, failure.retry_after, failure.proposal)
 
     async def round_trip(
         self, request: Message, hold: asyncio.Semaphore | None = None
@@ -265,5 +265,7 @@ class XmppTransport:
             if item.ok:
                 outcomes.append(type(op).result.model_validate(item.result))
             else:
-                outcomes.append(error_for(item.condition or "", item.text or ""))
+                outcomes.append(
+                    error_for(item.condition or "", item.text or "", proposal=item.proposal)
+                )
         return outcomes

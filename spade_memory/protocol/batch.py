@@ -26,6 +26,8 @@ class BatchItem(Record):
     result: dict[str, Any] | None = None
     condition: str | None = None
     text: str | None = None
+    proposal: str | None = None
+    """The proposal a write of a governed space became (``pending-approval``)."""
 
 
 class BatchResults(Record):

@@ -25,6 +25,7 @@ class Condition(str, Enum):
     CONFLICT = "conflict"
     REMOTE_SERVER_TIMEOUT = "remote-server-timeout"
     FEATURE_NOT_IMPLEMENTED = "feature-not-implemented"
+    PENDING_APPROVAL = "pending-approval"
 
 
 class MemoryServiceError(Exception):
@@ -99,6 +100,17 @@ class FeatureNotImplemented(MemoryServiceError):
     condition = Condition.FEATURE_NOT_IMPLEMENTED
 
 
+class PendingApproval(MemoryServiceError):
+    """The write waits for an admin of a governed space: it was kept as the proposal
+    ``proposal`` (an id for ``decide_proposal``), and its proposer hears the outcome."""
+
+    condition = Condition.PENDING_APPROVAL
+
+    def __init__(self, text: str, proposal: str = "") -> None:
+        super().__init__(text)
+        self.proposal = proposal
+
+
 class MemoryTimeout(MemoryServiceError):
     """No reply arrived in time, even after one retry with the same request id."""
 
@@ -121,11 +133,15 @@ _BY_CONDITION: dict[Condition, type[MemoryServiceError]] = {
 }
 
 
-def error_for(condition: str, text: str, retry_after: float | None = None) -> MemoryServiceError:
+def error_for(
+    condition: str, text: str, retry_after: float | None = None, proposal: str | None = None
+) -> MemoryServiceError:
     """Rebuild the typed exception for a condition received over the wire (``Busy`` when
-    the reply says when to try again)."""
+    the reply says when to try again, ``PendingApproval`` with its proposal's id)."""
     if retry_after is not None and condition == Condition.RESOURCE_CONSTRAINT.value:
         return Busy(text, retry_after)
+    if condition == Condition.PENDING_APPROVAL.value:
+        return PendingApproval(text, proposal or "")
     try:
         cls = _BY_CONDITION[Condition(condition)]
     except ValueError:

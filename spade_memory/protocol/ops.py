@@ -113,13 +113,16 @@ PERSONAL = "personal"
 class Place:
     """A space as a store sees it, once the sender's access was checked: the key its
     rows carry (the owner's bare JID for a personal space, the space's id otherwise),
-    the name replies give, the sender's role there, and the space's quota."""
+    the name replies give, the sender's role there, the space's quota, and whether it is
+    governed."""
 
     key: str
     name: str = PERSONAL
     role: str = "owner"
     max_memories: int | None = None
     max_bytes: int | None = None
+    governed: bool = False
+    """A writer's writes here wait for an admin (see ``spaces.proposals``)."""
 
     @property
     def personal(self) -> bool:

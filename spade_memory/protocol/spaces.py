@@ -2,7 +2,8 @@
 
 Which spaces an op of any service acts on is its ``space`` field (see
 ``names``); these ops manage the spaces themselves: create one, grant and
-revoke roles, leave, list, describe, delete, and subscribe to its changes.
+revoke roles, leave, list, describe, delete, and subscribe to its changes; and, in a
+governed space, list and decide the writes that wait for an admin (proposals).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class SpaceSummary(Record):
     owner: str
     role: str
     description: str | None = None
+    governed: bool = False
 
 
 class SpaceList(Record):
@@ -56,6 +58,10 @@ class SpaceDetails(Record):
     max_memories: int | None = None
     max_bytes: int | None = None
     subscribers: int = 0
+    governed: bool = False
+    """A writer's store, update and delete wait for an admin's approval."""
+    pending: int = 0
+    """Proposals waiting for an admin."""
 
 
 class SpaceDone(Record):
@@ -63,6 +69,36 @@ class SpaceDone(Record):
 
     space: str
     done: bool = True
+
+
+class ProposalInfo(Record):
+    """A write of a governed space that waits for (or was decided by) an admin."""
+
+    id: str
+    space: str
+    proposer: str
+    op: dict[str, Any]
+    """The write, as its proposer sent it."""
+    created_at: datetime
+    expires_at: datetime
+    state: Literal["pending", "approved", "rejected", "expired", "failed"]
+    decided_by: str | None = None
+    note: str | None = None
+    """Why it was rejected, or why an approved write could not be applied."""
+
+
+class ProposalList(Record):
+    """Result of ``list_proposals``: the pending proposals, oldest first."""
+
+    proposals: list[ProposalInfo] = Field(default_factory=list)
+
+
+class ProposalDecided(Record):
+    """Result of ``decide_proposal``: the proposal as decided, and what applying an
+    approved one gave (the write's own result, as JSON)."""
+
+    proposal: ProposalInfo
+    result: dict[str, Any] | None = None
 
 
 class Subscribed(Record):
@@ -92,6 +128,11 @@ class CreateSpace(Op[SpaceDetails]):
     op: Literal["create_space"] = "create_space"
     name: SharedSpace
     description: str | None = Field(default=None, max_length=2000)
+    governed: bool = Field(
+        default=False,
+        description="A writer's store, update and delete wait for an admin's approval",
+        exclude_if=lambda governed: not governed,
+    )
 
 
 class Grant(Op[SpaceDetails]):
@@ -155,12 +196,40 @@ class Unsubscribe(Op[SpaceDone]):
     space: SharedSpace
 
 
+class Govern(Op[SpaceDetails]):
+    """Make a writer's store, update and delete in the space wait for an admin's approval,
+    or stop (``governed`` false; what waits stays to be decided). Admins only."""
+
+    op: Literal["govern"] = "govern"
+    space: SharedSpace
+    governed: bool = True
+
+
+class ListProposals(Op[ProposalList]):
+    """The space's pending proposals: all of them for an admin, a writer's own for it."""
+
+    op: Literal["list_proposals"] = "list_proposals"
+    reads_only: ClassVar[bool] = True
+    space: SharedSpace
+
+
+class DecideProposal(Op[ProposalDecided]):
+    """Approve a proposal (its write is applied as its proposer's own) or reject it
+    (admins only); its proposer is told either way. A proposal is decided once."""
+
+    op: Literal["decide_proposal"] = "decide_proposal"
+    space: SharedSpace
+    proposal: str = Field(min_length=1, max_length=64)
+    approve: bool
+    reason: str | None = Field(default=None, max_length=2000)
+
+
 SpaceOp = (
     CreateSpace | Grant | Revoke | LeaveSpace | ListSpaces | SpaceInfo | DeleteSpace
-    | Subscribe | Unsubscribe
+    | Subscribe | Unsubscribe | Govern | ListProposals | DecideProposal
 )  # fmt: skip
 """Every op that manages spaces (served by the base memory agent)."""
 SPACE_OPS: tuple[type[Op[Any]], ...] = (
     CreateSpace, Grant, Revoke, LeaveSpace, ListSpaces, SpaceInfo, DeleteSpace,
-    Subscribe, Unsubscribe,
+    Subscribe, Unsubscribe, Govern, ListProposals, DecideProposal,
 )  # fmt: skip

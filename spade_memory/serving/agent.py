@@ -49,6 +49,7 @@ from spade_memory.protocol.errors import (
     InternalServerError,
     MemoryServiceError,
     NotAuthorized,
+    PendingApproval,
     ResourceConstraint,
     ServiceUnavailable,
 )
@@ -310,7 +311,10 @@ def op_names(ops: TypeAdapter[Any]) -> list[str]:
 
 def _item(outcome: Outcome) -> BatchItem:
     if isinstance(outcome, MemoryServiceError):
-        return BatchItem(ok=False, condition=outcome.condition.value, text=outcome.text)
+        proposal = outcome.proposal if isinstance(outcome, PendingApproval) else None
+        return BatchItem(
+            ok=False, condition=outcome.condition.value, text=outcome.text, proposal=proposal
+        )
     return BatchItem(ok=True, result=outcome.model_dump(mode="json"))
 
 

@@ -9,6 +9,7 @@ one entry per space::
     owner = "researcher@localhost"
     description = "what the team found"
     max_memories = 10000          # optional: the deployment's per-space quota otherwise
+    governed = true               # optional: a writer's writes wait for an admin
     members = { "writer@localhost" = "writer", "*@example.org" = "reader" }
 
 Applying it is additive and repeatable: a space that exists keeps its memories,
@@ -45,6 +46,8 @@ class DeclaredSpace(BaseModel):
     max_memories: Annotated[int, Field(gt=0)] | None = None
     max_bytes: Annotated[int, Field(gt=0)] | None = None
     members: dict[Member, Role] = Field(default_factory=dict)
+    governed: bool | None = None
+    """Set at every start when given; left as run time set it when not."""
 
 
 class SpacesFile(BaseModel):
@@ -101,6 +104,8 @@ async def apply_spaces(declared: SpacesFile, directory: SpaceDirectory, path: Pa
                 path, f"{entry.name}: the space exists with another owner"
             ) from None
         await directory.set_quota(space.id, entry.max_memories, entry.max_bytes)
+        if entry.governed is not None and entry.governed != space.governed:
+            await directory.set_governed(space.id, entry.governed)
         for member, role in entry.members.items():
             if member != space.owner:
                 await directory.grant(space, member, role, f"spaces file {path.name}")

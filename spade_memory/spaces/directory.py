@@ -23,6 +23,7 @@ from pathlib import Path
 
 from spade_memory.protocol.errors import Conflict
 from spade_memory.protocol.space_names import domain_member, rank
+from spade_memory.spaces.proposals import Proposals
 from spade_memory.storage.connection import (
     Database,
     Migration,
@@ -98,7 +99,33 @@ async def _remember_deleted_v2(db: Database) -> None:
         await db.execute(statement)
 
 
-MIGRATIONS: list[Migration] = [_create_v1, _remember_deleted_v2]
+_V3 = (
+    # A governed space keeps a writer's store, update or delete as a proposal until an
+    # admin decides it (``spaces.proposals``).
+    "ALTER TABLE spaces ADD COLUMN governed INTEGER NOT NULL DEFAULT 0",
+    """CREATE TABLE proposals (
+        id TEXT PRIMARY KEY,
+        space_id TEXT NOT NULL REFERENCES spaces(id) ON DELETE CASCADE,
+        proposer TEXT NOT NULL,
+        address TEXT NOT NULL,
+        op TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        state TEXT NOT NULL,
+        decided_by TEXT,
+        decided_at REAL,
+        note TEXT
+    )""",
+    "CREATE INDEX proposals_state ON proposals(state, space_id)",
+)
+
+
+async def _govern_v3(db: Database) -> None:
+    for statement in _V3:
+        await db.execute(statement)
+
+
+MIGRATIONS: list[Migration] = [_create_v1, _remember_deleted_v2, _govern_v3]
 
 PG_STORE = "spaces"
 """The directory's name in a PostgreSQL database's ``spade_memory_schema``."""
@@ -119,6 +146,14 @@ PG_MIGRATIONS = [
             for statement in _V2
         )
     ),
+    statements(
+        *(
+            statement.replace("REAL NOT NULL", "DOUBLE PRECISION NOT NULL").replace(
+                "decided_at REAL", "decided_at DOUBLE PRECISION"
+            )
+            for statement in _V3
+        )
+    ),
 ]
 """The same tables in PostgreSQL's types (a float8 time, a bigint byte quota)."""
 
@@ -134,6 +169,8 @@ class Space:
     created_at: float
     max_memories: int | None = None
     max_bytes: int | None = None
+    governed: bool = False
+    """A writer's store, update and delete wait for an admin's approval."""
 
 
 @dataclass(frozen=True)
@@ -145,7 +182,9 @@ class SessionShare:
     role: str
 
 
-_SPACE = "s.id, s.name, s.owner, s.description, s.created_at, s.max_memories, s.max_bytes"
+_SPACE = (
+    "s.id, s.name, s.owner, s.description, s.created_at, s.max_memories, s.max_bytes, s.governed"
+)
 
 
 class SpaceDirectory:
@@ -154,6 +193,8 @@ class SpaceDirectory:
 
     def __init__(self, tx: Transacting) -> None:
         self._tx = tx
+        self.proposals = Proposals(tx, self._write)
+        """The writes of governed spaces waiting for an admin."""
 
     @classmethod
     async def open(
@@ -208,20 +249,26 @@ class SpaceDirectory:
         )
         return {row[0]: _space(row) for row in rows}
 
-    async def create(self, name: str, owner: str, description: str | None) -> Space:
-        """A new space owned by ``owner``; the owner's own space of that name if it exists.
+    async def create(
+        self, name: str, owner: str, description: str | None, governed: bool = False
+    ) -> Space:
+        """A new space owned by ``owner`` (``governed``: see ``Space.governed``); the
+        owner's own space of that name if it exists, as it is.
 
         Raises ``Conflict`` when someone else owns a space of that name.
         """
         existing = await self.find(name)
         if existing is None:
-            space = Space(str(uuid.uuid4()), name, owner, description, time.time())
+            space = Space(
+                str(uuid.uuid4()), name, owner, description, time.time(), governed=governed
+            )
             async with self._write() as db:
                 made = await db.execute_fetchall(
-                    "INSERT INTO spaces (id, name, owner, description, created_at)"
-                    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING id",
-                    (space.id, space.name, space.owner, space.description, space.created_at),
-                )
+                    "INSERT INTO spaces (id, name, owner, description, created_at, governed)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING RETURNING id",
+                    (space.id, space.name, space.owner, space.description, space.created_at,
+                     int(governed)),
+                )  # fmt: skip
             if made:
                 return space
             existing = await self.find(name)  # created meanwhile (another agent)
@@ -255,6 +302,13 @@ class SpaceDirectory:
                 (max_memories, max_bytes, space_id),
             )
 
+    async def set_governed(self, space_id: str, governed: bool) -> None:
+        """Govern the space's writes, or stop (proposals already made stay to be decided)."""
+        async with self._write() as db:
+            await db.execute(
+                "UPDATE spaces SET governed = ? WHERE id = ?", (int(governed), space_id)
+            )
+
     # -- members -----------------------------------------------------------------------
 
     async def role_of(self, space: Space, jid: str) -> str | None:
@@ -278,7 +332,7 @@ class SpaceDirectory:
         )
         best: dict[str, tuple[Space, str]] = {}
         for row in rows:
-            space, role = _space(row), str(row[7])
+            space, role = _space(row), str(row[8])
             if space.id not in best or rank(role) > rank(best[space.id][1]):
                 best[space.id] = (space, role)
         return sorted(best.values(), key=lambda pair: pair[0].name)
@@ -401,4 +455,5 @@ def _space(row: Sequence[object]) -> Space:
         created_at=float(str(row[4])),
         max_memories=None if row[5] is None else int(str(row[5])),
         max_bytes=None if row[6] is None else int(str(row[6])),
+        governed=bool(row[7]),
     )

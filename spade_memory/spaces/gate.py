@@ -6,6 +6,10 @@ store acts on, having checked the sender's role: a space the sender may not read
 answers ``item-not-found``, exactly as one that does not exist; a member whose
 role is too small is ``not-authorized``. Nothing in the body decides: only the
 authenticated sender and the directory.
+
+In a governed space a writer's write waits for an admin: only a gate that ``proposes``
+(the base memory agent's, which keeps such writes as proposals) lets it through, marked
+``governed``; every other refuses it with ``not-authorized``.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from spade_memory.spaces.directory import Space, SpaceDirectory
 
 class Gate:
     """Resolves the spaces an op names into checked ``Place``s (``directory`` None:
-    spaces are off and only personal spaces exist)."""
+    spaces are off and only personal spaces exist; ``proposes``: a writer's write in a
+    governed space passes, for the caller to keep as a proposal)."""
 
-    def __init__(self, directory: SpaceDirectory | None) -> None:
+    def __init__(self, directory: SpaceDirectory | None, proposes: bool = False) -> None:
         self.directory = directory
+        self.proposes = proposes
 
     async def places(self, sender: str, op: Op[Any]) -> tuple[Place, ...]:
         """Where ``op`` of ``sender`` acts.
@@ -51,6 +57,11 @@ class Gate:
         space, role = await self.membership(sender, name)
         if rank(role) < NEEDED[need]:  # type: ignore[index]
             raise NotAuthorized(f"a {role} of {name!r} may only read it")
+        if need == "write" and space.governed and role == "writer" and not self.proposes:
+            raise NotAuthorized(
+                f"{name!r} is governed: a writer's writes there wait for an admin, and only"
+                " the base memory agent takes them as proposals"
+            )
         return as_place(space, role)
 
     async def membership(self, sender: str, name: str) -> tuple[Space, str]:
@@ -95,4 +106,4 @@ class Gate:
 
 def as_place(space: Space, role: str) -> Place:
     """A space of the directory as a store sees it."""
-    return Place(space.id, space.name, role, space.max_memories, space.max_bytes)
+    return Place(space.id, space.name, role, space.max_memories, space.max_bytes, space.governed)

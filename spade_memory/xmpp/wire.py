@@ -30,7 +30,7 @@ from slixmpp.stanza import Message as Stanza
 from spade.message import SPADE_X_METADATA, Message
 from spade.template import Template
 
-from spade_memory.protocol.errors import Busy, Condition, MemoryServiceError
+from spade_memory.protocol.errors import Busy, Condition, MemoryServiceError, PendingApproval
 from spade_memory.protocol.ops import Record
 from spade_memory.xmpp.xml_escape import escape
 
@@ -47,6 +47,8 @@ class Failure(Record):
     retry_after: float | None = None
     """Set when the same request (same request id) may be sent again after that many
     seconds: the sender had too many requests in flight."""
+    proposal: str | None = None
+    """Set with ``pending-approval``: the id of the proposal the write became."""
 
 
 class Envelope(Message):  # type: ignore[misc]
@@ -151,9 +153,11 @@ def failure(request: Message, error: MemoryServiceError) -> Message:
     """The reply saying why ``request`` was not served (``refuse`` for not-authorized)."""
     performative = "refuse" if error.condition is Condition.NOT_AUTHORIZED else "failure"
     retry_after = error.retry_after if isinstance(error, Busy) else None
+    proposal = error.proposal if isinstance(error, PendingApproval) else None
     body = Failure(
-        condition=error.condition.value, text=error.text, retry_after=retry_after
-    ).model_dump_json(exclude_none=True)
+        condition=error.condition.value, text=error.text, retry_after=retry_after,
+        proposal=proposal,
+    ).model_dump_json(exclude_none=True)  # fmt: skip
     return _reply(request, performative, body)
 
 

@@ -1,0 +1,164 @@
+"""The writes of governed spaces that wait for an admin: proposals, kept in the directory
+of spaces (so they survive restarts and any memory agent of the deployment decides them).
+
+A proposal is pending until an admin approves or rejects it, or until it expires; it is
+decided once, by whichever admin (through whichever agent) is first: the decision is one
+``UPDATE … WHERE state = 'pending'``. The same write sent again (the same request id)
+finds the proposal it made the first time.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Literal
+
+from spade_memory.storage.connection import Database, Transacting
+
+State = Literal["pending", "approved", "rejected", "expired", "failed"]
+"""Where a proposal is: waiting, applied, refused, too old, or approved but not
+applicable any more (the memory it changes was deleted meanwhile, the quota is full)."""
+
+_NAMESPACE = uuid.UUID("5b7f1c2e-3d0a-4e58-9a61-6d2f0c4b8e17")
+_COLUMNS = (
+    "id, space_id, proposer, address, op, created_at, expires_at, state, decided_by,"
+    " decided_at, note"
+)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One write waiting for (or decided by) an admin of a governed space."""
+
+    id: str
+    space_id: str
+    proposer: str
+    """The writer's bare JID: the write is applied as its own."""
+    address: str
+    """Where the proposer hears the outcome (the full JID it wrote from)."""
+    op: str
+    """The write, as the JSON the proposer sent."""
+    created_at: float
+    expires_at: float
+    state: State = "pending"
+    decided_by: str | None = None
+    decided_at: float | None = None
+    note: str | None = None
+    """Why it was rejected, or what applying it gave."""
+
+
+class Proposals:
+    """The proposals table of the directory of spaces (both engines)."""
+
+    def __init__(
+        self, tx: Transacting, write: Callable[[], AbstractAsyncContextManager[Database]]
+    ) -> None:
+        self._tx = tx
+        self._write = write
+
+    async def propose(
+        self, space_id: str, proposer: str, address: str, op: str, lifetime: float,
+        request_id: str | None = None,
+    ) -> tuple[Proposal, bool]:  # fmt: skip
+        """Keep ``op`` of ``proposer`` for the admins of the space, pending for
+        ``lifetime`` seconds.
+
+        Returns the proposal and whether it is new (False: the same request made it
+        before); raises the directory's typed failure on a fault.
+        """
+        key = (
+            uuid.uuid4()
+            if request_id is None
+            else uuid.uuid5(_NAMESPACE, f"{space_id}\n{proposer}\n{request_id}")
+        )
+        now = time.time()
+        proposal = Proposal(str(key), space_id, proposer, address, op, now, now + lifetime)
+        async with self._write() as db:
+            made = await db.execute_fetchall(
+                f"INSERT INTO proposals ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (id) DO NOTHING RETURNING id",
+                (proposal.id, space_id, proposer, address, op, now, proposal.expires_at,
+                 "pending", None, None, None),
+            )  # fmt: skip
+        if made:
+            return proposal, True
+        existing = await self.get(proposal.id)
+        assert existing is not None, "a proposal is only deleted with its space"
+        return existing, False
+
+    async def get(self, proposal_id: str) -> Proposal | None:
+        """The proposal with this id, in whatever state, if there is one."""
+        rows = await self._tx.read(f"SELECT {_COLUMNS} FROM proposals WHERE id = ?", (proposal_id,))
+        return next((_proposal(row) for row in rows), None)
+
+    async def pending(self, space_id: str, proposer: str | None = None) -> list[Proposal]:
+        """The space's pending proposals (only ``proposer``'s when given), oldest first."""
+        sql = f"SELECT {_COLUMNS} FROM proposals WHERE state = 'pending' AND space_id = ?"
+        parameters: tuple[str, ...] = (space_id,)
+        if proposer is not None:
+            sql += " AND proposer = ?"
+            parameters += (proposer,)
+        rows = await self._tx.read(sql + " ORDER BY created_at, id", parameters)
+        return [_proposal(row) for row in rows]
+
+    async def decide(
+        self, proposal_id: str, state: State, by: str, note: str | None = None
+    ) -> Proposal | None:
+        """Take the pending proposal out of waiting, as ``state``.
+
+        Returns it decided; None when it is not pending (decided or expired before).
+        """
+        async with self._write() as db:
+            rows = await db.execute_fetchall(
+                "UPDATE proposals SET state = ?, decided_by = ?, decided_at = ?, note = ?"
+                f" WHERE id = ? AND state = 'pending' RETURNING {_COLUMNS}",
+                (state, by, time.time(), note, proposal_id),
+            )
+        return next((_proposal(row) for row in rows), None)
+
+    async def settle(self, proposal_id: str, state: State, note: str) -> None:
+        """What applying an approved proposal gave (``failed`` when it could not be)."""
+        async with self._write() as db:
+            await db.execute(
+                "UPDATE proposals SET state = ?, note = ? WHERE id = ?",
+                (state, note, proposal_id),
+            )
+
+    async def expire(self, now: float | None = None) -> list[Proposal]:
+        """Expire every pending proposal whose time is up.
+
+        Returns them; writes nothing when none is due (it runs every minute).
+        """
+        now = time.time() if now is None else now
+        due = await self._tx.read(
+            "SELECT id FROM proposals WHERE state = 'pending' AND expires_at <= ? LIMIT 1",
+            (now,),
+        )
+        if not due:
+            return []
+        async with self._write() as db:
+            rows = await db.execute_fetchall(
+                "UPDATE proposals SET state = 'expired', decided_at = ?"
+                f" WHERE state = 'pending' AND expires_at <= ? RETURNING {_COLUMNS}",
+                (now, now),
+            )
+        return [_proposal(row) for row in rows]
+
+
+def _proposal(row: Sequence[object]) -> Proposal:
+    return Proposal(
+        id=str(row[0]),
+        space_id=str(row[1]),
+        proposer=str(row[2]),
+        address=str(row[3]),
+        op=str(row[4]),
+        created_at=float(str(row[5])),
+        expires_at=float(str(row[6])),
+        state=str(row[7]),  # type: ignore[arg-type]
+        decided_by=None if row[8] is None else str(row[8]),
+        decided_at=None if row[9] is None else float(str(row[9])),
+        note=None if row[10] is None else str(row[10]),
+    )
