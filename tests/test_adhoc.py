@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from slixmpp.exceptions import IqError
 
+from spade_memory import PendingApproval
 from spade_memory.protocol.memories import MemoryStatsOp
 from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp import wire
@@ -69,7 +70,9 @@ def rows(form: Any) -> list[dict[str, str]]:
 async def test_the_commands_are_listed(person: Person) -> None:
     listed = await person.commands.get_commands(person.memory, timeout=10)
     nodes = {item[1] for item in listed["disco_items"]["items"]}
-    assert nodes == {"search", "store", "recent", "stats", "spaces", "grant"}
+    assert nodes == {
+        "search", "store", "recent", "stats", "spaces", "grant", "proposals", "decide"
+    }  # fmt: skip
 
 
 async def test_store_search_recent_and_stats_from_forms(person: Person) -> None:
@@ -99,6 +102,38 @@ async def test_spaces_list_and_grant(person: Person) -> None:
     assert {"name": name, "owner": str(person.agent.jid.bare), "role": "owner"} in spaces
     granted = await person.run("grant", space=name, member="colleague@localhost", role="writer")
     assert {"member": "colleague@localhost", "role": "writer"} in rows(granted)
+
+
+async def test_a_governed_spaces_proposals_decided_from_forms(
+    person: Person, any_memory_service: MemoryServiceProcess
+) -> None:
+    name = f"rules-{unique_jid('x').split('@')[0]}"
+    writer = await start_client(unique_jid("writer"), any_memory_service.port)
+    try:
+        await person.agent.memory.create_space(name, governed=True)
+        await person.agent.memory.grant(name, str(writer.jid.bare), "writer")
+        waiting = []
+        for content in ("Freeze deploys on Fridays", "Deploy whenever"):
+            with pytest.raises(PendingApproval) as pending:
+                await writer.memory.space(name).store_memory("fact", content)
+            waiting.append(pending.value.proposal)
+        listed = rows(await person.run("proposals", space=name))
+        assert [(r["id"], r["proposer"]) for r in listed] == [
+            (proposal, str(writer.jid.bare)) for proposal in waiting
+        ]
+        approved = await person.run("decide", space=name, proposal=waiting[0], decision="approve")
+        assert value(approved, "state") == "approved" and value(approved, "memory")
+        rejected = await person.run(
+            "decide", space=name, proposal=waiting[1], decision="reject", reason="no"
+        )
+        assert (value(rejected, "state"), value(rejected, "note")) == ("rejected", "no")
+        with pytest.raises(IqError) as again:
+            await person.run("decide", space=name, proposal=waiting[1], decision="approve")
+        assert again.value.iq["error"]["condition"] == "conflict"
+        found = await writer.memory.search_memories("deploys", space=name)
+        assert [m.content for m in found] == ["Freeze deploys on Fridays"]
+    finally:
+        await stop_agent(writer)
 
 
 async def test_a_bad_form_is_an_error_and_changes_nothing(person: Person) -> None:

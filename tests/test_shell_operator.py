@@ -238,3 +238,36 @@ def _read_some(fd: int) -> bytes:
         return os.read(fd, 65536)
     except OSError:  # EIO: the other end is closed
         return b""
+
+
+def test_a_governed_spaces_proposals_from_the_shell(memory_service: MemoryServiceProcess) -> None:
+    owner, member = unique_jid("rules-owner"), unique_jid("rules-member")
+    ok(shell(memory_service, member, "spaces", "list"))  # makes the member's account
+    name = f"g-{uuid.uuid4().hex[:8]}"
+    created = answer(memory_service, owner, "spaces", "create", name, "--governed")
+    assert created["governed"]
+    ok(shell(memory_service, owner, "spaces", "grant", name, member, "writer"))
+    listed = answer(memory_service, member, "spaces", "list")["spaces"]
+    assert [(space["name"], space["governed"]) for space in listed] == [(name, True)]
+    for content in ("Releases need two reviews", "Releases need no review"):
+        waiting = shell(memory_service, member, "memories", "add", content, "--category",
+                        "fact", "--space", name)  # fmt: skip
+        assert "pending-approval" in one_line_failure(waiting)
+    proposals = answer(memory_service, owner, "spaces", "proposals", name)["proposals"]
+    assert [p["op"]["content"] for p in proposals] == [
+        "Releases need two reviews", "Releases need no review"
+    ]  # fmt: skip
+    table = ok(shell(memory_service, owner, "spaces", "proposals", name))
+    assert proposals[0]["id"] in table and proposals[1]["id"] in table  # whole, to copy
+    approved = ok(shell(memory_service, owner, "spaces", "approve", name, proposals[0]["id"]))
+    assert "approved (memory " in approved
+    rejected = ok(shell(memory_service, owner, "spaces", "reject", name, proposals[1]["id"],
+                        "--reason", "reviews stay"))  # fmt: skip
+    assert "rejected: reviews stay" in rejected
+    again = shell(memory_service, owner, "spaces", "approve", name, proposals[1]["id"])
+    assert "conflict" in one_line_failure(again)
+    seen = ok(shell(memory_service, owner, "memories", "list", "--space", name))
+    assert "Releases need two reviews" in seen and "no review" not in seen
+    assert "no, " not in ok(shell(memory_service, owner, "spaces", "info", name))
+    stopped = answer(memory_service, owner, "spaces", "govern", name, "--off")
+    assert not stopped["governed"]

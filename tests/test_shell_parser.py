@@ -54,7 +54,10 @@ def test_an_unknown_op_names_the_close_ones() -> None:
     [
         (("memorie",), "spade-memory: unknown 'memorie'; did you mean 'memories'?"),
         (("memories", "lst"), "spade-memory memories: unknown 'lst'; did you mean 'list'?"),
-        (("spaces", "grnt"), "spade-memory spaces: unknown 'grnt'; did you mean 'grant'?"),
+        (
+            ("spaces", "grnt"),
+            "spade-memory spaces: unknown 'grnt'; did you mean 'grant' or 'govern'?",
+        ),
         (
             ("memories", "list", "--category", "facts"),
             "spade-memory memories list: --category: unknown 'facts'; did you mean 'fact'?"

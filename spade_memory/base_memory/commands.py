@@ -1,5 +1,6 @@
 """The base memory agent's ad-hoc commands (XEP-0050, see ``adhoc``): search, store,
-recent, stats, and the spaces' list and grant, each a form in a person's client."""
+recent, stats, the spaces' list and grant, and a governed space's proposals and their
+decision (approve or reject), each a form in a person's client."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from slixmpp.plugins.xep_0004 import Form
 
 from spade_memory.protocol.memories import CATEGORIES, MemoryList, MemoryStats
 from spade_memory.protocol.ops import Record
-from spade_memory.protocol.spaces import SpaceDetails, SpaceList
+from spade_memory.protocol.spaces import ProposalDecided, ProposalList, SpaceDetails, SpaceList
 from spade_memory.xmpp.adhoc import Command, Field
 
 COLUMNS = ("id", "category", "content", "confidence")
@@ -54,6 +55,38 @@ def _members(result: Record, form: Form) -> None:
         form.add_reported(column, label=column)
     for membership in result.members:
         form.add_item({"member": membership.member, "role": membership.role})
+
+
+PROPOSAL_COLUMNS = ("id", "proposer", "op", "expires_at")
+"""The columns a list of proposals shows."""
+
+
+def _proposals(result: Record, form: Form) -> None:
+    assert isinstance(result, ProposalList)
+    for column in PROPOSAL_COLUMNS:
+        form.add_reported(column, label=column)
+    for proposal in result.proposals:
+        row = proposal.model_dump(mode="json", include=set(PROPOSAL_COLUMNS))
+        form.add_item({column: str(value) for column, value in row.items()})
+
+
+def _decided(result: Record, form: Form) -> None:
+    assert isinstance(result, ProposalDecided)
+    _fields(result.proposal, form)
+    if result.result is not None and "id" in result.result:
+        form.add_field(var="memory", ftype="text-single", label="memory",
+                       value=str(result.result["id"]))  # fmt: skip
+
+
+def _decide(values: dict[str, str]) -> dict[str, Any]:
+    decision = values["decision"]
+    if decision not in ("approve", "reject"):
+        raise ValueError(f"decision is approve or reject, not {decision!r}")
+    body: dict[str, Any] = {"op": "decide_proposal", "space": values["space"]}
+    body.update(proposal=values["proposal"], approve=decision == "approve")
+    if "reason" in values:
+        body["reason"] = values["reason"]
+    return body
 
 
 def _limit(values: dict[str, str], default: int) -> int:
@@ -103,6 +136,19 @@ COMMANDS: tuple[Command, ...] = (
         (Field("space", "Space", required=True), Field("member", "Member (bare JID)",
          required=True), Field("role", "Role", required=True,
          options=("reader", "writer", "admin"), default="reader")),
+    ),
+    Command(
+        "proposals", "Writes waiting for approval",
+        lambda values: {"op": "list_proposals", "space": values["space"]}, _proposals,
+        (Field("space", "Governed space", required=True),),
+    ),
+    Command(
+        "decide", "Approve or reject a proposal", _decide, _decided,
+        (Field("space", "Governed space", required=True),
+         Field("proposal", "Proposal id", required=True),
+         Field("decision", "Decision", required=True, options=("approve", "reject"),
+               default="approve"),
+         Field("reason", "Why (told to the proposer)")),
     ),
 )  # fmt: skip
 """What a person can do from a client that runs ad-hoc commands."""

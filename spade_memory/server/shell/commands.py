@@ -1,6 +1,7 @@
 """The shell's commands on the ``spade-memory`` parser: ``memories`` (list, search,
 show, add, update, delete, supersede, history, consolidate, entities, about, related,
-stats, export, import, forget), ``spaces`` (list, info, create, grant, revoke) and
+stats, export, import, forget), ``spaces`` (list, info, create, grant, revoke, govern,
+proposals, approve, reject) and
 ``forget``, each with the options of the connection it logs in with."""
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ SPACE_VERBS: dict[str, Verb] = {
     "create": spaces.create_verb,
     "grant": spaces.grant_verb,
     "revoke": spaces.revoke_verb,
+    "govern": spaces.govern_verb,
+    "proposals": spaces.proposals_verb,
+    "approve": spaces.approve_verb,
+    "reject": spaces.reject_verb,
 }
 SHELL_COMMANDS = ("memories", "spaces", "forget")
 """The commands ``run_shell`` runs."""
@@ -152,6 +157,10 @@ def _space_commands(commands: Any) -> None:
     create = _verb(verbs, "create", "a new space, owned by the agent")
     create.add_argument("name")
     create.add_argument("--description")
+    create.add_argument(
+        "--governed", action="store_true",
+        help="a writer's store, update and delete wait for an admin's approval",
+    )  # fmt: skip
     grant = _verb(verbs, "grant", "give a member a role in a space")
     grant.add_argument("name")
     grant.add_argument("member", help="a bare JID, or *@domain for everyone of a domain")
@@ -159,6 +168,19 @@ def _space_commands(commands: Any) -> None:
     revoke = _verb(verbs, "revoke", "take a member's role in a space away")
     revoke.add_argument("name")
     revoke.add_argument("member")
+    govern = _verb(verbs, "govern", "make a space's writers' writes wait for an admin")
+    govern.add_argument("name")
+    govern.add_argument("--off", action="store_true", help="stop governing the space")
+    _verb(verbs, "proposals", "a governed space's writes waiting for an admin").add_argument("name")
+    for verb, help_text in (
+        ("approve", "approve a proposal: its write is applied as its proposer's own"),
+        ("reject", "reject a proposal; its proposer is told"),
+    ):
+        decide = _verb(verbs, verb, help_text)
+        decide.add_argument("name")
+        decide.add_argument("proposal", help="the proposal's id (list them with proposals)")
+        if verb == "reject":
+            decide.add_argument("--reason", help="why, told to the proposer")
 
 
 def _verb(verbs: Any, name: str, help_text: str) -> argparse.ArgumentParser:

@@ -1,6 +1,7 @@
 """``spade-memory spaces …``: the shared spaces the agent belongs to, made and shared from
-the shell (list, info, create, grant, revoke), through the base memory agent like any
-member's calls, so every rule of spaces applies."""
+the shell (list, info, create, grant, revoke, govern), and a governed space's proposals
+listed, approved and rejected, through the base memory agent like any member's calls, so
+every rule of spaces applies."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from spade_memory.client.memory_client import MemoryClient
 from spade_memory.protocol.ops import Op
 from spade_memory.protocol.spaces import (
     CreateSpace,
+    DecideProposal,
+    Govern,
     Grant,
+    ListProposals,
     ListSpaces,
     Revoke,
     SpaceDetails,
@@ -34,9 +38,12 @@ async def list_verb(client: MemoryClient, args: argparse.Namespace, console: Con
     if not listed.spaces:
         console.print("no spaces")
         return 0
-    table = Table("name", "role", "owner", "description", box=box.SIMPLE_HEAD, show_edge=False)
+    table = Table(
+        "name", "role", "owner", "governed", "description", box=box.SIMPLE_HEAD, show_edge=False
+    )
     for space in listed.spaces:
-        row = (space.name, space.role, space.owner, space.description or "")
+        governed = "yes" if space.governed else ""
+        row = (space.name, space.role, space.owner, governed, space.description or "")
         table.add_row(*(Text(cell) for cell in row))
     console.print(table)
     return 0
@@ -49,8 +56,67 @@ async def info_verb(client: MemoryClient, args: argparse.Namespace, console: Con
 
 async def create_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
     """A new space owned by the agent."""
-    op = CreateSpace(name=args.name, description=args.description)
+    op = CreateSpace(name=args.name, description=args.description, governed=args.governed)
     return await _details(client, op, args, console)
+
+
+async def govern_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    """Make a space's writers' writes wait for an admin (``--off``: stop)."""
+    return await _details(client, Govern(space=args.name, governed=not args.off), args, console)
+
+
+async def proposals_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    """The writes of a governed space waiting for an admin (an admin sees all of them)."""
+    listed = await client.request(client.base_memory_jid, ListProposals(space=args.name))
+    assert listed is not None
+    if args.json:
+        print(listed.model_dump_json())
+        return 0
+    if not listed.proposals:
+        console.print("no proposals waiting")
+        return 0
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column("id", no_wrap=True)
+    table.add_column("proposer", overflow="fold")
+    table.add_column("write", overflow="fold")
+    for proposal in listed.proposals:
+        op = proposal.op
+        write = f"{op['op']} {op.get('content') or op.get('id', '')}"
+        table.add_row(*(Text(cell) for cell in (proposal.id, proposal.proposer, write)))
+    console.print(table)
+    return 0
+
+
+async def approve_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    """Approve a proposal: its write is applied as its proposer's own."""
+    return await _decide(client, args, console, approve=True)
+
+
+async def reject_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    """Reject a proposal (``--reason`` is told to its proposer)."""
+    return await _decide(client, args, console, approve=False)
+
+
+async def _decide(
+    client: MemoryClient, args: argparse.Namespace, console: Console, approve: bool
+) -> int:
+    op = DecideProposal(
+        space=args.name, proposal=args.proposal, approve=approve,
+        reason=getattr(args, "reason", None),
+    )  # fmt: skip
+    decided = await client.request(client.base_memory_jid, op)
+    assert decided is not None
+    if args.json:
+        print(decided.model_dump_json())
+        return 0
+    proposal = decided.proposal
+    said = f"proposal {proposal.id}: {proposal.state}"
+    if decided.result is not None and "id" in decided.result:
+        said += f" (memory {decided.result['id']})"
+    if proposal.note:
+        said += f": {proposal.note}"
+    console.print(Text(said))
+    return 0
 
 
 async def grant_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
@@ -82,6 +148,7 @@ async def _details(
         ("description", details.description or "-"),
         ("memories", f"{details.memories} ({details.bytes} bytes)"), ("quota", quota),
         ("subscribers", str(details.subscribers)),
+        ("governed", f"yes, {details.pending} waiting" if details.governed else "no"),
     ]  # fmt: skip
     rows += [("members", "")] + [(f"  {m.member}", m.role) for m in details.members]
     for name, value in rows:
