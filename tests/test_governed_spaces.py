@@ -15,6 +15,7 @@ from spade.template import Template
 
 from spade_memory import ItemNotFound, NotAuthorized, PendingApproval
 from spade_memory.base_memory.proposal_notices import PROPOSALS_ONTOLOGY
+from spade_memory.llm.tools import MemoryConnection, memory_tools
 from spade_memory.protocol.errors import Conflict
 from spade_memory.protocol.services import BASE_MEMORY
 from spade_memory.testing import MemoryServiceProcess
@@ -228,3 +229,18 @@ async def test_proposals_survive_a_restart_and_expire(tmp_path: Path) -> None:
             await stop_agent(agent)
     finally:
         service.stop()
+
+
+async def test_an_llm_agents_store_tool_says_its_write_waits(team: list[ClientAgent]) -> None:
+    owner, writer, _, _ = team
+    name = space_name("llm")
+    await owner.memory.create_space(name, governed=True)
+    await owner.memory.grant(name, jid(writer), "writer")
+    connection = MemoryConnection(default_space=name)
+    tools = memory_tools(connection=connection)
+    store = next(tool for tool in tools if tool.name == "store_memory")
+    store.set_agent(writer)
+    said = await store.call(content="The on-call rotation is weekly", category="fact")
+    assert said.startswith("store_memory is not done yet, it waits for an admin's approval")
+    (proposal,) = await owner.memory.list_proposals(name)
+    assert proposal.id in said and proposal.op["content"] == "The on-call rotation is weekly"

@@ -6,7 +6,7 @@ it by that id; one kept in a shared space says which, and who stored it.
 
 from __future__ import annotations
 
-from spade_memory.protocol.errors import MemoryServiceError, MemoryTimeout
+from spade_memory.protocol.errors import MemoryServiceError, MemoryTimeout, PendingApproval
 from spade_memory.protocol.memories import (
     Deleted,
     DeleteMemory,
@@ -193,4 +193,6 @@ def said_failure(name: str, error: MemoryServiceError, to: str, timeout: float) 
             f"{name} was not done: memory is unavailable right now ({to} did not answer"
             f" within {timeout:g} s). Continue without it."
         )
+    if isinstance(error, PendingApproval):
+        return f"{name} is not done yet, it waits for an admin's approval: {error.text}."
     return f"{name} was not done: {error.text} ({error.condition.value})."
