@@ -1,13 +1,20 @@
 """Proposals of governed spaces in the directory, on both engines: kept across a reopen,
-found again for the same request, decided once, expired when due."""
+found again for the same request, decided once, expired when due, and applied by the
+sweep when their agent stopped between the approval and the write."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 
+from spade_memory.base_memory.governance import RESUME_AFTER, Governance
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.errors import PendingApproval
+from spade_memory.protocol.memories import GetMemory, Memory, StoreMemory
+from spade_memory.protocol.ops import Request
 from spade_memory.spaces.declared import apply_spaces, read_spaces_file
 from spade_memory.spaces.directory import SpaceDirectory
 
@@ -76,4 +83,40 @@ async def test_a_spaces_file_governs_a_space(location: Location, tmp_path: Path)
             space = await directory.find("rules")
             assert space is not None and space.governed is governed  # unsaid: left as it is
     finally:
+        await directory.close()
+
+
+async def test_an_approval_whose_write_never_ran_is_applied_by_the_sweep_once(
+    location: Location,
+) -> None:
+    directory = await SpaceDirectory.open(location("spaces.db"))
+    store = await LongTermStore.open(location("base.db"))
+    try:
+        governance = Governance(directory, store)
+        space = await directory.create("rules", "ana@d", None, governed=True)
+        await directory.grant(space, "bob@d", "writer", "ana@d")
+        op = StoreMemory(category="fact", content="Kept through a crash", space="rules")
+        places = await governance.gate.places("bob@d", op)
+        waiting = await governance.propose("bob@d", "bob@d/x", Request(op, "r1", places))
+        assert isinstance(waiting, PendingApproval)
+        assert governance.told.get_nowait().to == "ana@d"  # asked
+
+        # the agent stops between the approval and the write
+        approved = await directory.proposals.decide(waiting.proposal, "approved", "ana@d")
+        assert approved is not None and approved.result is None
+        assert await governance.sweep(time.time()) == 0  # too recent: it may be in flight
+        later = time.time() + RESUME_AFTER + 1
+        assert await governance.sweep(later) == 1
+        assert await governance.sweep(later) == 0  # recorded: not applied twice
+        told = governance.told.get_nowait()
+        assert told.to == "bob@d/x" and "approved by ana@d and applied" in told.body
+
+        recorded = await directory.proposals.get(waiting.proposal)
+        assert recorded is not None and recorded.result is not None
+        read = GetMemory(id=json.loads(recorded.result)["id"], space="rules")
+        (memory,) = await store.batch("ana@d", [Request(read, None, places)])
+        assert isinstance(memory, Memory)
+        assert (memory.content, memory.author) == ("Kept through a crash", "bob@d")
+    finally:
+        await store.close()
         await directory.close()

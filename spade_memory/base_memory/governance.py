@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -52,6 +53,9 @@ from spade_memory.spaces.proposals import Proposal, State
 
 PROPOSAL_HOURS = 168.0
 """How long a proposal waits for an admin by default (a week)."""
+RESUME_AFTER = 60.0
+"""Seconds after which an approved proposal with no recorded write is applied by the
+sweep (an approval takes milliseconds; this one's agent stopped in between)."""
 PROPOSED = (StoreMemory, UpdateMemory, DeleteMemory)
 """The writes a writer of a governed space may propose."""
 
@@ -170,16 +174,22 @@ class Governance:
         if decided is None:
             again = await proposals.get(found.id)
             raise Conflict(f"proposal {found.id} is {again.state if again else 'gone'} already")
-        result: dict[str, Any] | None = None
         if op.approve:
-            outcome = await self._apply(decided)
-            if isinstance(outcome, MemoryServiceError):
-                await proposals.settle(decided.id, "failed", outcome.text)
-                decided = await proposals.get(decided.id) or decided
-            else:
-                result = outcome.model_dump(mode="json")
-        self.told.put_nowait(Told(decided.address, outcome_of(space, decided, result)))
+            decided = await self._carry_out(decided)
+        self.told.put_nowait(Told(decided.address, outcome_of(space, decided)))
+        result = None if decided.result is None else json.loads(decided.result)
         return ProposalDecided(proposal=info(space, decided), result=result)
+
+    async def _carry_out(self, approved: Proposal) -> Proposal:
+        """Apply the approved proposal and record what it gave (its result, or why it
+        failed). Returns the proposal as recorded."""
+        outcome = await self._apply(approved)
+        proposals = self.directory.proposals
+        if isinstance(outcome, MemoryServiceError):
+            recorded = await proposals.failed(approved.id, outcome.text)
+        else:
+            recorded = await proposals.applied(approved.id, outcome.model_dump_json())
+        return recorded or approved
 
     async def _apply(self, proposal: Proposal) -> Outcome:
         """The approved write, applied as its proposer's own where its role still lets
@@ -196,18 +206,23 @@ class Governance:
         )
         return outcome
 
-    async def expire(self) -> int:
-        """Expire the proposals whose time is up and tell their proposers.
+    async def sweep(self, now: float | None = None) -> int:
+        """Expire the proposals whose time is up; apply those approved more than
+        ``RESUME_AFTER`` seconds ago whose write was never recorded (their agent stopped
+        in between; applied once, by their request id); tell each proposer.
 
-        Returns how many expired.
-        """
-        expired = await self.directory.proposals.expire()
-        spaces = await self.directory.by_ids({proposal.space_id for proposal in expired})
-        for proposal in expired:
+        Returns how many proposals it settled."""
+        now = time.time() if now is None else now
+        proposals = self.directory.proposals
+        settled = await proposals.expire(now)
+        for approved in await proposals.unapplied(now - RESUME_AFTER):
+            settled.append(await self._carry_out(approved))
+        spaces = await self.directory.by_ids({proposal.space_id for proposal in settled})
+        for proposal in settled:
             space = spaces.get(proposal.space_id)
             if space is not None:
-                self.told.put_nowait(Told(proposal.address, outcome_of(space, proposal, None)))
-        return len(expired)
+                self.told.put_nowait(Told(proposal.address, outcome_of(space, proposal)))
+        return len(settled)
 
 
 def info(space: Space, proposal: Proposal) -> ProposalInfo:
@@ -251,11 +266,12 @@ def what(op: Op[Any]) -> str:
     return f"delete memory {op.id}"
 
 
-def outcome_of(space: Space, proposal: Proposal, result: dict[str, Any] | None) -> str:
+def outcome_of(space: Space, proposal: Proposal) -> str:
     """The message telling the proposer what became of its proposal."""
     head = f"Your proposal {proposal.id} in {space.name!r}"
     if proposal.state == "approved":
-        done = f" ({result['id']})" if result and "id" in result else ""
+        result = json.loads(proposal.result or "{}")
+        done = f" ({result['id']})" if "id" in result else ""
         return f"{head} was approved by {proposal.decided_by} and applied{done}."
     if proposal.state == "rejected":
         why = f": {proposal.note}" if proposal.note else ""

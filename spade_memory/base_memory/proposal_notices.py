@@ -1,6 +1,7 @@
 """Behaviours of the base memory agent for governed spaces: the chat messages asking
 admins to decide a proposal and telling proposers the outcome, and the sweep that
-expires proposals no admin decided in time."""
+expires proposals no admin decided in time (and applies approved ones whose agent stopped
+before their write)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ logger = logging.getLogger("spade_memory.base_memory")
 PROPOSALS_ONTOLOGY = "spade-memory-proposals"
 """The metadata a SPADE agent matches the proposal messages by (other clients show a
 plain chat message)."""
-EXPIRE_EVERY_SECONDS = 60.0
-"""How often the sweep looks for proposals whose time is up."""
+SWEEP_EVERY_SECONDS = 60.0
+"""How often the sweep looks for proposals whose time is up (or whose write is due)."""
 
 
 class TellOfProposals(Drains[Told]):
@@ -46,11 +47,12 @@ class TellOfProposals(Drains[Told]):
         await self.send(message)
 
 
-class ExpireProposals(CyclicBehaviour):  # type: ignore[misc]
-    """Every ``every`` seconds, expires the proposals whose time is up (their proposers
+class SweepProposals(CyclicBehaviour):  # type: ignore[misc]
+    """Every ``every`` seconds, expires the proposals whose time is up and applies the
+    approved ones whose write was never recorded (``Governance.sweep``; their proposers
     are told through ``TellOfProposals``)."""
 
-    def __init__(self, governance: Governance, every: float = EXPIRE_EVERY_SECONDS) -> None:
+    def __init__(self, governance: Governance, every: float = SWEEP_EVERY_SECONDS) -> None:
         super().__init__()
         self.governance = governance
         self.every = every
@@ -67,9 +69,9 @@ class ExpireProposals(CyclicBehaviour):  # type: ignore[misc]
         if self.is_killed():
             return
         try:
-            expired = await self.governance.expire()
+            settled = await self.governance.sweep()
         except MemoryServiceError as error:  # a full disk: tried again next time
-            logger.warning("proposals not expired: %s", error)
+            logger.warning("proposals not swept: %s", error)
             return
-        if expired:
-            logger.info("%d proposal(s) expired", expired)
+        if settled:
+            logger.info("%d proposal(s) expired or applied", settled)

@@ -22,8 +22,8 @@ from spade_memory.base_memory.notifiers import (
     NotifyWorkEngine,
 )
 from spade_memory.base_memory.proposal_notices import (
-    EXPIRE_EVERY_SECONDS,
-    ExpireProposals,
+    SWEEP_EVERY_SECONDS,
+    SweepProposals,
     TellOfProposals,
 )
 from spade_memory.base_memory.spaces import SpaceOps
@@ -213,8 +213,8 @@ class BaseMemoryService(AppliesOps):
             behaviours.append((NotifySubscribers(self.committed, self.spaces.directory), None))
         if self.governance is not None:
             behaviours.append((TellOfProposals(self.governance), None))
-            every = min(EXPIRE_EVERY_SECONDS, self.governance.lifetime / 2)
-            behaviours.append((ExpireProposals(self.governance, every), None))
+            every = min(SWEEP_EVERY_SECONDS, self.governance.lifetime / 2)
+            behaviours.append((SweepProposals(self.governance, every), None))
         if self.store.work_items.notify_jid is not None:
             notify = self.store.work_items.notify_jid
             behaviours.append((NotifyWorkEngine(self.committed, notify), None))

@@ -114,7 +114,8 @@ _V3 = (
         state TEXT NOT NULL,
         decided_by TEXT,
         decided_at REAL,
-        note TEXT
+        note TEXT,
+        result TEXT
     )""",
     "CREATE INDEX proposals_state ON proposals(state, space_id)",
 )

@@ -4,7 +4,9 @@ of spaces (so they survive restarts and any memory agent of the deployment decid
 A proposal is pending until an admin approves or rejects it, or until it expires; it is
 decided once, by whichever admin (through whichever agent) is first: the decision is one
 ``UPDATE … WHERE state = 'pending'``. The same write sent again (the same request id)
-finds the proposal it made the first time.
+finds the proposal it made the first time. An approved proposal holds its write's
+``result`` once applied; one approved without a result (its agent stopped in between)
+is ``unapplied``, for the sweep to apply.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ applicable any more (the memory it changes was deleted meanwhile, the quota is f
 _NAMESPACE = uuid.UUID("5b7f1c2e-3d0a-4e58-9a61-6d2f0c4b8e17")
 _COLUMNS = (
     "id, space_id, proposer, address, op, created_at, expires_at, state, decided_by,"
-    " decided_at, note"
+    " decided_at, note, result"
 )
 
 
@@ -47,7 +49,9 @@ class Proposal:
     decided_by: str | None = None
     decided_at: float | None = None
     note: str | None = None
-    """Why it was rejected, or what applying it gave."""
+    """Why it was rejected (the admin's reason), or why it could not be applied."""
+    result: str | None = None
+    """The applied write's result, as JSON (None until it is applied)."""
 
 
 class Proposals:
@@ -78,10 +82,11 @@ class Proposals:
         proposal = Proposal(str(key), space_id, proposer, address, op, now, now + lifetime)
         async with self._write() as db:
             made = await db.execute_fetchall(
-                f"INSERT INTO proposals ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                f"INSERT INTO proposals ({_COLUMNS})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (id) DO NOTHING RETURNING id",
                 (proposal.id, space_id, proposer, address, op, now, proposal.expires_at,
-                 "pending", None, None, None),
+                 "pending", None, None, None, None),
             )  # fmt: skip
         if made:
             return proposal, True
@@ -119,13 +124,38 @@ class Proposals:
             )
         return next((_proposal(row) for row in rows), None)
 
-    async def settle(self, proposal_id: str, state: State, note: str) -> None:
-        """What applying an approved proposal gave (``failed`` when it could not be)."""
+    async def applied(self, proposal_id: str, result: str) -> Proposal | None:
+        """Record what applying the approved proposal gave (its write's result, JSON).
+
+        Returns the proposal as recorded (None: there is none any more)."""
         async with self._write() as db:
-            await db.execute(
-                "UPDATE proposals SET state = ?, note = ? WHERE id = ?",
-                (state, note, proposal_id),
+            rows = await db.execute_fetchall(
+                f"UPDATE proposals SET result = ? WHERE id = ? RETURNING {_COLUMNS}",
+                (result, proposal_id),
             )
+        return next((_proposal(row) for row in rows), None)
+
+    async def failed(self, proposal_id: str, why: str) -> Proposal | None:
+        """Mark the approved proposal ``failed``: its write could not be applied.
+
+        Returns the proposal as recorded (None: there is none any more)."""
+        async with self._write() as db:
+            rows = await db.execute_fetchall(
+                "UPDATE proposals SET state = 'failed', note = ?"
+                f" WHERE id = ? RETURNING {_COLUMNS}",
+                (why, proposal_id),
+            )
+        return next((_proposal(row) for row in rows), None)
+
+    async def unapplied(self, decided_before: float) -> list[Proposal]:
+        """Approved proposals with no result, decided before ``decided_before``: their
+        agent stopped between the approval and the write."""
+        rows = await self._tx.read(
+            f"SELECT {_COLUMNS} FROM proposals WHERE state = 'approved' AND result IS NULL"
+            " AND decided_at <= ? ORDER BY decided_at",
+            (decided_before,),
+        )
+        return [_proposal(row) for row in rows]
 
     async def expire(self, now: float | None = None) -> list[Proposal]:
         """Expire every pending proposal whose time is up.
@@ -161,4 +191,5 @@ def _proposal(row: Sequence[object]) -> Proposal:
         decided_by=None if row[8] is None else str(row[8]),
         decided_at=None if row[9] is None else float(str(row[9])),
         note=None if row[10] is None else str(row[10]),
+        result=None if row[11] is None else str(row[11]),
     )
