@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -109,6 +110,12 @@ async def test_a_writers_store_waits_for_the_admin_who_approves_it_from_the_mess
     with pytest.raises(Conflict):
         await owner.memory.decide_proposal(name, proposal, approve=True)  # decided once
     assert await owner.memory.list_proposals(name) == []
+    deadline = time.monotonic() + TOLD_WITHIN
+    mirrored: list[object] = []
+    while time.monotonic() < deadline and not mirrored:  # after the mirror's debounce
+        mirrored = await reader.memory.beads.search_memories("deploy freeze")
+        await asyncio.sleep(0.25)
+    assert [m.base_memory_id for m in mirrored] == [stored]  # type: ignore[attr-defined]
 
 
 async def test_updates_deletes_rejections_and_what_a_writer_may_not_propose(

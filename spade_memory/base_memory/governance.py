@@ -73,11 +73,17 @@ class Governance:
     """Proposals of the governed spaces of one directory, for the base memory agent."""
 
     def __init__(
-        self, directory: SpaceDirectory, store: LongTermStore, hours: float = PROPOSAL_HOURS
+        self,
+        directory: SpaceDirectory,
+        store: LongTermStore,
+        hours: float = PROPOSAL_HOURS,
+        changed: asyncio.Event | None = None,
     ) -> None:
         self.directory = directory
         self.store = store
         self.lifetime = hours * 3600
+        self.changed = changed
+        """Set after an approved write is applied (the mirror's wake-up)."""
         self.gate = Gate(directory, proposes=True)
         self.told: asyncio.Queue[Told | None] = asyncio.Queue()
         """The messages ``TellOfProposals`` sends."""
@@ -111,8 +117,8 @@ class Governance:
         proposal, new = await self.directory.proposals.propose(
             place.key, owner, address, body, self.lifetime, request.id
         )
-        space = (await self.directory.by_ids([place.key]))[place.key]
-        if new:
+        space = (await self.directory.by_ids([place.key])).get(place.key)
+        if new and space is not None:  # (None: deleted this instant)
             for admin in await self.admins(space):
                 self.told.put_nowait(Told(admin, asking(space, proposal, op)))
         return PendingApproval(
@@ -189,6 +195,8 @@ class Governance:
             recorded = await proposals.failed(approved.id, outcome.text)
         else:
             recorded = await proposals.applied(approved.id, outcome.model_dump_json())
+            if self.changed is not None:
+                self.changed.set()
         return recorded or approved
 
     async def _apply(self, proposal: Proposal) -> Outcome:

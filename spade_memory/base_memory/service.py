@@ -40,7 +40,7 @@ from spade_memory.protocol.memories import (
     base_memory_ops,
 )
 from spade_memory.protocol.ops import AppliesOps, Outcome, Request, in_place
-from spade_memory.protocol.spaces import SPACE_OPS, DeleteSpace, ProposalDecided
+from spade_memory.protocol.spaces import SPACE_OPS, DeleteSpace
 from spade_memory.serving.agent import MemoryAgent, reply_address
 from spade_memory.serving.plugin import (
     Behaviours,
@@ -89,7 +89,7 @@ class BaseMemoryService(AppliesOps):
         """Governed spaces' proposals (None: spaces are off)."""
         self.spaces: SpaceOps | None = None
         if directory is not None:
-            self.governance = Governance(directory, store, proposal_hours)
+            self.governance = Governance(directory, store, proposal_hours, self.changed)
             self.spaces = SpaceOps(directory, store, self.governance)
         self.events = committed.events
         """Committed writes in shared spaces, for ``NotifySubscribers``."""
@@ -116,10 +116,8 @@ class BaseMemoryService(AppliesOps):
             result = await self.spaces.apply(owner, request.op)
         except MemoryServiceError as error:
             return error
-        if isinstance(request.op, DeleteSpace) or (
-            isinstance(result, ProposalDecided) and result.result is not None
-        ):
-            self.changed.set()  # its memories reach the mirror as deletions, or the write
+        if isinstance(request.op, DeleteSpace):
+            self.changed.set()  # its memories reach the mirror as deletions
         return result
 
     async def _memory_ops(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
