@@ -56,3 +56,11 @@ VirtualHost (ENV_PROSODY_DOMAIN)
         certificate = ENV_PROSODY_DATA .. "/certs/" .. ENV_PROSODY_DOMAIN .. ".crt";
         key = ENV_PROSODY_DATA .. "/certs/" .. ENV_PROSODY_DOMAIN .. ".key";
     }
+
+-- Group chats (XEP-0045) for the interaction memory agent's rooms: rooms show their
+-- members' real addresses (the agent binds no other) and exist as soon as they are
+-- joined; only accounts of this server create them.
+Component ("conference." .. ENV_PROSODY_DOMAIN) "muc"
+    muc_room_default_public_jids = true
+    muc_room_locking = false
+    restrict_room_creation = "local"

@@ -173,6 +173,10 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "search_context", "query": "runbook root password"},
             {"op": "forget_interactions"},
             {"op": "interaction_stats"},
+            {"op": "join_room", "room": f"{space}@conference.localhost", "space": space},
+            {"op": "leave_room", "room": f"{space}@conference.localhost"},
+            {"op": "list_rooms"},
+            {"op": "search_room", "room": f"{space}@conference.localhost", "query": "secret"},
         ],
         "beads-sync": [
             {"op": "store_memory", "content": "planted bead", "session": BEADS_SESSION},

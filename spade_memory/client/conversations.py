@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from spade_memory.client.calls import Calls
+from spade_memory.client.rooms import RoomCalls
 from spade_memory.client.session import SessionMemory
 from spade_memory.client.session_notices import SessionNotices
 from spade_memory.client.xmpp_transport import XmppTransport
@@ -37,8 +37,9 @@ from spade_memory.xmpp import wire
 from spade_memory.xmpp.notices import SESSION_EVENTS_ONTOLOGY
 
 
-class InteractionCalls(Calls):
-    """Conversation notes, working memory and the context directory of the sender.
+class InteractionCalls(RoomCalls):
+    """Conversation notes, working memory and the context directory of the sender, and
+    the rooms bound to its spaces (``RoomCalls``).
 
     Every call raises the reply's typed error (``MemoryServiceError``) or
     ``MemoryTimeout``; a degraded client returns an empty answer instead of a timeout.

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter
+from slixmpp.stanza import Message as Stanza
 from spade.agent import Agent
 
 from spade_memory.interaction import NAME
 from spade_memory.interaction.budgeted_files import BudgetedFiles, folder_of
 from spade_memory.interaction.context_dir import ContextDirectory, ContextFile, Pending
+from spade_memory.interaction.rooms import CHECK_EVERY_SECONDS, KeepRooms
 from spade_memory.interaction.session_notices import (
     NotifySessionSubscribers,
     SessionEvent,
@@ -41,15 +43,28 @@ from spade_memory.protocol.context import (
 from spade_memory.protocol.conversation_stats import InteractionStatsOp
 from spade_memory.protocol.errors import (
     BadRequest,
+    FeatureNotImplemented,
     InternalServerError,
     ItemNotFound,
     MemoryServiceError,
+    NotAuthorized,
 )
 from spade_memory.protocol.interaction import InteractionOp, interaction_ops
 from spade_memory.protocol.interaction_forget import ForgetInteractions
 from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.notes import ClearConversation, GetInformation, context_summary
 from spade_memory.protocol.ops import AppliesOps, Op, Outcome, Place, Record, Request, in_place
+from spade_memory.protocol.rooms import (
+    JoinRoom,
+    LeaveRoom,
+    ListRooms,
+    RoomInfo,
+    RoomLeft,
+    RoomList,
+    RoomNotes,
+    RoomOp,
+)
+from spade_memory.protocol.space_names import rank
 from spade_memory.protocol.working import WorkingMemoryState
 from spade_memory.serving.agent import MemoryAgent
 from spade_memory.serving.plugin import (
@@ -79,6 +94,7 @@ class InteractionMemoryService(AppliesOps):
         limits: Limits | None = None,
         answers: RecentAnswers | None = None,
         directory: SpaceDirectory | None = None,
+        room_check_every: float = CHECK_EVERY_SECONDS,
     ) -> None:
         self.store = store
         self.context = context
@@ -88,6 +104,9 @@ class InteractionMemoryService(AppliesOps):
         self.directory = directory
         self.gate = Gate(directory)
         """Which spaces a working-memory session or knowledge file may live in."""
+        self.rooms: KeepRooms | None = None
+        """The rooms bound to spaces (once the agent runs, with spaces)."""
+        self.room_check_every = room_check_every
         self.ops: TypeAdapter[InteractionOp] = interaction_ops
         self.answers = answers or RecentAnswers(max_bytes=self.limits.retry_answers_bytes)
         self.session_events = SessionEvents()
@@ -126,10 +145,19 @@ class InteractionMemoryService(AppliesOps):
         return swept
 
     def behaviours(self, agent: Agent) -> Behaviours:
-        """The behaviour telling spaces' subscribers of their sessions' changes."""
+        """The behaviours telling spaces' subscribers of their sessions' changes and
+        keeping the rooms bound to spaces (none without spaces)."""
         if self.directory is None:
             return []
-        return [(NotifySessionSubscribers(self.session_events, self.directory), None)]
+        self.rooms = KeepRooms(self.store, self.directory, self.limits, self.room_check_every)
+        return [
+            (NotifySessionSubscribers(self.session_events, self.directory), None),
+            (self.rooms, None),
+        ]
+
+    def claims(self, stanza: Stanza) -> bool:
+        """Whether ``stanza`` is a room's, for ``KeepRooms`` (not a request to serve)."""
+        return self.rooms is not None and self.rooms.claims(stanza)
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Each op where the gate lets it act; runs of store ops in one transaction each,
@@ -181,6 +209,8 @@ class InteractionMemoryService(AppliesOps):
                 result = await self._forget(owner, request)
             elif isinstance(request.op, InteractionStatsOp):
                 result = await self._stats(owner, request)
+            elif isinstance(request.op, RoomOp):
+                result = await self._room_op(owner, request.op)
             elif self.context is None:
                 raise BadRequest("this interaction memory agent has no context directory")
             else:
@@ -207,6 +237,35 @@ class InteractionMemoryService(AppliesOps):
         failure = serving_fault(root, error) or InternalServerError(f"I/O error on {root.name}")
         logger.warning("%s: %s", root, failure.text)
         return failure
+
+    async def _room_op(self, owner: str, op: RoomOp) -> Record:
+        """Bind, unbind, list or search rooms (``interaction.rooms``), as ``owner``'s role
+        in their spaces allows."""
+        if self.rooms is None or self.directory is None:
+            raise FeatureNotImplemented("rooms are bound to spaces, and this agent has none")
+        if isinstance(op, ListRooms):
+            spaces = dict((s.id, s) for s, _ in await self.directory.spaces_of(owner))
+            return RoomList(rooms=[
+                RoomInfo(room=b.room, space=spaces[b.space_id].name, nick=b.nick,
+                         bound_by=b.bound_by, present=b.room in self.rooms.present)
+                for b in await self.directory.rooms.of_spaces(list(spaces))
+            ])  # fmt: skip
+        if isinstance(op, JoinRoom):
+            bound_to, its_role = await self.gate.membership(owner, op.space)
+            _admin(its_role, bound_to.name)
+            return await self.rooms.bind(op.room, bound_to, op.nick, owner)
+        binding = await self.directory.rooms.get(op.room)
+        space = None
+        if binding is not None:
+            space = (await self.directory.by_ids([binding.space_id])).get(binding.space_id)
+        role = None if space is None else await self.directory.role_of(space, owner)
+        if space is None or role is None:  # a stranger learns nothing of the room
+            raise ItemNotFound(f"no room {op.room!r} bound to a space of yours")
+        if isinstance(op, LeaveRoom):
+            _admin(role, space.name)
+            return RoomLeft(left=await self.rooms.unbind(op.room))
+        notes = await self.store.search_room(space.id, op.room, op.query, op.limit)
+        return RoomNotes(room=op.room, notes=notes)
 
     async def _forget(self, owner: str, request: Request) -> Record:
         """The owner's notes, sessions and stored answers (one transaction), then its
@@ -301,6 +360,12 @@ class InteractionMemoryService(AppliesOps):
         kind = op.type if place.personal else "knowledge"  # a space keeps knowledge only
         found = await asyncio.to_thread(context.search, folder_of(place), op.query, kind, op.limit)
         return ContextEntries(entries=[_entry(file) for file in found])
+
+
+def _admin(role: str, space: str) -> None:
+    """Raises ``NotAuthorized`` unless ``role`` may bind and unbind rooms of ``space``."""
+    if rank(role) < rank("admin"):
+        raise NotAuthorized(f"only admins of {space!r} may bind rooms to it")
 
 
 def _entry(file: ContextFile) -> ContextEntry:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from spade_memory.interaction import pg_tables as pg_schema
-from spade_memory.interaction import usage, working_store
+from spade_memory.interaction import room_notes, usage, working_store
 from spade_memory.protocol.conversation_stats import InteractionStats, InteractionStatsOp
 from spade_memory.protocol.errors import MemoryServiceError
 from spade_memory.protocol.expiry import LIVE, PURGE_EVERY_SECONDS, expiry_of
@@ -59,6 +59,7 @@ from spade_memory.protocol.notes import (
     context_summary,
 )
 from spade_memory.protocol.ops import AppliesOps, Op, Outcome, Place, Record, Request
+from spade_memory.protocol.rooms import RoomNote
 from spade_memory.storage import requests
 from spade_memory.storage.batches import apply_all
 from spade_memory.storage.connection import Database, Migration, Synchronous, Transacting
@@ -222,12 +223,14 @@ class InteractionStore(AppliesOps):
         counted (a personal key is a bare JID; a space's is its id, which has no ``@``)."""
         rows = await self._tx.read(
             "SELECT owner FROM working_memories WHERE owner NOT LIKE '%@%'"
+            " UNION SELECT owner FROM notes WHERE owner NOT LIKE '%@%'"
             f" UNION SELECT subject FROM {usage.TABLE} WHERE subject NOT LIKE '%@%'"
         )
         return {str(row[0]) for row in rows}
 
     async def purge_space(self, key: str) -> bool:
-        """Delete the sessions and the byte count of the space ``key`` (a deleted one).
+        """Delete the sessions, the rooms' notes and the byte count of the space ``key`` (a
+        deleted one).
 
         Returns whether there was anything; raises the store's typed failure for a fault
         of its file."""
@@ -235,10 +238,38 @@ class InteractionStore(AppliesOps):
             sessions = await db.execute_fetchall(
                 "DELETE FROM working_memories WHERE owner = ? RETURNING session_id", (key,)
             )
+            notes = await db.execute_fetchall(
+                "DELETE FROM notes WHERE owner = ? RETURNING seq", (key,)
+            )
             counted = await db.execute_fetchall(
                 f"DELETE FROM {usage.TABLE} WHERE subject = ? RETURNING subject", (key,)
             )
-            return bool(list(sessions) or list(counted))
+            return bool(list(sessions) or list(notes) or list(counted))
+
+    async def record_room_notes(
+        self, place: Place, room: str, said: Sequence[tuple[RoomNote, bool]]
+    ) -> int:
+        """Keep what was said in ``room`` (each note with whether the room replayed it) in
+        its space ``place``, in one transaction (``room_notes.record``).
+
+        Returns how many were kept (a replayed message kept before is not); raises
+        ``ResourceConstraint`` for a full budget, or the store's typed failure for a
+        fault of its file."""
+        async with self._writing() as db:
+            kept = 0
+            for note, replayed in said:
+                kept += await room_notes.record(db, self.limits, place, room, note, replayed)
+            return kept
+
+    async def room_last_said(self, space_key: str, room: str) -> datetime | None:
+        """When the newest note of ``room`` kept in the space ``space_key`` was said."""
+        return await room_notes.last_said(self._tx, space_key, room)
+
+    async def search_room(
+        self, space_key: str, room: str, query: str, limit: int
+    ) -> list[RoomNote]:
+        """The notes of ``room`` in the space ``space_key`` that best answer ``query``."""
+        return await room_notes.search(self._tx, space_key, room, query, limit)
 
     async def reserve_files(self, place: Place, grown: int) -> None:
         """Count ``grown`` more bytes of files in ``place``'s folder, before they are

@@ -413,7 +413,7 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         without SPADE's form send (``plain_peers``): an op is served as a request,
         anything else with a body is answered with an error saying what to send; error
         stanzas are never answered."""
-        if stanza["type"] == "error":
+        if stanza["type"] == "error" or self._claimed(stanza):
             return []
         message = Message.from_node(stanza)
         if message.get_metadata("performative") is not None:  # a SPADE peer
@@ -429,6 +429,12 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         text = plain_peers.what_to_send(self.service.name, self.op_names)
         plain_peers.refusal(stanza, text).send()
         return []
+
+    def _claimed(self, stanza: Stanza) -> bool:
+        """Whether a behaviour of the service takes ``stanza`` itself (a group chat's
+        messages: ``claims``, which a service may have), so it is no request."""
+        claims = getattr(self.service, "claims", None)
+        return claims is not None and bool(claims(stanza))
 
     async def stop(self) -> None:
         """Stop, letting the requests being served finish first."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from spade_memory.protocol.errors import Conflict
 from spade_memory.protocol.space_names import domain_member, rank
 from spade_memory.spaces.proposals import Proposals
+from spade_memory.spaces.rooms import RoomBindings
 from spade_memory.storage.connection import (
     Database,
     Migration,
@@ -126,7 +127,27 @@ async def _govern_v3(db: Database) -> None:
         await db.execute(statement)
 
 
-MIGRATIONS: list[Migration] = [_create_v1, _remember_deleted_v2, _govern_v3]
+_V4 = (
+    # A group-chat room bound to a space: the interaction memory agent that keeps its
+    # notes there joins it at every start (``spaces.rooms``).
+    """CREATE TABLE rooms (
+        room TEXT PRIMARY KEY,
+        space_id TEXT NOT NULL REFERENCES spaces(id) ON DELETE CASCADE,
+        agent TEXT NOT NULL,
+        nick TEXT NOT NULL,
+        bound_by TEXT NOT NULL,
+        bound_at REAL NOT NULL
+    )""",
+    "CREATE INDEX rooms_agent ON rooms(agent)",
+)
+
+
+async def _bind_rooms_v4(db: Database) -> None:
+    for statement in _V4:
+        await db.execute(statement)
+
+
+MIGRATIONS: list[Migration] = [_create_v1, _remember_deleted_v2, _govern_v3, _bind_rooms_v4]
 
 PG_STORE = "spaces"
 """The directory's name in a PostgreSQL database's ``spade_memory_schema``."""
@@ -154,6 +175,9 @@ PG_MIGRATIONS = [
             )
             for statement in _V3
         )
+    ),
+    statements(
+        *(statement.replace("REAL NOT NULL", "DOUBLE PRECISION NOT NULL") for statement in _V4)
     ),
 ]
 """The same tables in PostgreSQL's types (a float8 time, a bigint byte quota)."""
@@ -196,6 +220,8 @@ class SpaceDirectory:
         self._tx = tx
         self.proposals = Proposals(tx, self._write)
         """The writes of governed spaces waiting for an admin."""
+        self.rooms = RoomBindings(tx, self._write)
+        """The group-chat rooms bound to spaces."""
 
     @classmethod
     async def open(
@@ -367,6 +393,17 @@ class SpaceDirectory:
                 (space.id, member),
             )
             return bool(cursor.rowcount)
+
+    async def revoke_granted_by(self, space: Space, member: str, by: str) -> bool:
+        """Take ``member``'s grant away if ``by`` made it (a room's grant to one of its
+        members, taken back when the room bans it); False if it had no such grant."""
+        async with self._write() as db:
+            gone = await db.execute_fetchall(
+                "DELETE FROM members WHERE space_id = ? AND member = ? AND granted_by = ?"
+                " RETURNING member",
+                (space.id, member, by),
+            )
+        return bool(list(gone))
 
     async def domain_grants(self) -> list[tuple[str, str]]:
         """(space name, member) of every grant to a whole domain."""

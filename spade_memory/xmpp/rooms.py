@@ -1,0 +1,123 @@
+"""Multi-user chat (XEP-0045) as a memory agent uses it, on slixmpp's ``xep_0045``:
+joining a room and learning what the room says of itself and of its occupants.
+
+A room on the agent's own server is believed about its occupants' real addresses (it
+is the server that authenticated them); ``trusted_service`` says which rooms those are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from slixmpp import JID, ClientXMPP
+from slixmpp.exceptions import PresenceError
+from slixmpp.stanza import Message, Presence
+
+from spade_memory.protocol.errors import BadRequest, ItemNotFound, MemoryTimeout, NotAuthorized
+
+JOIN_TIMEOUT = 20.0
+"""Seconds a room has to answer a join."""
+NON_ANONYMOUS = 100
+"""Status code of a room that shows every occupant's real address to everyone."""
+CREATED = 201
+"""Status code of a room the join created (it did not exist)."""
+NOW_NON_ANONYMOUS, NOW_SEMI_ANONYMOUS = 172, 173
+"""Status codes of a configuration change making a room show, or hide, real addresses."""
+BANNED = 301
+
+
+@dataclass(frozen=True)
+class Occupant:
+    """Someone in a room: nickname, real bare JID (empty when the room hides it), and
+    affiliation (``owner``, ``admin``, ``member``, ``none``, ``outcast``)."""
+
+    nick: str
+    jid: str
+    affiliation: str
+    left: bool = False
+    banned: bool = False
+
+
+@dataclass
+class Joined:
+    """What a join learnt: whether the room shows real addresses to everyone, whether the
+    join created it, who is in it, and the history it replayed."""
+
+    non_anonymous: bool
+    created: bool
+    occupants: list[Occupant] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
+
+
+def enable(client: ClientXMPP) -> None:
+    """Load slixmpp's multi-user chat plugin on ``client`` (once)."""
+    if "xep_0045" not in client.plugin:
+        client.register_plugin("xep_0045")
+
+
+def trusted_service(room: str, own_domain: str) -> bool:
+    """Whether ``room`` is on a service of the agent's own server (``own_domain`` or a
+    subdomain of it), whose word on real addresses is the server's own."""
+    service = str(JID(room).domain)
+    return service == own_domain or service.endswith("." + own_domain)
+
+
+def occupant_of(presence: Presence) -> Occupant:
+    """The occupant a room's presence is about."""
+    muc = presence["muc"]
+    real = muc["jid"]
+    codes = muc["status_codes"]
+    return Occupant(
+        nick=presence["from"].resource,
+        jid=str(real.bare) if real else "",
+        affiliation=muc["affiliation"] or "none",
+        left=presence["type"] == "unavailable",
+        banned=BANNED in codes or muc["affiliation"] == "outcast",
+    )
+
+
+async def join(
+    client: ClientXMPP, room: str, nick: str, since: datetime | None, timeout: float = JOIN_TIMEOUT
+) -> Joined:
+    """Join ``room`` as ``nick``, asking for the history said after ``since`` (None: what
+    the room replays by default).
+
+    Returns what the join learnt; raises ``NotAuthorized`` when the room refuses the
+    agent (members only, banned, a password), ``ItemNotFound`` when there is no such
+    service, ``BadRequest`` for another refusal, and ``MemoryTimeout`` when the room
+    does not answer in ``timeout`` seconds."""
+    plugin = client.plugin["xep_0045"]
+    try:
+        presence, _subject, occupants, history = await plugin.join_muc_wait(
+            JID(room), nick, since=since, timeout=timeout,
+            presence_options={"pfrom": client.boundjid},  # how slixmpp matches the answer
+        )  # fmt: skip
+    except PresenceError as error:
+        condition = error.condition
+        text = f"{room} refused the join: {condition}"
+        if condition in ("registration-required", "forbidden", "not-authorized"):
+            raise NotAuthorized(text) from None
+        if condition in ("remote-server-not-found", "item-not-found", "service-unavailable"):
+            raise ItemNotFound(text) from None
+        raise BadRequest(text) from None
+    except asyncio.TimeoutError:
+        raise MemoryTimeout(f"{room} did not answer a join within {timeout:g} s") from None
+    codes = presence["muc"]["status_codes"]
+    return Joined(
+        non_anonymous=NON_ANONYMOUS in codes,
+        created=CREATED in codes,
+        occupants=[occupant_of(p) for p in occupants] + [occupant_of(presence)],
+        history=list(history),
+    )
+
+
+def leave(client: ClientXMPP, room: str, nick: str, why: str = "") -> None:
+    """Leave ``room`` (saying ``why`` to its occupants)."""
+    client.plugin["xep_0045"].leave_muc(JID(room), nick, why)
+
+
+def send(client: ClientXMPP, to: str, text: str, kind: str = "groupchat") -> None:
+    """Say ``text`` in a room (``groupchat``), or privately to an occupant (``chat``)."""
+    client.send_message(mto=JID(to), mbody=text, mtype=kind)

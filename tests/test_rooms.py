@@ -1,0 +1,179 @@
+"""The interaction memory agent in group chats, on Prosody with ``mod_muc`` (SPADE's
+embedded server has no group chats): `spade-memory run` in its own process, the people of
+the room in this one, so every message crosses the server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from spade_memory import BadRequest, ItemNotFound, NotAuthorized
+from spade_memory.protocol.rooms import RoomNote
+from spade_memory.testing import MemoryServiceProcess
+from spade_memory.xmpp.lifecycle import stop_agent
+
+from .harness import ClientAgent, start_client, unique_jid
+from .rooms import SAID_WITHIN, InRoom, room_name
+from .test_spaces import space_name
+
+
+def jid(agent: ClientAgent) -> str:
+    return str(agent.jid.bare)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Wait until ``check`` holds (the agent records in the background)."""
+    deadline = time.monotonic() + SAID_WITHIN
+    while not await check():
+        assert time.monotonic() < deadline, f"not within {SAID_WITHIN:g} s: {what}"
+        await asyncio.sleep(0.2)
+
+
+@pytest.fixture
+async def people(
+    prosody_memory_service: MemoryServiceProcess,
+) -> AsyncIterator[list[ClientAgent]]:
+    """A space owner, the room's host (its owner), two members, and a stranger."""
+    port = prosody_memory_service.port
+    agents = [
+        await start_client(unique_jid(name), port)
+        for name in ("owner", "host", "alice", "mallory", "stranger")
+    ]
+    yield agents
+    for agent in agents:
+        await stop_agent(agent)
+
+
+async def open_room(host: ClientAgent, prefix: str, *, whois: str = "anyone") -> InRoom:
+    room = InRoom(host, room_name(prefix), "host")
+    await room.join()
+    await room.configure(whois=whois)
+    return room
+
+
+async def found(agent: ClientAgent, room: str, query: str) -> list[RoomNote]:
+    return await agent.memory.search_room(room, query)
+
+
+async def test_a_bound_room_is_recorded_its_members_read_it_and_it_answers_questions(
+    people: list[ClientAgent],
+) -> None:
+    owner, host, alice, mallory, stranger = people
+    space = space_name("team")
+    await owner.memory.create_space(space)
+    hosting = await open_room(host, "deploys")
+    bound = await owner.memory.join_room(hosting.room, space)
+    assert bound is not None and bound.present and bound.space == space
+    assert bound.bound_by == jid(owner)
+
+    in_room = InRoom(alice, hosting.room, "alice")
+    await in_room.join()
+    mallory_in = InRoom(mallory, hosting.room, "alice-the-owner")  # a nickname lies
+    await mallory_in.join()
+    in_room.say("We decided to deploy on Friday after the freeze")
+    mallory_in.say("I think lunch should be at noon")
+
+    async def recorded() -> bool:
+        return bool(await found(alice, hosting.room, "deploy friday"))
+
+    await eventually(recorded, "alice's message searchable by alice, a reader now")
+    (note,) = await found(alice, hosting.room, "deploy friday")
+    assert note.author == jid(alice) and note.nick == "alice"
+    assert note.text == "We decided to deploy on Friday after the freeze"
+    (lunch,) = await found(owner, hosting.room, "lunch")
+    assert lunch.author == jid(mallory), "the author is the real address, not the nickname"
+
+    details = await owner.memory.space_info(space)
+    assert details is not None
+    roles = {member.member: member.role for member in details.members}
+    assert roles[jid(alice)] == "reader" and roles[jid(mallory)] == "reader"
+    assert roles[jid(host)] == "admin", "the room's owner is an admin of its space"
+    assert jid(stranger) not in roles
+
+    in_room.say("memory: what did we decide about the deploy?")
+    answer = await in_room.answer_from("memory")
+    assert answer.startswith("alice: From this room's notes:") and "Friday" in answer
+    assert not await found(owner, hosting.room, "what did we decide"), "a question is no note"
+
+    in_room.say_privately("memory", "lunch time?")
+    private = await asyncio.wait_for(in_room.private.get(), SAID_WITHIN)
+    assert "noon" in str(private["body"])
+
+    with pytest.raises(ItemNotFound):
+        await found(stranger, hosting.room, "deploy")
+    with pytest.raises(NotAuthorized):
+        await alice.memory.join_room(hosting.room, space)
+    with pytest.raises(ItemNotFound):
+        await stranger.memory.leave_room(hosting.room)
+    rooms = await alice.memory.list_rooms()
+    assert [(r.room, r.space, r.present) for r in rooms] == [(hosting.room, space, True)]
+    assert await stranger.memory.list_rooms() == []
+
+
+async def test_a_room_that_hides_real_addresses_or_does_not_exist_is_not_bound(
+    people: list[ClientAgent],
+) -> None:
+    owner, host, *_ = people
+    space = space_name("hidden")
+    await owner.memory.create_space(space)
+    hiding = await open_room(host, "hidden", whois="moderators")
+    with pytest.raises(BadRequest, match="real addresses"):
+        await owner.memory.join_room(hiding.room, space)
+    with pytest.raises(ItemNotFound, match="no room"):
+        await owner.memory.join_room(room_name("nowhere"), space)
+    with pytest.raises(BadRequest, match="not on this server"):
+        await owner.memory.join_room("team@conference.elsewhere.example", space)
+    assert await owner.memory.list_rooms() == []
+
+
+async def test_an_occupants_private_message_is_a_question_never_a_request(
+    people: list[ClientAgent],
+) -> None:
+    owner, host, alice, *_ = people
+    space = space_name("private")
+    await owner.memory.create_space(space)
+    hosting = await open_room(host, "private")
+    await owner.memory.join_room(hosting.room, space)
+    in_room = InRoom(alice, hosting.room, "alice")
+    await in_room.join()
+    op = json.dumps({"op": "add_information", "conversation_id": "c", "information": "x"})
+    in_room.say_privately("memory", op)
+    private = await asyncio.wait_for(in_room.private.get(), SAID_WITHIN)
+    assert str(private["body"]).startswith(("I find nothing", "From this room's notes"))
+    assert "Remembered" not in str(private["body"])
+
+
+async def test_the_agent_leaves_a_room_whose_space_is_deleted_and_one_unbound(
+    people: list[ClientAgent],
+) -> None:
+    owner, host, *_ = people
+    gone, unbound = await open_room(host, "gone"), await open_room(host, "unbound")
+    spaces = {}
+    for room in (gone, unbound):
+        spaces[room.room] = space_name("rooms")
+        await owner.memory.create_space(spaces[room.room])
+        await owner.memory.join_room(room.room, spaces[room.room])
+
+    def memory_in(room: InRoom) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return "memory" in (room.muc.get_roster(room.room) or [])
+
+        return check
+
+    def memory_out(room: InRoom) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return not await memory_in(room)()
+
+        return check
+
+    await eventually(memory_in(gone), "the agent in the room")
+    assert await owner.memory.delete_space(spaces[gone.room])
+    await eventually(memory_out(gone), "the agent out of the room of a deleted space")
+    assert await owner.memory.leave_room(unbound.room)
+    await eventually(memory_out(unbound), "the agent out of the unbound room")
+    with pytest.raises(ItemNotFound):
+        await owner.memory.leave_room(unbound.room)
