@@ -57,6 +57,14 @@ class InRoom:
     def say(self, text: str) -> None:
         self.agent.client.send_message(mto=JID(self.room), mbody=text, mtype="groupchat")
 
+    async def said(self, text: str) -> None:
+        """Say ``text`` and wait until the room has it (its echo comes back)."""
+        self.say(text)
+        while True:
+            message = await asyncio.wait_for(self.heard.get(), SAID_WITHIN)
+            if message["from"].resource == self.nick and message["body"] == text:
+                return
+
     def say_privately(self, nick: str, text: str) -> None:
         self.agent.client.send_message(mto=JID(f"{self.room}/{nick}"), mbody=text, mtype="chat")
 

@@ -177,3 +177,60 @@ async def test_the_agent_leaves_a_room_whose_space_is_deleted_and_one_unbound(
     await eventually(memory_out(unbound), "the agent out of the unbound room")
     with pytest.raises(ItemNotFound):
         await owner.memory.leave_room(unbound.room)
+
+
+async def test_an_invitation_naming_a_space_binds_the_room_and_a_ban_takes_its_grant_back(
+    people: list[ClientAgent],
+) -> None:
+    owner, host, alice, _, stranger = people
+    space = space_name("invited")
+    await owner.memory.create_space(space)
+    hosting = await open_room(host, "invited")
+    told: dict[str, asyncio.Queue[str]] = {}
+    for person in (owner, stranger):
+        queue: asyncio.Queue[str] = asyncio.Queue()
+        told[jid(person)] = queue
+        person.client.register_plugin("xep_0249")
+        person.client.add_event_handler("message", _from_memory_to(queue))
+
+    stranger.client.plugin["xep_0249"].send_invitation(
+        "interaction-memory@localhost", hosting.room, reason=space
+    )
+    refusal = await asyncio.wait_for(told[jid(stranger)].get(), SAID_WITHIN)
+    assert refusal.startswith(f"I did not join {hosting.room}")
+    owner.client.plugin["xep_0249"].send_invitation(
+        "interaction-memory@localhost", hosting.room, reason=space
+    )
+    joined = await asyncio.wait_for(told[jid(owner)].get(), SAID_WITHIN)
+    assert joined == f"I joined {hosting.room}: what is said there is kept in the space {space!r}."
+    (bound,) = await owner.memory.list_rooms()
+    assert bound.room == hosting.room and bound.bound_by == jid(owner)
+
+    in_room = InRoom(alice, hosting.room, "alice")
+    await in_room.join()
+
+    async def members() -> dict[str, str]:
+        details = await owner.memory.space_info(space)
+        assert details is not None
+        return {m.member: m.role for m in details.members}
+
+    async def alice_reads() -> bool:
+        return (await members()).get(jid(alice)) == "reader"
+
+    await eventually(alice_reads, "alice granted reader by the room")
+    await hosting.muc.set_affiliation(hosting.room, "outcast", jid=alice.jid.bare)
+
+    async def alice_out() -> bool:
+        return jid(alice) not in await members()
+
+    await eventually(alice_out, "the banned alice's grant taken back")
+
+
+def _from_memory_to(queue: asyncio.Queue[str]) -> Callable[[object], None]:
+    def heard(stanza: object) -> None:
+        message = stanza  # a slixmpp Message
+        sender = str(message["from"].bare)  # type: ignore[index]
+        if sender == "interaction-memory@localhost" and message["type"] == "chat":  # type: ignore[index]
+            queue.put_nowait(str(message["body"]))  # type: ignore[index]
+
+    return heard

@@ -4,7 +4,8 @@ space (the notes' owner is the space's key), and found again by a question.
 A note is one message: who said it (the real bare JID the room showed, and the
 nickname), when, and what, as a JSON object, so nothing a nickname contains can make
 it read as someone else's words. A message the room replays when the agent joins again
-(its history) is recorded only if the room's newest notes do not hold it already.
+(its history, which names its author by nickname only) is recorded only if none of the
+room's newest notes has the same nickname and text.
 
 Search ranks the room's newest ``SEARCHED`` notes by the words they share with the
 question (BM25's weighting, in Python: a room's talk is short and a question reads one
@@ -59,13 +60,14 @@ async def record(
     when the space's budget is full."""
     conversation = conversation_of(room)
     content = to_json(note.model_dump(exclude={"said_at"})).decode()
-    if replayed:
+    if replayed:  # the room names its author by nickname only: compare what was said
         newest = await db.execute_fetchall(
             "SELECT content FROM notes WHERE owner = ? AND conversation_id = ?"
             " ORDER BY seq DESC LIMIT ?",
             (place.key, conversation, REPLAY_WINDOW),
         )
-        if any(str(row[0]) == content for row in newest):
+        said = (note.nick, note.text)
+        if any(_said(str(row[0])) == said for row in newest):
             return False
     size = usage.size_of(content, conversation)
     await usage.check(db, limits, place, size)
@@ -134,6 +136,11 @@ def rank(
         )  # fmt: skip
         scores.append((-score, index))
     return [index for _, index in sorted(scores)]
+
+
+def _said(content: str) -> tuple[str, str]:
+    fields = from_json(content)
+    return str(fields.get("nick", "")), str(fields.get("text", ""))
 
 
 def _note(content: str, stamp: str) -> RoomNote:

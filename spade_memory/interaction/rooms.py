@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from pydantic import TypeAdapter, ValidationError
+from slixmpp.jid import InvalidJID
 from slixmpp.stanza import Message as Stanza
 from slixmpp.stanza import Presence
 from spade.behaviour import CyclicBehaviour
@@ -39,12 +41,13 @@ from spade_memory.protocol.errors import (
     NotAuthorized,
 )
 from spade_memory.protocol.limits import Limits
-from spade_memory.protocol.rooms import DEFAULT_NICK, RoomInfo, RoomNote
+from spade_memory.protocol.rooms import DEFAULT_NICK, RoomAddress, RoomInfo, RoomNote
 from spade_memory.protocol.space_names import rank
 from spade_memory.spaces.directory import Space, SpaceDirectory
 from spade_memory.spaces.gate import as_place
 from spade_memory.spaces.rooms import RoomBinding
 from spade_memory.xmpp import rooms as muc
+from spade_memory.xmpp import wire
 
 logger = logging.getLogger("spade_memory.interaction.rooms")
 CHECK_EVERY_SECONDS = 10.0
@@ -70,6 +73,7 @@ class Said:
     stamp: datetime | None
     """When the room says it was said, for a message it replays (None: live)."""
     private: bool = False
+    occupant_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,7 @@ class Seen:
     occupant: muc.Occupant
 
 
+RoomAddressOf: TypeAdapter[str] = TypeAdapter(RoomAddress)
 _CHECK = object()
 """Put in the queue to make the behaviour check its rooms at once."""
 
@@ -106,6 +111,8 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         """The rooms bound to the agent (as of the last check)."""
         self.occupants: dict[str, dict[str, muc.Occupant]] = {}
         """Who is in each room the agent is in, by nickname."""
+        self.known: dict[str, dict[str, str]] = {}
+        """The real address of each occupant id (XEP-0421) met in each room."""
         self._next_check = 0.0
         self._full: set[str] = set()
         """Rooms whose space's budget refused a note (said once in the log)."""
@@ -145,9 +152,10 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         room = str(stanza["from"].bare)
         if room not in self.present or not stanza["body"]:
             return
-        delay = stanza.get_plugin("delay", check=True)
-        stamp = delay["stamp"] if delay is not None and delay["from"] == room else None
-        self.events.put_nowait(Said(room, stanza["from"].resource, stanza["body"], stamp))
+        if stanza.get_plugin("delay", check=True) is not None:  # history: the join's
+            return
+        nick, body = stanza["from"].resource, stanza["body"]
+        self.events.put_nowait(Said(room, nick, body, None, False, muc.occupant_id_of(stanza)))
 
     def _seen(self, presence: Presence) -> None:
         room = str(presence["from"].bare)
@@ -163,12 +171,19 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         room = str(stanza["from"].bare)
         if muc.trusted_service(room, self.domain):  # the inviter is the room's word
             invite = stanza["muc"]["invite"]
-            self.events.put_nowait(("invited", str(invite["from"].bare), room, invite["reason"]))
+            self._invited_to(str(invite["from"]), room, invite["reason"])
 
     def _invited_directly(self, stanza: Stanza) -> None:
-        invite = stanza["groupchat_invite"]
-        inviter = str(stanza["from"].bare)  # authenticated by the inviter's server
-        self.events.put_nowait(("invited", inviter, str(invite["jid"].bare), invite["reason"]))
+        invite = stanza["groupchat_invite"]  # the inviter: authenticated by its server
+        self._invited_to(str(stanza["from"]), str(invite["jid"]), invite["reason"])
+
+    def _invited_to(self, inviter: str, room: str, reason: str) -> None:
+        try:
+            who, where = wire.bare(inviter), RoomAddressOf.validate_python(wire.bare(room))
+        except (InvalidJID, ValidationError):
+            logger.info("an invitation to %s from %s ignored: no room", ascii(room), ascii(inviter))
+            return
+        self.events.put_nowait(("invited", who, where, str(reason or "")))
 
     def _connected(self, _event: object) -> None:
         self.present.clear()
@@ -251,13 +266,19 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         for message in joined.history:
             delay = message.get_plugin("delay", check=True)
             stamp = delay["stamp"] if delay is not None else None
-            self.events.put_nowait(Said(room, message["from"].resource, message["body"], stamp))
+            nick, body, said_by = (
+                message["from"].resource,
+                message["body"],
+                muc.occupant_id_of(message),
+            )
+            self.events.put_nowait(Said(room, nick, body, stamp, False, said_by))
         logger.info("joined %s as %s for the space %s", room, binding.nick, space.name)
         return joined
 
     def _leave(self, binding: RoomBinding, why: str) -> None:
         self.present.pop(binding.room, None)
         self.occupants.pop(binding.room, None)
+        self.known.pop(binding.room, None)
         with contextlib.suppress(Exception):  # not connected: it is out of the room anyway
             muc.leave(self.agent.client, binding.room, binding.nick, why)
         logger.info("left %s: %s", binding.room, why)
@@ -343,9 +364,14 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         return said.stamp is None and question_in(said.text, self._nick(said.room)) is not None
 
     def _note(self, said: Said) -> RoomNote:
-        occupant = self.occupants.get(said.room, {}).get(said.nick)
-        live = said.stamp is None  # a replayed message names its author by nickname only
-        author = occupant.jid if occupant is not None and live else ""
+        """The note of a message: its author is the real address the room showed for
+        its sender, through the room's id of the occupant when the room gives one (a
+        replayed message's nickname may be someone else's by now)."""
+        if said.occupant_id:
+            author = self.known.get(said.room, {}).get(said.occupant_id, "")
+        else:
+            occupant = self.occupants.get(said.room, {}).get(said.nick)
+            author = occupant.jid if occupant is not None and said.stamp is None else ""
         moment = said.stamp or datetime.now(timezone.utc)
         return RoomNote(said_at=said_at(moment), author=author, nick=said.nick, text=said.text)
 
@@ -409,6 +435,8 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
     async def _met(self, space: Space, binding: RoomBinding, occupant: muc.Occupant) -> None:
         """Track ``occupant`` and grant (or, banned, revoke) its role in the space."""
         present = self.occupants.setdefault(binding.room, {})
+        if occupant.occupant_id and occupant.jid:
+            self.known.setdefault(binding.room, {})[occupant.occupant_id] = occupant.jid
         if occupant.left:
             present.pop(occupant.nick, None)
         else:

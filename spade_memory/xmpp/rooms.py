@@ -12,13 +12,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from slixmpp import JID, ClientXMPP
-from slixmpp.exceptions import PresenceError
+from slixmpp.exceptions import IqError, IqTimeout, PresenceError
 from slixmpp.stanza import Message, Presence
 
-from spade_memory.protocol.errors import BadRequest, ItemNotFound, MemoryTimeout, NotAuthorized
+from spade_memory.protocol.errors import (
+    BadRequest,
+    FeatureNotImplemented,
+    ItemNotFound,
+    MemoryTimeout,
+    NotAuthorized,
+)
 
 JOIN_TIMEOUT = 20.0
 """Seconds a room has to answer a join."""
+DISCO_TIMEOUT = 3.0
+"""Seconds a server has to say whether it hosts rooms (one that does not may say nothing)."""
+MUC_FEATURE = "http://jabber.org/protocol/muc"
 NON_ANONYMOUS = 100
 """Status code of a room that shows every occupant's real address to everyone."""
 CREATED = 201
@@ -26,6 +35,7 @@ CREATED = 201
 NOW_NON_ANONYMOUS, NOW_SEMI_ANONYMOUS = 172, 173
 """Status codes of a configuration change making a room show, or hide, real addresses."""
 BANNED = 301
+OCCUPANT_ID = "urn:xmpp:occupant-id:0"
 
 
 @dataclass(frozen=True)
@@ -38,6 +48,8 @@ class Occupant:
     affiliation: str
     left: bool = False
     banned: bool = False
+    occupant_id: str = ""
+    """The room's stable id of the occupant (XEP-0421), which its messages carry too."""
 
 
 @dataclass
@@ -75,7 +87,15 @@ def occupant_of(presence: Presence) -> Occupant:
         affiliation=muc["affiliation"] or "none",
         left=presence["type"] == "unavailable",
         banned=BANNED in codes or muc["affiliation"] == "outcast",
+        occupant_id=occupant_id_of(presence),
     )
+
+
+def occupant_id_of(stanza: Message | Presence) -> str:
+    """The stable id the room gave the occupant a stanza is from (XEP-0421; a room that
+    supports it removes any its occupants write themselves), or empty."""
+    found = stanza.xml.find(f"{{{OCCUPANT_ID}}}occupant-id")
+    return "" if found is None else str(found.get("id", ""))
 
 
 async def join(
@@ -84,10 +104,12 @@ async def join(
     """Join ``room`` as ``nick``, asking for the history said after ``since`` (None: what
     the room replays by default).
 
-    Returns what the join learnt; raises ``NotAuthorized`` when the room refuses the
+    Returns what the join learnt; raises ``FeatureNotImplemented`` when the room's
+    server has no group chats, ``NotAuthorized`` when the room refuses the
     agent (members only, banned, a password), ``ItemNotFound`` when there is no such
     service, ``BadRequest`` for another refusal, and ``MemoryTimeout`` when the room
     does not answer in ``timeout`` seconds."""
+    await _offers_group_chats(client, str(JID(room).domain))
     plugin = client.plugin["xep_0045"]
     try:
         presence, _subject, occupants, history = await plugin.join_muc_wait(
@@ -111,6 +133,17 @@ async def join(
         occupants=[occupant_of(p) for p in occupants] + [occupant_of(presence)],
         history=list(history),
     )
+
+
+async def _offers_group_chats(client: ClientXMPP, service: str) -> None:
+    """Raises ``FeatureNotImplemented`` unless ``service`` says (XEP-0030) it hosts
+    multi-user chat rooms (SPADE's embedded server has none, and answers nothing)."""
+    try:
+        info = await client.plugin["xep_0030"].get_info(jid=service, timeout=DISCO_TIMEOUT)
+    except (IqError, IqTimeout):
+        info = None
+    if info is None or MUC_FEATURE not in info["disco_info"]["features"]:
+        raise FeatureNotImplemented(f"the server has no group chats at {service}")
 
 
 def leave(client: ClientXMPP, room: str, nick: str, why: str = "") -> None:
