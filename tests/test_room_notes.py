@@ -1,0 +1,98 @@
+"""A room's notes in the interaction store, on both engines (``location``): kept within
+the space's budget, a replayed message kept once, found by the words of a question, and
+gone with their space; the room bindings of the directory, gone with their space too."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from spade_memory.interaction.room_notes import rank, words
+from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.errors import ResourceConstraint
+from spade_memory.protocol.limits import Limits
+from spade_memory.protocol.ops import Place
+from spade_memory.protocol.rooms import RoomNote
+from spade_memory.spaces.directory import SpaceDirectory
+
+from .conftest import Location
+
+ROOM = "deploys@conference.localhost"
+SPACE = Place("space-1", "team", "owner", max_bytes=2_000)
+
+
+def said(nick: str, text: str, author: str = "", at: str = "2026-11-28T10:00:00+00:00") -> RoomNote:
+    return RoomNote(said_at=at, author=author, nick=nick, text=text)
+
+
+@pytest.fixture
+async def store(location: Location) -> AsyncIterator[InteractionStore]:
+    opened = await InteractionStore.open(location("notes.db"), purge_every=None, limits=Limits())
+    yield opened
+    await opened.close()
+
+
+async def test_notes_are_kept_a_replay_once_and_a_question_finds_them(
+    store: InteractionStore,
+) -> None:
+    kept = await store.record_room_notes(SPACE, ROOM, [
+        (said("alice", "We deploy on Friday after the freeze", "alice@localhost"), False),
+        (said("bob", "Lunch is at noon", "bob@localhost"), False),
+        (said("alice", "We deploy on Friday after the freeze"), True),  # the room replays it
+        (said("carol", "The freeze starts on Wednesday"), True),  # said while away
+    ])  # fmt: skip
+    assert kept == 3
+    found = await store.search_room(SPACE.key, ROOM, "when do we deploy?", 5)
+    assert [(n.author, n.text) for n in found] == [
+        ("alice@localhost", "We deploy on Friday after the freeze")
+    ]
+    assert [n.nick for n in await store.search_room(SPACE.key, ROOM, "freeze", 5)] == [
+        "carol", "alice",  # both name it once; the newer first
+    ]  # fmt: skip
+    assert await store.search_room(SPACE.key, ROOM, "nothing shared", 5) == []
+    assert await store.search_room("other-space", ROOM, "deploy", 5) == []
+    assert (await store.room_last_said(SPACE.key, ROOM)) is not None
+    assert SPACE.key in await store.space_keys()
+    assert await store.purge_space(SPACE.key)
+    assert await store.search_room(SPACE.key, ROOM, "deploy", 5) == []
+
+
+async def test_a_full_budget_refuses_the_notes_and_keeps_what_was_there(
+    store: InteractionStore,
+) -> None:
+    await store.record_room_notes(SPACE, ROOM, [(said("alice", "a short note"), False)])
+    with pytest.raises(ResourceConstraint):
+        await store.record_room_notes(SPACE, ROOM, [
+            (said("alice", "another short note"), False),
+            (said("bob", "x" * 3_000), False),
+        ])  # fmt: skip
+    found = await store.search_room(SPACE.key, ROOM, "short note", 5)
+    assert [n.text for n in found] == ["a short note"], "the transaction kept nothing"
+
+
+def test_words_and_ranking() -> None:
+    assert words("What did we decide about the Deploys?") == ["decide", "deploy"]
+    documents = [words("lunch at noon"), words("deploy deploy friday"), words("deploy")]
+    assert rank(documents, words("deploy friday")) == [1, 2]
+    assert rank(documents, []) == []
+
+
+async def test_a_binding_goes_with_its_space(location: Location) -> None:
+    directory = await SpaceDirectory.open(location("spaces.db"))
+    try:
+        space = await directory.create("team", "owner@localhost", None)
+        await directory.rooms.bind(
+            ROOM, space.id, "interaction-memory@localhost", "memory", "owner@localhost"
+        )
+        (binding,) = await directory.rooms.of_agent("interaction-memory@localhost")
+        assert (binding.room, binding.space_id, binding.nick) == (ROOM, space.id, "memory")
+        assert await directory.rooms.of_spaces([space.id]) == [binding]
+        await directory.grant(space, "alice@localhost", "reader", binding.grantor)
+        await directory.grant(space, "bob@localhost", "reader", "owner@localhost")
+        assert await directory.revoke_granted_by(space, "alice@localhost", binding.grantor)
+        assert not await directory.revoke_granted_by(space, "bob@localhost", binding.grantor)
+        await directory.delete(space.id)
+        assert await directory.rooms.get(ROOM) is None
+    finally:
+        await directory.close()
