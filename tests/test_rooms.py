@@ -18,6 +18,7 @@ from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, start_client, unique_jid
 from .rooms import SAID_WITHIN, InRoom, room_name
+from .test_cli_shell import shell as run_shell
 from .test_spaces import space_name
 
 
@@ -234,3 +235,36 @@ def _from_memory_to(queue: asyncio.Queue[str]) -> Callable[[object], None]:
             queue.put_nowait(str(message["body"]))  # type: ignore[index]
 
     return heard
+
+
+async def test_the_shell_binds_a_room_lists_it_hears_it_and_unbinds_it(
+    people: list[ClientAgent], prosody_memory_service: MemoryServiceProcess
+) -> None:
+    owner, host, alice, *_ = people
+    space = space_name("shell")
+    await owner.memory.create_space(space)
+    hosting = await open_room(host, "shell")
+
+    def shell(*args: str) -> str:
+        done = run_shell(prosody_memory_service, jid(owner), *args, password="client-secret")
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    bound = json.loads(
+        await asyncio.to_thread(shell, "spaces", "bind", space, hosting.room, "--json")
+    )
+    assert (bound["room"], bound["space"], bound["present"]) == (hosting.room, space, True)
+    in_room = InRoom(alice, hosting.room, "alice")
+    await in_room.join()
+    await in_room.said("the staging database moves to the new cluster")
+
+    async def heard() -> bool:
+        return bool(await found(owner, hosting.room, "staging database"))
+
+    await eventually(heard, "alice's message recorded")
+    table = await asyncio.to_thread(shell, "spaces", "hear", hosting.room, "staging database")
+    assert "the staging database moves to the new cluster" in table and jid(alice) in table
+    listed = await asyncio.to_thread(shell, "spaces", "rooms")
+    assert hosting.room in listed and space in listed
+    assert "unbound" in await asyncio.to_thread(shell, "spaces", "unbind", hosting.room)
+    assert "no rooms" in await asyncio.to_thread(shell, "spaces", "rooms")

@@ -1,7 +1,7 @@
 """The shell's commands on the ``spade-memory`` parser: ``memories`` (list, search,
 show, add, update, delete, supersede, history, consolidate, entities, about, related,
 stats, export, import, forget), ``spaces`` (list, info, create, grant, revoke, govern,
-proposals, approve, reject) and
+proposals, approve, reject, rooms, bind, unbind, hear) and
 ``forget``, each with the options of the connection it logs in with."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import os
 from typing import Any
 
 from spade_memory.protocol.memories import CATEGORIES
+from spade_memory.protocol.rooms import DEFAULT_NICK
 from spade_memory.protocol.space_names import ROLES
-from spade_memory.server.shell import facts, graph, memories, spaces, transfer
+from spade_memory.server.shell import facts, graph, memories, rooms, spaces, transfer
 from spade_memory.server.shell.forget import forget_verb
 from spade_memory.server.shell.session import JID_ENV, Verb, run_verb
 
@@ -44,6 +45,10 @@ SPACE_VERBS: dict[str, Verb] = {
     "proposals": spaces.proposals_verb,
     "approve": spaces.approve_verb,
     "reject": spaces.reject_verb,
+    "rooms": rooms.rooms_verb,
+    "bind": rooms.bind_verb,
+    "unbind": rooms.unbind_verb,
+    "hear": rooms.hear_verb,
 }
 SHELL_COMMANDS = ("memories", "spaces", "forget")
 """The commands ``run_shell`` runs."""
@@ -181,6 +186,17 @@ def _space_commands(commands: Any) -> None:
         decide.add_argument("proposal", help="the proposal's id (list them with proposals)")
         if verb == "reject":
             decide.add_argument("--reason", help="why, told to the proposer")
+    _verb(verbs, "rooms", "the group-chat rooms bound to the spaces the agent reads")
+    bind = _verb(verbs, "bind", "bind a group-chat room to a space: its talk is kept there")
+    bind.add_argument("name", help="the space")
+    bind.add_argument("room", help="the room's address, e.g. team@conference.example.org")
+    bind.add_argument("--nick", default=DEFAULT_NICK, help="the agent's nickname in the room")
+    unbind = _verb(verbs, "unbind", "unbind a room: the agent leaves it, its notes stay")
+    unbind.add_argument("room")
+    hear = _verb(verbs, "hear", "what was said in a bound room about a question")
+    hear.add_argument("room")
+    hear.add_argument("query")
+    hear.add_argument("--limit", type=int, default=5, help="notes to show (at most 50)")
 
 
 def _verb(verbs: Any, name: str, help_text: str) -> argparse.ArgumentParser:
