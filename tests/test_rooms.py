@@ -114,6 +114,15 @@ async def test_a_bound_room_is_recorded_its_members_read_it_and_it_answers_quest
     assert [(r.room, r.space, r.present) for r in rooms] == [(hosting.room, space, True)]
     assert await stranger.memory.list_rooms() == []
 
+    mallory_in.say("toolong " + "y" * 16_384)  # over the deployment's max_content_chars
+    mallory_in.say("zebra crossings after the long one")
+
+    async def after() -> bool:
+        return bool(await found(owner, hosting.room, "zebra"))
+
+    await eventually(after, "the line after the oversized message recorded")
+    assert not await found(owner, hosting.room, "toolong"), "the long one is left out"
+
 
 async def test_a_room_that_hides_real_addresses_or_does_not_exist_is_not_bound(
     people: list[ClientAgent],

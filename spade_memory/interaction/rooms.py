@@ -338,13 +338,13 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         notes: list[tuple[str, RoomNote, bool]] = []
         for event in events:
             if isinstance(event, Said) and not event.private and not self._asks(event):
-                if event.nick != self._nick(event.room):
+                if self._kept(event):
                     notes.append((event.room, self._note(event), event.stamp is not None))
                 continue
             await self._record(notes)
             notes = []
-            if isinstance(event, Said):
-                await self._answer(event)
+            if isinstance(event, Said) and (event.private or event.stamp is None):
+                await self._answer(event)  # a replayed question was asked while away
             elif isinstance(event, Seen):
                 await self._occupant(event)
             elif isinstance(event, tuple) and event[0] == "invited":
@@ -361,7 +361,20 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         return binding.nick if binding is not None else ""
 
     def _asks(self, said: Said) -> bool:
-        return said.stamp is None and question_in(said.text, self._nick(said.room)) is not None
+        return question_in(said.text, self._nick(said.room)) is not None
+
+    def _kept(self, said: Said) -> bool:
+        """Whether a room message is recorded: not the agent's own, and not over the
+        deployment's size of a text (said once in the log)."""
+        if said.nick == self._nick(said.room):
+            return False
+        if len(said.text) > self.limits.max_content_chars:
+            logger.info(
+                "a message of %d characters in %s not kept (over %d)",
+                len(said.text), said.room, self.limits.max_content_chars,
+            )  # fmt: skip
+            return False
+        return True
 
     def _note(self, said: Said) -> RoomNote:
         """The note of a message: its author is the real address the room showed for
