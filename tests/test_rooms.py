@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from spade_memory import BadRequest, ItemNotFound, NotAuthorized
+from spade_memory import BadRequest, Conflict, ItemNotFound, NotAuthorized
 from spade_memory.protocol.rooms import RoomNote
 from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
@@ -108,6 +108,10 @@ async def test_a_bound_room_is_recorded_its_members_read_it_and_it_answers_quest
         await found(stranger, hosting.room, "deploy")
     with pytest.raises(NotAuthorized):
         await alice.memory.join_room(hosting.room, space)
+    own = space_name("stranger")
+    await stranger.memory.create_space(own)
+    with pytest.raises(Conflict, match="kept in another space"):  # the room's talk stays
+        await stranger.memory.join_room(hosting.room, own)
     with pytest.raises(ItemNotFound):
         await stranger.memory.leave_room(hosting.room)
     rooms = await alice.memory.list_rooms()

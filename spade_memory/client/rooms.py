@@ -32,7 +32,8 @@ class RoomCalls(Calls):
         Returns the binding; raises ``BadRequest`` for a room that is not on the agent's
         server or hides its members' real addresses, ``ItemNotFound`` for a room that
         does not exist (or a space the sender is not in), ``NotAuthorized`` for a member
-        below admin."""
+        below admin, ``Conflict`` for a room kept in another space the sender is no
+        admin of."""
         op = JoinRoom(room=room, space=space, nick=nick)
         return await self.request(self.jids[NAME], op)
 

@@ -36,6 +36,7 @@ from spade_memory.interaction.room_notes import said_at
 from spade_memory.interaction.store import InteractionStore
 from spade_memory.protocol.errors import (
     BadRequest,
+    Conflict,
     ItemNotFound,
     MemoryServiceError,
     NotAuthorized,
@@ -290,12 +291,14 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
 
         Returns the binding as ``list_rooms`` shows it; raises ``BadRequest`` for a room
         not on this server or hiding real addresses, ``ItemNotFound`` for one that does
-        not exist, and what joining raises."""
+        not exist, ``Conflict`` for one kept in a space ``by`` is no admin of, and what
+        joining raises."""
         if not muc.trusted_service(room, self.domain):
             raise BadRequest(
                 f"{room} is not on this server ({self.domain}), whose word on who said what"
                 " I could trust"
             )
+        await self._not_kept_elsewhere(room, space, by)
         earlier = self.present.pop(room, None)
         if earlier is not None:
             self._leave(earlier, "bound again")
@@ -304,6 +307,17 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         binding = await self.directory.rooms.bind(room, space.id, self.me, nick, by)
         self.present[room] = binding
         return RoomInfo(room=room, space=space.name, nick=nick, bound_by=by, present=True)
+
+    async def _not_kept_elsewhere(self, room: str, space: Space, by: str) -> None:
+        """Raises ``Conflict`` when ``room`` is bound to another space of which ``by`` is
+        no admin: binding it again would send that space's talk to ``space``."""
+        earlier = await self.directory.rooms.get(room)
+        if earlier is None or earlier.space_id == space.id:
+            return
+        other = (await self.directory.by_ids([earlier.space_id])).get(earlier.space_id)
+        role = None if other is None else await self.directory.role_of(other, by)
+        if other is not None and (role is None or rank(role) < rank("admin")):
+            raise Conflict(f"{room} is kept in another space: an admin of it unbinds it first")
 
     async def unbind(self, room: str) -> bool:
         """Unbind ``room`` and leave it; False if it was not bound."""

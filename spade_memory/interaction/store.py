@@ -219,8 +219,9 @@ class InteractionStore(AppliesOps):
             return len(gone) + await working_store.purge(db, now)
 
     async def space_keys(self) -> set[str]:
-        """The keys of the shared spaces this store holds anything of: sessions, or bytes
-        counted (a personal key is a bare JID; a space's is its id, which has no ``@``)."""
+        """The keys of the shared spaces this store holds anything of: sessions, rooms'
+        notes, or bytes counted (a personal key is a bare JID; a space's is its id, which
+        has no ``@``)."""
         rows = await self._tx.read(
             "SELECT owner FROM working_memories WHERE owner NOT LIKE '%@%'"
             " UNION SELECT owner FROM notes WHERE owner NOT LIKE '%@%'"
