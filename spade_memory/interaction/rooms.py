@@ -2,11 +2,11 @@
 (``spaces.rooms``) joined, records what is said in them, and answers what it is asked.
 
 One behaviour does everything a room needs, in the order the room said it: a presence
-grants its occupant's real address ``reader`` of the room's space (a room owner
-``admin``; a ban takes back what the room granted), a message becomes a note
-(``room_notes``; consecutive ones in one transaction), and a message addressed to the
-agent's nickname (``memory: what did we decide about the deploy?``), or sent to it
-privately in the room, is answered from the room's notes. Every ``every`` seconds, and
+grants a member's real address ``reader`` of the room's space (a room owner ``admin``;
+a passer-by in an open room nothing; a ban takes back what the room granted), a message
+becomes a note (``room_notes``; consecutive ones in one transaction), and one addressed
+to the agent's nickname (``memory: what did we decide about the deploy?``), or sent to
+it privately in the room, is answered from the room's notes. Every ``every`` seconds, and
 after every reconnection, it joins the rooms bound to it that it is not in (after a
 restart of the agent or of the server) and leaves those no longer bound (their space was
 deleted); a join asks the room only for what was said since the newest note.
@@ -57,6 +57,9 @@ ANSWERED = 3
 """How many notes an answer in a room quotes."""
 QUOTED_CHARS = 300
 """How much of a note an answer quotes."""
+ROLE_OF_AFFILIATION = {"owner": "admin", "admin": "reader", "member": "reader"}
+"""The role in the space of the room's members (XEP-0045 affiliations); an occupant
+without one (anyone who walked into an open room) gets none."""
 SEMI_ANONYMOUS = (
     "{room} does not show its occupants' real addresses to everyone, so who said what would"
     " be a nickname's word: make it non-anonymous (muc#roomconfig_whois = anyone) and"
@@ -474,9 +477,9 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         if occupant.banned:
             await self.directory.revoke_granted_by(space, jid, binding.grantor)
             return
-        if occupant.left:
+        wanted = ROLE_OF_AFFILIATION.get(occupant.affiliation)
+        if occupant.left or wanted is None:  # a passer-by in an open room reads nothing
             return
-        wanted = "admin" if occupant.affiliation == "owner" else "reader"
         role = await self.directory.role_of(space, jid)
         if role is None or rank(role) < rank(wanted):
             await self.directory.grant(space, jid, wanted, binding.grantor)
