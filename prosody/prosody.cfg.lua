@@ -14,11 +14,32 @@ certificates = ENV_PROSODY_DATA .. "/certs"
 interfaces = { ENV_PROSODY_INTERFACE }
 c2s_ports = { tonumber(ENV_PROSODY_C2S_PORT) }
 
-modules_enabled = {
+local modules = {
     "roster"; "saslauth"; "tls"; "disco"; "ping"; "register";
     "presence"; "message"; "iq"; "posix"; "limits";
 }
-modules_disabled = { "s2s" }  -- one server
+-- Federation (server-to-server) is off unless PROSODY_S2S=true: then servers of other
+-- domains connect on port 5269 of PROSODY_INTERFACE, and this one to theirs (found by
+-- DNS: SRV _xmpp-server._tcp.DOMAIN, else DOMAIN's address). Each side proves its
+-- domain by dialback (XEP-0220) over TLS, and a stanza is accepted from a link only
+-- with a sender of a domain that link proved; the memory agents serve a remote account
+-- only in the spaces granted to it or its domain.
+if ENV_PROSODY_S2S == "true" then
+    table.insert(modules, "dialback")
+    s2s_interfaces = { ENV_PROSODY_INTERFACE }
+    s2s_require_encryption = true
+else
+    modules_disabled = { "s2s" }  -- one server
+end
+-- PROSODY_MODULES: more modules to load (space-separated), from PROSODY_PLUGINS (a
+-- folder) when they are not Prosody's own.
+for name in (ENV_PROSODY_MODULES or ""):gmatch("%S+") do
+    table.insert(modules, name)
+end
+if (ENV_PROSODY_PLUGINS or "") ~= "" then
+    plugin_paths = { ENV_PROSODY_PLUGINS }
+end
+modules_enabled = modules
 
 -- A client may send at most PROSODY_C2S_RATE (32 kB/s by default, about forty
 -- memory requests a second): Prosody stops reading a faster connection, so one

@@ -120,7 +120,7 @@ class Sends(CyclicBehaviour):  # type: ignore[misc]
 async def test_a_request_reaches_serving_and_no_behaviour_without_a_template() -> None:
     service = OutOfService("base-memory", base_memory_ops, Limits(), "closed for the test")
     agent = MemoryAgent("memory@localhost", "secret", service)
-    serving, sender = ServeRequests(service), Sends()
+    serving, sender = ServeRequests(service, "localhost"), Sends()
     agent.add_behaviour(serving, wire.request_template())  # the agent is not started
     agent.add_behaviour(sender)
     for _ in range(3):

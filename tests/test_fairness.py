@@ -54,7 +54,9 @@ async def test_a_full_room_makes_room_for_a_sender_under_its_share() -> None:
     """Many accounts fill the waiting room; a newcomer with fewer waiting than the
     longest still gets in, and the longest gives up its newest (refused, retry_after)."""
     limits = Limits(max_waiting=8, max_in_flight=32)
-    serving = ServeRequests(OutOfService("base-memory", base_memory_ops, limits, "not served"))
+    serving = ServeRequests(
+        OutOfService("base-memory", base_memory_ops, limits, "not served"), "localhost"
+    )
     for n in range(4):  # not started: what is admitted waits
         for flooder in ("f1", "f2"):
             await serving._admit(_request(flooder, n))

@@ -173,7 +173,7 @@ async def test_a_huge_offset_or_cursor_is_a_typed_failure(
     """As a peer's request arrives: parsed, checked against the limits, served by a real
     store; never an internal-server-error."""
     await put(store, ALICE, "one memory to page through")
-    serving = ServeRequests(BaseMemoryService(store, Limits(max_offset=1_000)))
+    serving = ServeRequests(BaseMemoryService(store, Limits(max_offset=1_000)), "localhost")
     request = Message(
         to="base-memory@localhost", sender=f"{ALICE}/laptop", thread="t", body=json.dumps(body)
     )

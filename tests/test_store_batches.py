@@ -93,7 +93,7 @@ async def test_a_batch_request_reaches_the_store_as_one_transaction(
     """Through the serving behaviour, as a peer's ``batch`` request arrives."""
     statements = Statements()
     await statements.watch(memories)
-    serving = ServeRequests(BaseMemoryService(memories))
+    serving = ServeRequests(BaseMemoryService(memories), "localhost")
     ops = [request.op.model_dump(exclude_none=True) for request in stores(100)]
     request = Message(
         to="base-memory@localhost", sender=f"{ALICE}/laptop", thread="t-1",

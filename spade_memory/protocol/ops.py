@@ -69,6 +69,10 @@ class Op(BaseModel, Generic[R]):
     reads_only: ClassVar[bool] = False
     """True when the op changes nothing: a retry of it is simply served again, so its
     answer is not kept for one (see ``storage.answers``)."""
+    in_a_space: ClassVar[bool] = False
+    """True when the op acts in a space found through what it names (a room's), with no
+    ``space`` field: that space's rules decide it, also for an account of another server
+    (see ``serving.remote``)."""
 
     owner: str | None = Field(
         default=None,

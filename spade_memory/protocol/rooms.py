@@ -95,6 +95,7 @@ class LeaveRoom(Op[RoomLeft]):
 
     op: Literal["leave_room"] = "leave_room"
     room: RoomAddress
+    in_a_space: ClassVar[bool] = True
 
 
 class ListRooms(Op[RoomList]):

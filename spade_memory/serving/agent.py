@@ -67,6 +67,7 @@ from spade_memory.protocol.ops import (
 from spade_memory.protocol.xml_chars import uncarriable_in
 from spade_memory.serving.fairness import FairQueue
 from spade_memory.serving.plugin import Behaviours, MemoryService
+from spade_memory.serving.remote import check_remote
 from spade_memory.storage.answers import RecentAnswers
 from spade_memory.xmpp import adhoc, discovery, plain_peers, wire, xml_escape
 from spade_memory.xmpp.lifecycle import WakesWhenKilled
@@ -84,9 +85,11 @@ that must write to it later (a space's change notices)."""
 class ServeRequests(WakesWhenKilled):
     """Answers every memory request addressed to the agent."""
 
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: MemoryService, home: str) -> None:
+        """``home``: the agent's domain (an account of another is served less: ``remote``)."""
         super().__init__()
         self.service = service
+        self.home = home
         self.in_flight: Counter[str] = Counter()
         """Requests waiting or being served, per sender's bare JID."""
         self.waiting: FairQueue[tuple[Message, str, tuple[str, str]]] = FairQueue()
@@ -300,6 +303,7 @@ class ServeRequests(WakesWhenKilled):
             raise BadRequest(uncarriable)
         op: Op[Any] = parse_op(self.service.ops, body)
         authorize(owner, op)
+        check_remote(owner, op, self.home)
         check_limits(op, self.service.limits)
         return op
 
@@ -384,7 +388,7 @@ class MemoryAgent(Agent):  # type: ignore[misc]
         self.op_names = op_names(self.service.ops)
         """What a peer sending something else is told it may send."""
         discovery.describe(self.client, self.service.name)
-        self.serving = ServeRequests(self.service)
+        self.serving = ServeRequests(self.service, str(self.jid.domain))
         commands: Sequence[adhoc.Command] = getattr(self.service, "commands", ())  # optional
         if commands:
             adhoc.offer(self.client, commands, self.serving.outcome)
