@@ -117,7 +117,7 @@ class Governance:
         proposal, new = await self.directory.proposals.propose(
             place.key, owner, address, body, self.lifetime, request.id
         )
-        space = (await self.directory.by_ids([place.key])).get(place.key)
+        space = await self.directory.by_id(place.key)
         if new and space is not None:  # (None: deleted this instant)
             for admin in await self.admins(space):
                 self.told.put_nowait(Told(admin, asking(space, proposal, op)))

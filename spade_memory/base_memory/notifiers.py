@@ -94,7 +94,7 @@ class NotifySubscribers(Drains[SpaceEvent]):
         self.directory = directory
 
     async def handle(self, event: SpaceEvent) -> None:
-        space = (await self.directory.by_ids([event.space])).get(event.space)
+        space = await self.directory.by_id(event.space)
         if space is None:
             return  # deleted meanwhile
         body = dataclasses.replace(event, name=space.name).change().model_dump_json()

@@ -258,7 +258,7 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
             why = SEMI_ANONYMOUS.format(room=room)
             muc.leave(client, room, binding.nick, why)
             raise BadRequest(why)
-        space = (await self.directory.by_ids([binding.space_id])).get(binding.space_id)
+        space = await self.directory.by_id(binding.space_id)
         if space is None:
             muc.leave(client, room, binding.nick)
             raise ItemNotFound(f"the space {room} was bound to is gone")
@@ -317,7 +317,7 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         earlier = await self.directory.rooms.get(room)
         if earlier is None or earlier.space_id == space.id:
             return
-        other = (await self.directory.by_ids([earlier.space_id])).get(earlier.space_id)
+        other = await self.directory.by_id(earlier.space_id)
         role = None if other is None else await self.directory.role_of(other, by)
         if other is not None and (role is None or rank(role) < rank("admin")):
             raise Conflict(f"{room} is kept in another space: an admin of it unbinds it first")
@@ -423,7 +423,7 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
                     self._full.add(room)
 
     async def _space(self, binding: RoomBinding) -> Space | None:
-        space = (await self.directory.by_ids([binding.space_id])).get(binding.space_id)
+        space = await self.directory.by_id(binding.space_id)
         if space is None:
             self._leave(binding, "the space this room was bound to was deleted")
         return space

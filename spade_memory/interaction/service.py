@@ -257,7 +257,7 @@ class InteractionMemoryService(AppliesOps):
         binding = await self.directory.rooms.get(op.room)
         space = None
         if binding is not None:
-            space = (await self.directory.by_ids([binding.space_id])).get(binding.space_id)
+            space = await self.directory.by_id(binding.space_id)
         role = None if space is None else await self.directory.role_of(space, owner)
         if space is None or role is None:  # a stranger learns nothing of the room
             raise ItemNotFound(f"no room {op.room!r} bound to a space of yours")

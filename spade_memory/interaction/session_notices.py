@@ -51,7 +51,7 @@ class NotifySessionSubscribers(Drains[SessionEvent]):
         self.directory = directory
 
     async def handle(self, event: SessionEvent) -> None:
-        space = (await self.directory.by_ids([event.space])).get(event.space)
+        space = await self.directory.by_id(event.space)
         if space is None:
             return  # deleted meanwhile
         body = SessionChanged(

@@ -10,15 +10,14 @@ other, who said what would be a nickname's word.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field
 
 from spade_memory.protocol.ops import Op, Record
+from spade_memory.protocol.space_names import BARE_JID
 from spade_memory.protocol.spaces import SharedSpace
 
-_ROOM = re.compile(r"[^\s\"&'/:<>@*]{1,256}@[a-z0-9][a-z0-9.-]{0,252}")
 DEFAULT_NICK = "memory"
 """The nickname the agent takes in a room unless the binding names another."""
 ROOM_CONVERSATION = "room:"
@@ -27,7 +26,7 @@ ROOM_CONVERSATION = "room:"
 
 def _room(address: str) -> str:
     folded = address.casefold()
-    if _ROOM.fullmatch(folded):
+    if BARE_JID.fullmatch(folded):
         return folded
     raise ValueError("a room is the bare JID of a multi-user chat room (name@service)")
 

@@ -26,7 +26,11 @@ RANK: dict[str, int] = {"reader": 1, "writer": 2, "admin": 3, "owner": 4}
 """Roles in order; the owner is above every member."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_MEMBER = re.compile(r"(\*|[^\s\"&'/:<>@*]{1,256})@([a-z0-9]([a-z0-9.-]{0,252}))")
+_NODE = r"[^\s\"&'/:<>@*]{1,256}"
+_DOMAIN = r"[a-z0-9][a-z0-9.-]{0,252}"
+BARE_JID = re.compile(f"{_NODE}@{_DOMAIN}")
+"""A bare JID as members and rooms are written (case-folded): ``name@domain``."""
+_MEMBER = re.compile(rf"(\*|{_NODE})@{_DOMAIN}")
 
 
 def _space_name(name: str) -> str:

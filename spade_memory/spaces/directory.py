@@ -276,6 +276,10 @@ class SpaceDirectory:
         )
         return {row[0]: _space(row) for row in rows}
 
+    async def by_id(self, space_id: str) -> Space | None:
+        """The space with this id (None when there is none, or it was deleted)."""
+        return (await self.by_ids([space_id])).get(space_id)
+
     async def create(
         self, name: str, owner: str, description: str | None, governed: bool = False
     ) -> Space:
