@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from slixmpp.xmlstream import ET
 
-from spade_memory import ItemNotFound, NotAuthorized
+from spade_memory import ItemNotFound, NotAuthorized, PendingApproval
 from spade_memory.protocol.memories import ForgetAllMemories, StoreMemory
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
@@ -30,6 +30,7 @@ from spade_memory.xmpp.lifecycle import stop_agent
 
 from . import prosody
 from .harness import ClientAgent, start_client
+from .test_governed_spaces import inbox
 from .test_identity import Alice, no_cross_owner_attempt_succeeds
 from .test_spaces import space_name
 
@@ -189,6 +190,29 @@ async def test_an_account_of_another_server_keeps_nothing_of_its_own_here(
     assert forgotten is not None and forgotten.memories == 0
     # an account of the memory's own server keeps memories of its own, as ever
     assert await neighbour.memory.store_memory("fact", "my own note") is not None
+
+
+async def test_a_write_from_another_server_in_a_governed_space_waits_and_its_writer_hears(
+    agents: dict[str, ClientAgent],
+) -> None:
+    """Proposals and their outcome cross the link: the writer of the other server hears
+    the decision in a chat message its own server delivers."""
+    owner, agent = agents["owner"], agents["agent"]
+    told = inbox(agent)
+    space = space_name("vetted")
+    await owner.memory.create_space(space, governed=True)
+    await owner.memory.grant(space, jid(agent), "writer")
+    with pytest.raises(PendingApproval) as waiting:
+        await agent.memory.space(space).store_memory("fact", "Partners get the API on the 1st")
+    assert await owner.memory.space(space).get_recent_memories(10) == []
+    decided = await owner.memory.decide_proposal(space, waiting.value.proposal, approve=True)
+    assert decided is not None
+    heard = await asyncio.wait_for(told.next(), HEARD_WITHIN)
+    assert waiting.value.proposal in heard and "approved" in heard
+    kept = await owner.memory.space(space).get_recent_memories(10)
+    assert [(m.content, m.author) for m in kept] == [
+        ("Partners get the API on the 1st", jid(agent))
+    ]
 
 
 async def test_a_server_that_forges_a_sender_is_refused_by_the_memorys_server(
