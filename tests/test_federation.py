@@ -41,6 +41,8 @@ S2S_PORT = 5269
 MEMORY_PASSWORD = "memory-agents-secret"
 FORGE = "urn:spade-memory:test:forge"
 PLUGINS = Path(__file__).parent / "fixtures" / "prosody"
+STARTED_WITHIN = 120.0
+"""Seconds a server or the memory service may take to start on a busy machine."""
 HEARD_WITHIN = 30.0
 """Seconds within which a change notice reaches an agent of another server."""
 REFUSED_WITHIN = 30.0
@@ -48,6 +50,7 @@ REFUSED_WITHIN = 30.0
 
 
 def _s2s_port_taken(address: str) -> bool:
+    """Whether ``address``:5269 cannot be listened on (in use, or no such address)."""
     with socket.socket() as probe:
         try:
             probe.bind((address, S2S_PORT))
@@ -80,7 +83,7 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Federation]
         pytest.skip(prosody.MISSING)
     taken = [address for address in (HOME, GRANTED, OTHER) if _s2s_port_taken(address)]
     if taken:
-        pytest.skip(f"port {S2S_PORT} is taken on {', '.join(taken)}: federation needs it")
+        pytest.skip(f"cannot listen on port {S2S_PORT} of {', '.join(taken)}: federation needs it")
     servers: dict[str, prosody.ProsodyProcess] = {}
     memory: MemoryServiceProcess | None = None
     try:
@@ -94,12 +97,12 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Federation]
             if domain == GRANTED:
                 settings.update({"PROSODY_PLUGINS": str(PLUGINS), "PROSODY_MODULES": "forge_from"})
             servers[domain] = prosody.ProsodyProcess(tmp_path_factory.mktemp("prosody"), settings)
-            servers[domain].start()
+            servers[domain].start(timeout=STARTED_WITHIN)
         memory = MemoryServiceProcess(
             tmp_path_factory.mktemp("memory"), "--external-server", "--domain", HOME,
             port=servers[HOME].port, env={PASSWORD_ENV: MEMORY_PASSWORD},
         )  # fmt: skip
-        memory.start()
+        memory.start(timeout=STARTED_WITHIN)
         yield Federation(servers, memory)
     finally:
         if memory is not None:

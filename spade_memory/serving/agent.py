@@ -2,7 +2,8 @@
 (a ``MemoryService``, opened by its ``ServicePlugin``: see ``plugin``).
 
 The agent adds one behaviour that, for every request, decodes the body,
-authorises it against the sender's bare JID, lets the service apply it (a
+authorises it against the sender's bare JID (an account of another server writes only
+in the spaces granted to it: ``remote``), lets the service apply it (a
 ``batch`` request is one call, so one transaction in the store) and replies.
 Any error becomes a typed ``failure``/``refuse`` reply and the agent keeps
 serving; an unexpected exception becomes ``internal-server-error`` without
