@@ -23,6 +23,11 @@ def unique_jid(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:8]}@localhost"
 
 
+def jid(agent: Agent) -> str:
+    """The bare address ``agent`` is known by."""
+    return str(agent.jid.bare)
+
+
 async def start(agent: Agent) -> None:
     """Start ``agent``, creating its account first on a test Prosody (whose in-band
     registration is closed, as shipped)."""

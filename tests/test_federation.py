@@ -29,7 +29,7 @@ from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
 
 from . import prosody
-from .harness import ClientAgent, start_client
+from .harness import ClientAgent, jid, start_client
 from .test_governed_spaces import inbox
 from .test_identity import Alice, no_cross_owner_attempt_succeeds
 from .test_spaces import space_name
@@ -62,7 +62,6 @@ def _s2s_port_taken(address: str) -> bool:
 @dataclass
 class Federation:
     servers: dict[str, prosody.ProsodyProcess]
-    memory: MemoryServiceProcess
 
     def port(self, domain: str) -> int:
         return self.servers[domain].port
@@ -103,7 +102,7 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Federation]
             port=servers[HOME].port, env={PASSWORD_ENV: MEMORY_PASSWORD},
         )  # fmt: skip
         memory.start(timeout=STARTED_WITHIN)
-        yield Federation(servers, memory)
+        yield Federation(servers)
     finally:
         if memory is not None:
             memory.stop()
@@ -125,10 +124,6 @@ async def agents(federation: Federation) -> AsyncIterator[dict[str, ClientAgent]
     yield made
     for agent in made.values():
         await stop_agent(agent)
-
-
-def jid(agent: ClientAgent) -> str:
-    return str(agent.jid.bare)
 
 
 async def test_an_agent_of_another_server_granted_a_space_reads_writes_and_hears_it_over_the_link(

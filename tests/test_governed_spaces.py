@@ -22,7 +22,7 @@ from spade_memory.protocol.services import BASE_MEMORY
 from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
 
-from .harness import ClientAgent, send_raw, start_client, unique_jid
+from .harness import ClientAgent, jid, send_raw, start_client, unique_jid
 from .test_spaces import space_name
 
 TOLD_WITHIN = 30.0
@@ -66,10 +66,6 @@ async def team(memory_service: MemoryServiceProcess) -> AsyncIterator[list[Clien
     yield agents
     for agent in agents:
         await stop_agent(agent)
-
-
-def jid(agent: ClientAgent) -> str:
-    return str(agent.jid.bare)
 
 
 async def test_a_writers_store_waits_for_the_admin_who_approves_it_from_the_message(

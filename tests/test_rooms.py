@@ -16,14 +16,10 @@ from spade_memory.protocol.rooms import RoomNote
 from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
 
-from .harness import ClientAgent, start_client, unique_jid
+from .harness import ClientAgent, jid, start_client, unique_jid
 from .rooms import SAID_WITHIN, InRoom, room_name
 from .test_cli_shell import shell as run_shell
 from .test_spaces import space_name
-
-
-def jid(agent: ClientAgent) -> str:
-    return str(agent.jid.bare)
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
