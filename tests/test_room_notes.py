@@ -4,10 +4,15 @@ gone with their space; the room bindings of the directory, gone with their space
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import AsyncIterator
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from spade_memory.interaction import room_notes
 from spade_memory.interaction.room_notes import rank, words
 from spade_memory.interaction.store import InteractionStore
 from spade_memory.protocol.errors import ResourceConstraint
@@ -76,6 +81,54 @@ def test_words_and_ranking() -> None:
     documents = [words("lunch at noon"), words("deploy deploy friday"), words("deploy")]
     assert rank(documents, words("deploy friday")) == [1, 2]
     assert rank(documents, []) == []
+
+
+def bm25_plainly(documents: list[list[str]], query: list[str]) -> list[int]:
+    """BM25 as its formula reads (k1 1.2, b 0.75), every document scored in turn."""
+    terms = set(query)
+    if not terms or not documents:
+        return []
+    frequency = Counter(t for doc in documents for t in set(doc) if t in terms)
+    average = sum(len(doc) for doc in documents) / len(documents) or 1.0
+    scores = []
+    for index, doc in enumerate(documents):
+        counts = Counter(t for t in doc if t in terms)
+        if counts:
+            norm = 1.2 * (1 - 0.75 + 0.75 * len(doc) / average)
+            score = sum(
+                math.log(1 + (len(documents) - frequency[t] + 0.5) / (frequency[t] + 0.5))
+                * n * 2.2 / (n + norm)
+                for t, n in counts.items()
+            )  # fmt: skip
+            scores.append((-score, index))
+    return [index for _, index in sorted(scores)]
+
+
+VOCABULARY = st.sampled_from("deploy friday lunch noon freeze tests ship".split())
+
+
+@given(
+    st.lists(st.lists(VOCABULARY, max_size=8), max_size=30),
+    st.lists(VOCABULARY, max_size=4),
+)
+def test_the_ranking_is_bm25_as_written(documents: list[list[str]], query: list[str]) -> None:
+    assert rank(documents, query) == bm25_plainly(documents, query)
+
+
+async def test_a_search_answers_the_same_with_the_words_kept_and_without(
+    store: InteractionStore,
+) -> None:
+    await store.record_room_notes(SPACE, ROOM, [
+        (said("alice", "We deploy on Friday after the freeze"), False),
+        (said("bob", "Friday lunch: noodles"), False),
+        (said("carol", "deploys wait for the tests"), False),
+    ])  # fmt: skip
+    room_notes._words_of.cache_clear()
+    fresh = await store.search_room(SPACE.key, ROOM, "deploy on friday", 5)
+    assert room_notes._words_of.cache_info().currsize == 3
+    assert await store.search_room(SPACE.key, ROOM, "deploy on friday", 5) == fresh
+    assert room_notes._words_of.cache_info().hits >= 3
+    assert [n.nick for n in fresh] == ["alice", "carol", "bob"]
 
 
 async def test_a_binding_goes_with_its_space(location: Location) -> None:

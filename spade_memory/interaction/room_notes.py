@@ -9,7 +9,10 @@ room's newest notes has the same nickname and text.
 
 Search ranks the room's newest ``SEARCHED`` notes by the words they share with the
 question (BM25's weighting, in Python: a room's talk is short and a question reads one
-room), the newer first among equals.
+room), the newer first among equals. The words of the notes last searched are kept in
+memory by their stored text (``TOKENISED`` of them), so a question tokenises only what
+was said since the last one; words depend on the text alone, so what is kept cannot go
+stale.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import math
 import re
 import time
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime, timezone
+from functools import lru_cache
 
 from pydantic_core import from_json, to_json
 
@@ -33,6 +38,9 @@ REPLAY_WINDOW = 500
 """How many of a room's newest notes a replayed message is looked for among."""
 SEARCHED = 5000
 """How many of a room's newest notes a question is answered from."""
+TOKENISED = 4 * SEARCHED
+"""How many notes' words are kept in memory (the newest of four busy rooms), by the text
+stored."""
 _WORD = re.compile(r"\w+")
 _COMMON = frozenset(
     "a an and are as at be been but by can could did do does for from had has have how i"
@@ -102,8 +110,8 @@ async def search(
         f" AND {LIVE} ORDER BY seq DESC LIMIT ?",
         (space_key, conversation_of(room), time.time(), SEARCHED),
     )
-    notes = [_note(str(content), str(stamp)) for content, stamp in rows]
-    return [notes[i] for i in rank([words(n.text) for n in notes], words(query))[:limit]]
+    best = rank([_words_of(str(content)) for content, _ in rows], words(query))[:limit]
+    return [_note(str(rows[i][0]), str(rows[i][1])) for i in best]
 
 
 def words(text: str) -> list[str]:
@@ -114,21 +122,26 @@ def words(text: str) -> list[str]:
 
 
 def rank(
-    documents: list[list[str]], query: list[str], k1: float = 1.2, b: float = 0.75
+    documents: Sequence[Sequence[str]], query: list[str], k1: float = 1.2, b: float = 0.75
 ) -> list[int]:
     """Indexes of ``documents`` sharing a word with ``query``, by BM25 score, the lower
     index (the newer note) first among equals."""
     terms = set(query)
     if not terms or not documents:
         return []
-    frequency = Counter(t for doc in documents for t in set(doc) if t in terms)
-    average = sum(len(doc) for doc in documents) / len(documents) or 1.0
-    scores: list[tuple[float, int]] = []
+    matching: list[tuple[int, int, Counter[str]]] = []  # index, length, the terms it has
+    frequency: Counter[str] = Counter()
+    total = 0
     for index, doc in enumerate(documents):
-        counts = Counter(t for t in doc if t in terms)
-        if not counts:
-            continue
-        norm = k1 * (1 - b + b * len(doc) / average)
+        total += len(doc)
+        if hits := [t for t in doc if t in terms]:
+            counts = Counter(hits)
+            frequency.update(counts.keys())
+            matching.append((index, len(doc), counts))
+    average = total / len(documents) or 1.0
+    scores: list[tuple[float, int]] = []
+    for index, length, counts in matching:
+        norm = k1 * (1 - b + b * length / average)
         score = sum(
             math.log(1 + (len(documents) - frequency[t] + 0.5) / (frequency[t] + 0.5))
             * n * (k1 + 1) / (n + norm)
@@ -136,6 +149,12 @@ def rank(
         )  # fmt: skip
         scores.append((-score, index))
     return [index for _, index in sorted(scores)]
+
+
+@lru_cache(maxsize=TOKENISED)
+def _words_of(content: str) -> tuple[str, ...]:
+    """The words of a stored note's text (``content``: its JSON)."""
+    return tuple(words(str(from_json(content).get("text", ""))))
 
 
 def _said(content: str) -> tuple[str, str]:
