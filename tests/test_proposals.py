@@ -43,6 +43,10 @@ async def test_a_governed_space_and_its_proposals(location: Location) -> None:
         assert new and other.id != first.id  # another proposer's request id
         assert [p.id for p in await proposals.pending(space.id)] == [first.id, other.id]
         assert [p.id for p in await proposals.pending(space.id, "eve@d")] == [other.id]
+        assert (
+            await proposals.count_pending(space.id),
+            await proposals.count_pending(plain.id),
+        ) == (2, 0)
     finally:
         await directory.close()
 
@@ -64,6 +68,7 @@ async def test_a_governed_space_and_its_proposals(location: Location) -> None:
         expired = await proposals.expire(time.time() + 61)
         assert [p.id for p in expired] == [other.id] and expired[0].state == "expired"
         assert await proposals.pending(space.id) == []
+        assert await proposals.count_pending(space.id) == 0
         await directory.set_governed(space.id, False)
         found = await directory.find("policy")
         assert found is not None and not found.governed

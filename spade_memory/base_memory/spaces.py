@@ -137,5 +137,5 @@ class SpaceOps:
             max_bytes=space.max_bytes or limits.max_bytes_per_space,
             subscribers=len(await self.directory.subscribers(space.id)),
             governed=space.governed,
-            pending=len(await self.directory.proposals.pending(space.id)),
+            pending=await self.directory.proposals.count_pending(space.id),
         )

@@ -109,6 +109,14 @@ class Proposals:
         rows = await self._tx.read(sql + " ORDER BY created_at, id", parameters)
         return [_proposal(row) for row in rows]
 
+    async def count_pending(self, space_id: str) -> int:
+        """How many proposals of the space wait for a decision."""
+        ((count,),) = await self._tx.read(
+            "SELECT COUNT(*) FROM proposals WHERE state = 'pending' AND space_id = ?",
+            (space_id,),
+        )
+        return int(count)
+
     async def decide(
         self, proposal_id: str, state: State, by: str, note: str | None = None
     ) -> Proposal | None:
