@@ -4,8 +4,10 @@ decision (approve or reject), each a form in a person's client."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from pydantic import BaseModel
 from slixmpp.plugins.xep_0004 import Form
 
 from spade_memory.protocol.memories import CATEGORIES, MemoryList, MemoryStats
@@ -17,12 +19,19 @@ COLUMNS = ("id", "category", "content", "confidence")
 """The columns a list of memories shows."""
 
 
+def _table(form: Form, columns: Sequence[str], records: Iterable[BaseModel]) -> None:
+    """``columns`` as the form's reported fields, and a row of them per record (each
+    value as the record's JSON gives it)."""
+    for column in columns:
+        form.add_reported(column, label=column)
+    for record in records:
+        row = record.model_dump(mode="json", include=set(columns))
+        form.add_item({column: str(row[column]) for column in columns})
+
+
 def _memories(result: Record, form: Form) -> None:
     assert isinstance(result, MemoryList)
-    for column in COLUMNS:
-        form.add_reported(column, label=column)
-    for memory in result.memories:
-        form.add_item({column: str(getattr(memory, column)) for column in COLUMNS})
+    _table(form, COLUMNS, result.memories)
 
 
 def _fields(result: Record, form: Form) -> None:
@@ -42,19 +51,13 @@ def _stats(result: Record, form: Form) -> None:
 
 def _spaces(result: Record, form: Form) -> None:
     assert isinstance(result, SpaceList)
-    for column in ("name", "owner", "role"):
-        form.add_reported(column, label=column)
-    for space in result.spaces:
-        form.add_item({"name": space.name, "owner": space.owner, "role": space.role})
+    _table(form, ("name", "owner", "role"), result.spaces)
 
 
 def _members(result: Record, form: Form) -> None:
     assert isinstance(result, SpaceDetails)
     form.add_field(var="space", ftype="text-single", label="space", value=result.name)
-    for column in ("member", "role"):
-        form.add_reported(column, label=column)
-    for membership in result.members:
-        form.add_item({"member": membership.member, "role": membership.role})
+    _table(form, ("member", "role"), result.members)
 
 
 PROPOSAL_COLUMNS = ("id", "proposer", "op", "expires_at")
@@ -63,11 +66,7 @@ PROPOSAL_COLUMNS = ("id", "proposer", "op", "expires_at")
 
 def _proposals(result: Record, form: Form) -> None:
     assert isinstance(result, ProposalList)
-    for column in PROPOSAL_COLUMNS:
-        form.add_reported(column, label=column)
-    for proposal in result.proposals:
-        row = proposal.model_dump(mode="json", include=set(PROPOSAL_COLUMNS))
-        form.add_item({column: str(value) for column, value in row.items()})
+    _table(form, PROPOSAL_COLUMNS, result.proposals)
 
 
 def _decided(result: Record, form: Form) -> None:
