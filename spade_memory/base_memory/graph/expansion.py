@@ -115,7 +115,7 @@ async def expand(
     looked_at = 2 * limit if why == LIST else limit
     order = heapq.nlargest(looked_at, fused, key=lambda seq: (fused[seq], seq))
     if why == LIST:
-        order = await _varied(db, order, named_by)
+        order = await _varied(db, order, named_by, limit)
     expanded = sorted(weights, key=lambda key: -weights[key])[:8]
     return replace(ranked, seqs=order[:limit], scores=fused, expansion=why, expanded=expanded)
 
@@ -137,19 +137,29 @@ async def _about_named(
     return {int(row[0]) for row in rows}
 
 
-async def _varied(db: Database, order: list[int], known: Mapping[int, Sequence[str]]) -> list[int]:
+async def _varied(
+    db: Database, order: list[int], known: Mapping[int, Sequence[str]], wanted: int
+) -> list[int]:
     """``order`` with each memory much like a better one (``ALIKE``) moved after the
-    others; ``known``: the entities of memories already read. What each shares with
+    others, as far as its first ``wanted`` are concerned (what follows them is left in
+    order); ``known``: the entities of memories already read. What each shares with
     those placed before it is counted through the entities it names (not pair by pair:
-    a list of 20 is looked at in every list question)."""
-    missing = [seq for seq in order if seq not in known]
-    read = {**known, **(await keys_of(db, missing) if missing else {})}
+    a list of 20 is looked at in every list question); the entities of the others are
+    read only as far as they may be placed among the first ``wanted``."""
+    read = dict(known)
     sizes: list[int] = []  # of the memories placed first, in order
     holders: dict[str, list[int]] = {}  # an entity: which of them name it
     first: list[int] = []
     later: list[int] = []
-    for seq in order:
-        keys = set(read.get(seq, ()))
+    for position, seq in enumerate(order):
+        if len(first) == wanted:
+            return first + later + order[position:]
+        if seq not in read:  # no more than could still be placed among the first
+            unread = [other for other in order[position:] if other not in read]
+            batch = unread[: wanted - len(first)]
+            read.update(await keys_of(db, batch))
+            read.update((other, []) for other in batch if other not in read)
+        keys = set(read[seq])
         common: dict[int, int] = {}
         for key in keys:
             for placed in holders.get(key, ()):
