@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spade_memory.interaction import room_notes
@@ -107,6 +107,7 @@ def bm25_plainly(documents: list[list[str]], query: list[str]) -> list[int]:
 VOCABULARY = st.sampled_from("deploy friday lunch noon freeze tests ship".split())
 
 
+@settings(deadline=None)  # a busy machine must not fail it
 @given(
     st.lists(st.lists(VOCABULARY, max_size=8), max_size=30),
     st.lists(VOCABULARY, max_size=4),
