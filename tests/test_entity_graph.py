@@ -93,6 +93,18 @@ def test_a_sentence_s_first_word_is_not_a_name_but_a_starting_name_is_the_subjec
     assert stem("class") == "class" and stem("swimming") == "swim"
 
 
+def test_a_text_seen_before_names_the_same_whatever_context_came_with_it() -> None:
+    # the words of a text are kept for the next store of it: a context given once must
+    # not stay with the text (it did, when the kept list was extended in place)
+    assert [m.key for m in mentions("Alice likes green tea", "in Paris with Bob")][-2:] == [
+        "paris",
+        "bob",
+    ]
+    alone = {m.key for m in mentions("Alice likes green tea")}
+    assert alone == {"alice", "like", "green"}
+    assert {m.key for m in mentions("Alice likes green tea", "with Carol")} == alone | {"carol"}
+
+
 # -- the graph's reads -------------------------------------------------------------
 
 

@@ -71,7 +71,7 @@ class Mention(NamedTuple):
 def mentions(content: str, context: str | None = None) -> list[Mention]:
     """The entities ``content`` names (with the subject flagged), then the names, titles
     and days of ``context``, each key once. Returns them in that order."""
-    found = _of_content(content)
+    found = list(_of_content(content))
     if context:
         keys = {mention.key for mention in found}
         found += [m for m in _of_content(context, terms=False) if m.key not in keys]
@@ -80,7 +80,9 @@ def mentions(content: str, context: str | None = None) -> list[Mention]:
 
 
 @lru_cache(maxsize=4096)
-def _of_content(text: str, terms: bool = True) -> list[Mention]:
+def _of_content(text: str, terms: bool = True) -> tuple[Mention, ...]:
+    """What ``text`` names (kept for the texts seen last: a tuple, which no caller can
+    change under the next one asking)."""
     subject = _subject(text)
     found: list[Mention] = []
     if subject is not None:
@@ -98,7 +100,7 @@ def _of_content(text: str, terms: bool = True) -> list[Mention]:
         inside = {part for mention in found for part in mention.key.split()}
         kept = [w for w in dict.fromkeys(words) if w not in inside][:MOST_TERMS]
         found += [Mention(stem(word), word, "term") for word in kept]
-    return _unique(found)
+    return tuple(_unique(found))
 
 
 def _subject(text: str) -> str | None:
