@@ -18,7 +18,7 @@ import pytest
 
 from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.graph.expansion import INFERENCE, LIST, calls_for
-from spade_memory.base_memory.graph.extract import key_of, mentions, stem
+from spade_memory.base_memory.graph.extract import LONGEST_KEY, key_of, mentions, stem
 from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.journal import SpaceEvent
 from spade_memory.base_memory.store.listeners import Listeners
@@ -161,6 +161,44 @@ async def test_related_memories_rank_by_what_they_share(store: LongTermStore) ->
     assert isinstance(superseded, Stored)
     with pytest.raises(ItemNotFound):
         await ask(store, RelatedMemories(id=both))  # superseded: no current memory
+
+
+async def test_a_memory_naming_hundreds_of_entities_has_its_related_ones(
+    store: LongTermStore,
+) -> None:
+    # one statement counted every entity: SQLite refuses a compound of over 500 selects
+    people = [f"Person{chr(65 + n // 26)}{chr(97 + n % 26)}x" for n in range(520)]
+    seed = await put(store, "We met " + " and ".join(people) + ".")
+    other = await put(store, f"We saw {people[0]} and {people[519]} again.")
+    related = await ask(store, RelatedMemories(id=seed))
+    assert [memory.id for memory in related.memories] == [other]
+
+
+async def test_a_run_of_hundreds_of_capitalised_words_is_stored_but_names_nothing(
+    store: LongTermStore,
+) -> None:
+    # its key went whole into the index: PostgreSQL refused it, and the store with it
+    run = " ".join(f"N{chr(97 + n % 26)}{chr(97 + n // 26 % 26)}bcdefgh" for n in range(600))
+    await put(store, f"we met {run}.")
+    listed = await ask(store, ListEntities(kind="name"))
+    assert listed.entities == []
+    assert {m.key for m in mentions(f"we met {run}. Later we met Ada.")} == {"ada"}
+    assert len(run) > LONGEST_KEY
+
+
+async def test_a_prefix_finds_keys_whose_next_character_is_beyond_the_first_plane(
+    store: LongTermStore,
+) -> None:
+    # U+20BB7 and U+10428 sort after "\uffff" in UTF-8's bytes
+    rare, common = "\u91ce\U00020bb7\u5bb6\u725b\u4e3c", "\u91ce\u83dc\u7092\u3081"
+    await put(store, f"we ate {rare} and {common} today")
+    await put(store, f"more {rare} and {common} tomorrow")
+    prefixed = await ask(store, ListEntities(prefix="\u91ce"))
+    assert {entity.key for entity in prefixed.entities} == {rare, common}
+    await put(store, "we met Deb\U00010428ora at the fair")
+    await put(store, "we met Debbie at the fair")
+    about = await ask(store, MemoriesAbout(entity="Deb"))
+    assert len(about.memories) == 2
 
 
 async def test_a_space_s_change_notices_name_the_entities_touched(location: Location) -> None:

@@ -27,6 +27,10 @@ Kind = Literal["name", "title", "date", "term"]
 
 MOST_TERMS = 8
 """Terms kept per memory (the first ones): a long memory links no more rows than that."""
+LONGEST_KEY = 200
+"""Characters of the longest key kept: a longer run of capitalised words (or a word of
+hundreds of letters) names nothing, and PostgreSQL refuses a key of a few thousand bytes
+in its index, failing the store with it."""
 
 _TOKEN = re.compile(r"[^\W\d_][\w'\u2019-]*|[.!?:;]|\n", re.UNICODE)
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d\n]{2,80})[\"\u201d]")
@@ -100,7 +104,7 @@ def _of_content(text: str, terms: bool = True) -> tuple[Mention, ...]:
         inside = {part for mention in found for part in mention.key.split()}
         kept = [w for w in dict.fromkeys(words) if w not in inside][:MOST_TERMS]
         found += [Mention(stem(word), word, "term") for word in kept]
-    return tuple(_unique(found))
+    return tuple(m for m in _unique(found) if len(m.key) <= LONGEST_KEY)
 
 
 def _subject(text: str) -> str | None:

@@ -9,6 +9,7 @@ import math
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from spade_memory.base_memory.graph.extract import key_of, stem
 from spade_memory.base_memory.store.filters import Selection
@@ -19,10 +20,30 @@ MOST_FOLLOWED = 50
 every turn, a word of every memory) tells little about any of them, and following it would
 cost as much as it links."""
 
+T = TypeVar("T")
+
+LAST_CHARACTER = "\U0010ffff"
+"""The keys that start with a prefix sort below the prefix followed by this, the last
+code point: it sorts after every other in UTF-8's bytes (``"\\uffff"`` does not: a
+character beyond it, as in some CJK names, begins with a greater byte)."""
+
+
+MOST_VALUES = 30_000
+"""Values one statement is given at most (SQLite and asyncpg refuse more than 32,766)."""
+MOST_SELECTS = 400
+"""Counts one statement asks for at most (SQLite refuses a compound of more than 500)."""
+
 
 def placeholders(values: Collection[object]) -> str:
     """One ``?`` per value, for ``IN (...)``."""
     return ", ".join("?" * len(values))
+
+
+def parts(values: Sequence[T], size: int) -> list[Sequence[T]]:
+    """``values`` in slices of ``size`` (at least one each): a long list read in several
+    statements."""
+    size = max(1, size)
+    return [values[start : start + size] for start in range(0, len(values), size)]
 
 
 @dataclass
@@ -49,18 +70,20 @@ async def linked(db: Database, spaces: Sequence[int], keys: Collection[str]) -> 
         "SELECT ?, COUNT(*) FROM (SELECT 1 FROM memory_entities"
         f" WHERE space_id IN ({placeholders(spaces)}) AND key = ? LIMIT {MOST_FOLLOWED + 1}) AS k"
     )
-    ordered = sorted(keys)
-    counted = await db.execute_fetchall(
-        " UNION ALL ".join([one] * len(ordered)),
-        [value for key in ordered for value in (key, *spaces, key)],
-    )
-    found = Links(counts={str(key): int(count) for key, count in counted})
+    found = Links()
+    per_count = min(MOST_SELECTS, MOST_VALUES // (2 + len(spaces)))
+    for asked in parts(sorted(keys), per_count):  # one statement but for a long memory
+        counted = await db.execute_fetchall(
+            " UNION ALL ".join([one] * len(asked)),
+            [value for key in asked for value in (key, *spaces, key)],
+        )
+        found.counts.update((str(key), int(count)) for key, count in counted)
     followed = [key for key, count in found.counts.items() if 0 < count <= MOST_FOLLOWED]
-    if followed:
+    for asked in parts(followed, MOST_VALUES - len(spaces)):
         rows = await db.execute_fetchall(
             "SELECT key, seq FROM memory_entities"
-            f" WHERE space_id IN ({placeholders(spaces)}) AND key IN ({placeholders(followed)})",
-            (*spaces, *followed),
+            f" WHERE space_id IN ({placeholders(spaces)}) AND key IN ({placeholders(asked)})",
+            (*spaces, *asked),
         )
         for key, seq in rows:
             found.memories.setdefault(str(key), []).append(int(seq))
@@ -89,7 +112,7 @@ async def keys_named(db: Database, spaces: Sequence[int], entity: str) -> list[s
             f" WHERE space_id IN ({placeholders(spaces)}) AND kind = 'name'"
             " AND key > ? AND key < ?"
             " LIMIT 4",
-            (*spaces, key, key + "\uffff"),
+            (*spaces, key, key + LAST_CHARACTER),
         )
         longer = [str(row[0]) for row in rows]
         if len(longer) <= 3:
@@ -116,14 +139,15 @@ async def current(
     """Which of ``seqs`` are memories of ``spaces`` that ``selection`` lets through, found
     by their numbers (the space is checked here: in the statement, the planner would
     read the whole space through its index instead)."""
-    if not seqs:
-        return set()
-    rows = await db.execute_fetchall(
-        f"SELECT m.seq, m.space FROM memories m WHERE m.seq IN ({placeholders(seqs)})"
-        f" AND {selection.sql}",
-        (*seqs, *selection.params),
-    )
-    return {int(seq) for seq, space in rows if space in spaces}
+    allowed: set[int] = set()
+    for asked in parts(seqs, MOST_VALUES - len(selection.params)):
+        rows = await db.execute_fetchall(
+            f"SELECT m.seq, m.space FROM memories m WHERE m.seq IN ({placeholders(asked)})"
+            f" AND {selection.sql}",
+            (*asked, *selection.params),
+        )
+        allowed.update(int(seq) for seq, space in rows if space in spaces)
+    return allowed
 
 
 async def keys_of(db: Database, seqs: Sequence[int]) -> dict[int, list[str]]:

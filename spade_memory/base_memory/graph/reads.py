@@ -8,6 +8,7 @@ deleted memory names nothing any more.
 from __future__ import annotations
 
 from spade_memory.base_memory.graph.follow import (
+    LAST_CHARACTER,
     current,
     keys_named,
     linked,
@@ -51,7 +52,7 @@ class GraphReads:
         if op.prefix:
             start = " ".join(op.prefix.casefold().split())
             where += " AND e.key >= ? AND e.key < ?"
-            params += [start, start + "\uffff"]
+            params += [start, start + LAST_CHARACTER]
         if op.kind is not None:
             where += " AND e.kind = ?"
             params.append(op.kind)
