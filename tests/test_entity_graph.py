@@ -105,6 +105,18 @@ def test_a_text_seen_before_names_the_same_whatever_context_came_with_it() -> No
     assert {m.key for m in mentions("Alice likes green tea", "with Carol")} == alone | {"carol"}
 
 
+def test_only_the_content_has_a_subject_and_only_a_name_can_be_it() -> None:
+    found = mentions("Alice likes green tea.", "Bob: said at lunch")
+    assert [(m.key, m.subject) for m in found if m.kind == "name"] == [
+        ("alice", True),
+        ("bob", False),  # the context's speaker is named, not the subject
+    ]
+    dune = mentions('"Dune" is a great book.')
+    assert [(m.key, m.kind, m.subject) for m in dune][:1] == [("dune", "title", False)]
+    for day_first in ("Tomorrow: call the plumber", "Monday: dentist", "I: have no idea"):
+        assert not any(m.kind == "name" for m in mentions(day_first)), day_first
+
+
 # -- the graph's reads -------------------------------------------------------------
 
 

@@ -76,9 +76,13 @@ def mentions(content: str, context: str | None = None) -> list[Mention]:
     """The entities ``content`` names (with the subject flagged), then the names, titles
     and days of ``context``, each key once. Returns them in that order."""
     found = list(_of_content(content))
-    if context:
+    if context:  # whose speaker is not the memory's subject
         keys = {mention.key for mention in found}
-        found += [m for m in _of_content(context, terms=False) if m.key not in keys]
+        found += [
+            m._replace(subject=False) if m.subject else m
+            for m in _of_content(context, terms=False)
+            if m.key not in keys
+        ]
         found = _unique(found)
     return found
 
@@ -87,17 +91,17 @@ def mentions(content: str, context: str | None = None) -> list[Mention]:
 def _of_content(text: str, terms: bool = True) -> tuple[Mention, ...]:
     """What ``text`` names (kept for the texts seen last: a tuple, which no caller can
     change under the next one asking)."""
-    subject = _subject(text)
+    titles = _QUOTED.findall(text)
+    unquoted = _QUOTED.sub(" ", text) if titles else text  # a title's words are its own
+    subject = _subject(unquoted)  # '"Dune" is a great book': no one is its subject
     found: list[Mention] = []
     if subject is not None:
         found.append(Mention(key_of(subject), subject, "name", subject=True))
-    titles = _QUOTED.findall(text)
     for title in titles:
         if key := key_of(title):
             found.append(Mention(key, title.strip(), "title"))
     for day in days_named(text):
         found.append(Mention(day.isoformat(), day.isoformat(), "date"))
-    unquoted = _QUOTED.sub(" ", text) if titles else text  # a title's words are its own
     names, words = _names_and_words(unquoted)
     found += [Mention(key, name, "name") for name in names if (key := key_of(name))]
     if terms:
@@ -109,8 +113,9 @@ def _of_content(text: str, terms: bool = True) -> tuple[Mention, ...]:
 
 def _subject(text: str) -> str | None:
     """A speaker ("Melanie: ...") or a name that starts the text ("Alice prefers tea")."""
-    if speaker := _SPEAKER.match(text):
-        return speaker.group(1)
+    speaker = _SPEAKER.match(text)
+    if speaker and speaker.group(1).split()[0].lower() not in _NOT_NAMES:
+        return speaker.group(1)  # not "Tomorrow: call the plumber"
     tokens = _TOKEN.findall(text[:120])
     if not tokens or not tokens[0][:1].isupper() or tokens[0].lower() in _NOT_NAMES:
         return None
