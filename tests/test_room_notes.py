@@ -98,7 +98,7 @@ def bm25_plainly(documents: list[list[str]], query: list[str]) -> list[int]:
             score = sum(
                 math.log(1 + (len(documents) - frequency[t] + 0.5) / (frequency[t] + 0.5))
                 * n * 2.2 / (n + norm)
-                for t, n in counts.items()
+                for t, n in sorted(counts.items())
             )  # fmt: skip
             scores.append((-score, index))
     return [index for _, index in sorted(scores)]
@@ -114,6 +114,18 @@ VOCABULARY = st.sampled_from("deploy friday lunch noon freeze tests ship".split(
 )
 def test_the_ranking_is_bm25_as_written(documents: list[list[str]], query: list[str]) -> None:
     assert rank(documents, query) == bm25_plainly(documents, query)
+
+
+def test_notes_of_the_same_words_in_another_order_rank_newest_first() -> None:
+    # summed in each note's own word order, the older scored a last bit higher
+    documents = [
+        ["merge", "ship", "deploy"],  # the newer
+        ["ship", "deploy", "merge"],
+        ["friday", "test", "deploy"],
+        ["deploy"],
+        ["build", "deploy", "ship"],
+    ]
+    assert rank(documents, ["deploy", "merge", "ship"])[:2] == [0, 1]
 
 
 async def test_a_search_answers_the_same_with_the_words_kept_and_without(

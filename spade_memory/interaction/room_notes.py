@@ -146,7 +146,7 @@ def rank(
         score = sum(
             math.log(1 + (len(documents) - frequency[t] + 0.5) / (frequency[t] + 0.5))
             * n * (k1 + 1) / (n + norm)
-            for t, n in counts.items()
+            for t, n in sorted(counts.items())  # one order: equal notes score the same
         )  # fmt: skip
         scores.append((-score, index))
     return [index for _, index in sorted(scores)]
