@@ -87,3 +87,15 @@ def test_merge_precedence() -> None:
     kept = base.merged(WorkingMemory(session_id="s1", user_id="x"))
     assert kept.current_focus == base.current_focus
     assert base.current_focus is not None and base.current_focus.id == "main"
+
+
+def test_a_merge_keeps_each_focus_once_and_shares_nothing_with_its_inputs() -> None:
+    memory = scenario()
+    merged = memory.merged(memory)  # a client's copy sent back: its history was doubled
+    assert [f.id for f in merged.focus_history] == ["src/app.py"]
+    twice = merged.merged(memory).merged(memory)
+    assert [f.id for f in twice.focus_history] == ["src/app.py"]
+    merged.entities[0].name = "changed"
+    merged.findings[0].evidence.append("added to the merged copy")
+    assert memory.entities[0].name == "main"
+    assert memory.findings[0].evidence == ["test_x fails"]

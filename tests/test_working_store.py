@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timezone
+from typing import Any
+
 import pytest
 
 from spade_memory.interaction.store import InteractionStore
-from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.errors import BadRequest, ItemNotFound
+from spade_memory.protocol.interaction import interaction_ops
+from spade_memory.protocol.ops import parse_op
 from spade_memory.protocol.working import (
     CreateWorkingMemory,
     GetWorkingMemory,
@@ -44,3 +50,31 @@ async def test_changes_create_persist_and_apply_once(location: Location) -> None
     with pytest.raises(ItemNotFound):
         await reopened.apply("bob@localhost", GetWorkingMemory(session_id="s1"))
     await reopened.close()
+
+
+async def test_a_moment_without_offset_is_utc_and_a_huge_timeout_is_refused(
+    location: Location,
+) -> None:
+    # an entity's time without an offset made every recent_entities of its session fail
+    def op(name: str, **fields: object) -> Any:
+        return parse_op(interaction_ops, json.dumps({"op": name, "session_id": "s", **fields}))
+
+    def asking(**clarification: object) -> Any:
+        return op("set_clarification", clarification={"question": "q?", **clarification})
+
+    store = await InteractionStore.open(location("moments.db"), purge_every=None)
+    try:
+        for entity in ({"id": "a.py"}, {"id": "b.py", "timestamp": "2024-01-01T00:00:00"}):
+            await store.apply(
+                ALICE, op("add_entity", entity={"type": "file", "name": "x", **entity})
+            )
+        recent = await store.apply(ALICE, op("recent_entities"))
+        assert [entity.id for entity in recent.entities] == ["a.py", "b.py"]
+        assert recent.entities[1].timestamp == datetime(2024, 1, 1, tzinfo=timezone.utc)
+        for timeout in (1e15, float("inf")):  # overflowed the deadline's date
+            with pytest.raises(BadRequest):
+                asking(timeout_seconds=timeout)
+        late = await store.apply(ALICE, asking(timeout_seconds=1, created_at="9999-12-31T23:59:59"))
+        assert late.pending_clarification is not None
+    finally:
+        await store.close()

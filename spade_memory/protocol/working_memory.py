@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
-from typing import Any, Literal, TypeVar
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
-from spade_memory.protocol.expiry import as_moment, expiry_of
+from spade_memory.protocol.expiry import MAX_TTL_SECONDS, as_moment, expiry_of
 
 FocusType = Literal["file", "function", "class", "module", "concept"]
 Severity = Literal["info", "warning", "error", "critical"]
@@ -26,6 +26,15 @@ Severity = Literal["info", "warning", "error", "critical"]
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _in_utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+Moment = Annotated[datetime, AfterValidator(_in_utc)]
+"""A moment of the session; one given without a UTC offset is taken as UTC (compared
+with the agent's own moments, which have one, it failed every read that sorts them)."""
 
 
 class _Part(BaseModel):
@@ -39,7 +48,7 @@ class Focus(_Part):
     id: str = Field(min_length=1, description="Its identifier: a path, a qualified name, a URL")
     name: str = Field(description="A short name to show")
     context: str | None = Field(default=None, description="Optional: why it is the focus")
-    set_at: datetime = Field(default_factory=_now)
+    set_at: Moment = Field(default_factory=_now)
 
 
 class EntityRef(_Part):
@@ -49,7 +58,7 @@ class EntityRef(_Part):
     id: str = Field(min_length=1)
     name: str
     context: str | None = None
-    timestamp: datetime = Field(default_factory=_now)
+    timestamp: Moment = Field(default_factory=_now)
     expires_at: AwareDatetime | None = None
     """When it stops being visible (None: never)."""
 
@@ -69,7 +78,7 @@ class Finding(_Part):
         default_factory=list, description="Optional: what shows it (quotes, log lines, ids)"
     )
     metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime = Field(default_factory=_now)
+    created_at: Moment = Field(default_factory=_now)
     expires_at: AwareDatetime | None = None
     """When it stops being visible (None: never)."""
 
@@ -104,15 +113,17 @@ class Clarification(_Part):
     question: str = Field(min_length=1)
     options: list[str] = Field(default_factory=list)
     context: str | None = None
-    timeout_seconds: float | None = Field(default=None, gt=0)
-    created_at: datetime = Field(default_factory=_now)
+    timeout_seconds: float | None = Field(
+        default=None, gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False
+    )
+    created_at: Moment = Field(default_factory=_now)
 
     def is_pending(self, now: datetime | None = None) -> bool:
         """True until ``timeout_seconds`` after ``created_at`` (always, without a timeout)."""
         if self.timeout_seconds is None:
             return True
-        deadline = self.created_at + timedelta(seconds=self.timeout_seconds)
-        return (now or _now()) < deadline
+        deadline = self.created_at.timestamp() + self.timeout_seconds  # no date overflows
+        return (now or _now()).timestamp() < deadline
 
 
 class WorkingMemory(_Part):
@@ -126,7 +137,7 @@ class WorkingMemory(_Part):
     findings: list[Finding] = Field(default_factory=list)
     context: dict[str, Any] = Field(default_factory=dict)
     clarification: Clarification | None = None
-    created_at: datetime = Field(default_factory=_now)
+    created_at: Moment = Field(default_factory=_now)
 
     def set_focus(self, focus: Focus) -> None:
         """Focus on something new; the previous focus goes to the history."""
@@ -184,15 +195,16 @@ class WorkingMemory(_Part):
         """This memory with ``update`` applied on top.
 
         The update's focus wins (ours then goes to the history); histories,
-        entities and findings are combined (a finding with the same id is the
-        update's); context is merged with the update's keys winning; the
+        entities and findings are combined, each once (a finding with the same id
+        is the update's); context is merged with the update's keys winning; the
         update's clarification replaces ours if it has one. Expired entities
         and findings are left out.
         """
-        history = [*self.focus_history, *update.focus_history]
+        history = [*self.focus_history]  # each focus once: a state merged into itself
+        history += [focus for focus in update.focus_history if focus not in history]
         focus = self.current_focus
         if update.current_focus is not None:
-            if focus is not None and focus != update.current_focus:
+            if focus is not None and focus != update.current_focus and focus not in history:
                 history.append(focus)
             focus = update.current_focus
         findings = {finding.id: finding for finding in [*self.findings, *update.findings]}
@@ -205,9 +217,8 @@ class WorkingMemory(_Part):
                 "findings": list(findings.values()),
                 "context": {**self.context, **update.context},
                 "clarification": update.clarification or self.clarification,
-            },
-            deep=True,
-        )
+            }
+        ).model_copy(deep=True)  # shares no part with either memory
         merged.drop_expired()
         return merged
 
