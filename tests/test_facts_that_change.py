@@ -430,3 +430,27 @@ async def test_a_spaces_subscribers_hear_what_consolidation_merged(location: Loc
         assert changes[0].memory is not None and changes[0].memory.superseded_by == kept.id
     finally:
         await store.close()
+
+
+async def test_a_spaces_subscribers_hear_a_supersede_by_new_text(location: Location) -> None:
+    # the store it makes noted its events and links under a request of its own, unheard
+    heard: list[SpaceEvent] = []
+    linked: list[Any] = []
+    store = await LongTermStore.open(
+        location("heard.db"), listeners=Listeners(heard.extend, links=linked.extend)
+    )
+    try:
+        old = await in_space(store, ALICE, StoreMemory(content="Deploys are on Friday.",
+                                                       category="fact"), "owner")  # fmt: skip
+        assert isinstance(old, Stored)
+        heard.clear()
+        new = await in_space(store, ALICE, SupersedeMemory(
+            id=old.id, content="Deploys are on Monday.", source="PROJ-2"), "owner")  # fmt: skip
+        assert isinstance(new, Stored) and new.supersedes == old.id
+        changes = [event.change() for event in heard]
+        assert sorted((c.kind, c.memory_id) for c in changes) == sorted(
+            [("stored", new.id), ("updated", old.id)]
+        )
+        assert [(link.work_id, link.memory_id) for link in linked] == [("PROJ-2", new.id)]
+    finally:
+        await store.close()

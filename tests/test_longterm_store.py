@@ -455,3 +455,27 @@ async def test_a_nul_character_is_refused_on_postgresql_and_changes_nothing(
         assert isinstance(got, Memory) and got.content == text
     got = await store.apply(ALICE, GetMemory(id=kept))
     assert isinstance(got, Memory) and got.content == "kept as it was"
+
+
+async def test_the_same_text_as_an_expired_memory_is_a_new_memory(store: LongTermStore) -> None:
+    # it reinforced the expired one, answered deduplicated, and the purge took the store
+    gone = await store.apply(ALICE, StoreMemory(category="fact", content="Door code 1234",
+                                                ttl_seconds=0.2))  # fmt: skip
+    await asyncio.sleep(0.5)
+    alone = await store.apply(ALICE, StoreMemory(category="fact", content="Door code 1234"))
+    (in_a_run,) = await store.batch(ALICE, [
+        Request(StoreMemory(category="fact", content="Wifi is hunter2", ttl_seconds=0.2), None)
+    ])  # fmt: skip
+    await asyncio.sleep(0.5)
+    run = await store.batch(ALICE, [
+        Request(StoreMemory(category="fact", content=text), None)
+        for text in ("Wifi is hunter2", "Something else")
+    ])  # fmt: skip
+    for before, after in ((gone, alone), (in_a_run, run[0])):
+        assert isinstance(before, Stored) and isinstance(after, Stored)
+        assert not after.deduplicated and after.id != before.id
+    await store.purge_expired()
+    listed = await store.apply(ALICE, ListMemories(category="fact"))
+    assert isinstance(listed, MemoryList)
+    assert {m.content for m in listed.memories} == {"Door code 1234", "Wifi is hunter2",
+                                                     "Something else"}  # fmt: skip

@@ -227,8 +227,9 @@ async def _same_memories(
         rows = await db.execute_fetchall(
             "SELECT id, owner, content FROM memories WHERE space = ? AND category = ?"
             f" AND owner = ? AND content_key IN ({', '.join('?' * len(of_category))})"
-            " AND superseded_by IS NULL AND (valid_to IS NULL OR valid_to > ?)",
-            (place.key, category, owner, *of_category, now),
+            " AND superseded_by IS NULL AND (valid_to IS NULL OR valid_to > ?)"
+            " AND (expires_at IS NULL OR expires_at > ?)",
+            (place.key, category, owner, *of_category, now, now),
         )
         for memory_id, author, content in rows:
             same.setdefault((category, folded(str(content))), Same(str(memory_id), str(author)))

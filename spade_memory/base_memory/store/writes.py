@@ -109,15 +109,17 @@ class Writes:
         self, db: Database, place: Place, category: str, owner: str, text: str, now: float
     ) -> store_runs.Same | None:
         """The sender's current memory of ``place`` a store of ``text`` reinforces (not
-        one superseded or past its validity: the same words again are a new memory)."""
+        one superseded, past its validity or expired: the same words again are a new
+        memory)."""
         return next(
             (
                 store_runs.Same(str(memory_id), str(author))
                 for memory_id, author, content in await db.execute_fetchall(
                     "SELECT id, owner, content FROM memories"
                     " WHERE space = ? AND category = ? AND content_key = ? AND owner = ?"
-                    " AND superseded_by IS NULL AND (valid_to IS NULL OR valid_to > ?)",
-                    (place.key, category, text_key(text), owner, now),
+                    " AND superseded_by IS NULL AND (valid_to IS NULL OR valid_to > ?)"
+                    " AND (expires_at IS NULL OR expires_at > ?)",
+                    (place.key, category, text_key(text), owner, now, now),
                 )
                 if folded(content) == text
             ),
@@ -139,7 +141,13 @@ class Writes:
         old = await changeable(db, self.ctx.engine, op.id, place, owner)
         if op.by is None:
             as_store = dataclasses.replace(request, op=op.as_store(old.category))
-            return await self.store(db, as_store, work)
+            try:
+                return await self.store(db, as_store, work)
+            finally:  # what the store noted is the request's: the batch tells it by that
+                if events := work.events.pop(id(as_store), None):
+                    work.events.setdefault(id(request), []).extend(events)
+                if links := work.links.pop(id(as_store), None):
+                    work.links.setdefault(id(request), []).extend(links)
         supersede.named(old)
         now = time.time()
         newer = await supersede.successor(db, op.by, place, now)
