@@ -337,6 +337,20 @@ async def test_consolidation_merges_the_same_fact_in_other_words(store: LongTerm
     assert (await store.apply(ALICE, ConsolidateMemories(dry_run=False))).merged == 0
 
 
+async def test_consolidation_leaves_a_memory_changed_since_its_plan(store: LongTermStore) -> None:
+    # the plan compares texts before the batch: an update before it in the same batch
+    # made the memory another fact, which was then merged away
+    kept = await put(store, "The deploy happens every Friday at noon.")
+    twin = await put(store, "the deploy happens every friday at noon!")
+    update = UpdateMemory(id=twin.id, content="The database backup runs every Sunday night.")
+    outcomes = await store.batch(ALICE, [
+        Request(update, None), Request(ConsolidateMemories(dry_run=False), None),
+    ])  # fmt: skip
+    assert isinstance(outcomes[1], Consolidated) and outcomes[1].merged == 0
+    assert set(await found(store, RecentMemories(count_access=False))) == {kept.id, twin.id}
+    assert (await store.apply(ALICE, ConsolidateMemories(dry_run=False))).merged == 0
+
+
 async def test_consolidating_a_space_takes_an_admin(store: LongTermStore) -> None:
     with pytest.raises(NotAuthorized, match="takes an admin"):
         await in_space(store, BOB, ConsolidateMemories(), "writer")

@@ -110,22 +110,26 @@ class Consolidation:
 
 
 async def _still_current(db: Database, key: str, planned: list[Merge]) -> list[Merge]:
-    """The planned merges whose memories are all still current (a write between the
-    plan and the transaction leaves its memories as they are)."""
+    """The planned merges whose memories are all still current and as planned (a write
+    between the plan and the transaction, or before it in the same batch, leaves its
+    memories as they are: a changed text may no longer state the same)."""
     ids = [memory.id for merge in planned for memory in (merge.kept, *merge.merged)]
-    current: set[str] = set()
+    current: dict[str, tuple[str, str]] = {}
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
         rows = await db.execute_fetchall(
-            f"SELECT id FROM memories WHERE id IN ({', '.join('?' * len(chunk))})"
-            " AND space = ? AND superseded_by IS NULL",
+            "SELECT id, category, content FROM memories"
+            f" WHERE id IN ({', '.join('?' * len(chunk))}) AND space = ? AND superseded_by IS NULL",
             (*chunk, key),
         )
-        current.update(str(memory_id) for (memory_id,) in rows)
+        current.update((str(id_), (str(category), str(text))) for id_, category, text in rows)
     return [
         merge
         for merge in planned
-        if merge.kept.id in current and all(other.id in current for other in merge.merged)
+        if all(
+            current.get(memory.id) == (memory.category, memory.content)
+            for memory in (merge.kept, *merge.merged)
+        )
     ]
 
 
