@@ -351,6 +351,36 @@ async def test_consolidation_leaves_a_memory_changed_since_its_plan(store: LongT
     assert (await store.apply(ALICE, ConsolidateMemories(dry_run=False))).merged == 0
 
 
+async def test_a_delete_leaves_what_it_replaced_current_or_replaced_by_its_successor(
+    store: LongTermStore,
+) -> None:
+    # "by" gave the successor no start of its own: deleting it left the old one closed
+    berlin = await put(store, "The office is in Berlin.", conflicts="off")
+    paris = await put(store, "The office moved to Paris.", conflicts="off")
+    await store.apply(ALICE, SupersedeMemory(id=berlin.id, by=paris.id))
+    await store.apply(ALICE, DeleteMemory(id=paris.id))
+    current = RecentMemories(count_access=False)
+    assert await found(store, current) == [berlin.id]
+    # the middle of a chain: the first is replaced by the last, not current again
+    pizzeria = await put(store, "Team lunch is at the pizzeria.", conflicts="off")
+    sushi = await store.apply(
+        ALICE, SupersedeMemory(id=pizzeria.id, content="Team lunch is sushi.")
+    )
+    tacos = await store.apply(ALICE, SupersedeMemory(id=sushi.id, content="Team lunch is tacos."))
+    await store.apply(ALICE, DeleteMemory(id=sushi.id))
+    assert set(await found(store, current)) == {berlin.id, tacos.id}
+    last = await store.apply(ALICE, GetMemory(id=tacos.id, count_access=False))
+    assert last.supersedes == pizzeria.id
+    # what consolidation merged into a memory deleted since is current again
+    kept = await put(store, "The deploy happens every Friday at noon.", conflicts="off")
+    twin = await put(store, "the deploy happens every friday at noon!", conflicts="off")
+    merged = await store.apply(ALICE, ConsolidateMemories(dry_run=False))
+    assert merged.merged == 1
+    (merged_away,) = {kept.id, twin.id} - set(await found(store, current))
+    await store.apply(ALICE, DeleteMemory(id=({kept.id, twin.id} - {merged_away}).pop()))
+    assert merged_away in await found(store, current)
+
+
 async def test_consolidating_a_space_takes_an_admin(store: LongTermStore) -> None:
     with pytest.raises(NotAuthorized, match="takes an admin"):
         await in_space(store, BOB, ConsolidateMemories(), "writer")

@@ -112,5 +112,5 @@ async def remove(
     work.current.gone[row.seq] = place.key  # its vector went (CASCADE)
     await journal.use(db, gone.owner, place, -1, -size)
     await changed(db, request, work, "deleted", gone.id, gone.owner, place, reason)
-    if reopened is not None:
-        await changed(db, request, work, "updated", *reopened, place)
+    for memory_id, author in reopened:
+        await changed(db, request, work, "updated", memory_id, author, place)

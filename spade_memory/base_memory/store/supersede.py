@@ -110,19 +110,36 @@ async def close(db: Database, old: Row, new_id: str, start: float, now: float) -
     )
 
 
-async def reopen(db: Database, gone: Row) -> tuple[str, str] | None:
-    """The memory ``gone`` superseded is current again once ``gone`` is deleted (its
-    validity reopened where the supersede had closed it): a delete leaves no memory
-    pointing at nothing. Returns the reopened memory's id and author (None: none)."""
-    if gone.supersedes is None:
-        return None
-    rows = await db.execute_fetchall(
-        "UPDATE memories SET superseded_by = NULL, retired_at = NULL, retired_reason = NULL,"
-        " valid_to = CASE WHEN valid_to = ? THEN NULL ELSE valid_to END"
-        " WHERE id = ? AND superseded_by = ? RETURNING id, owner",
-        (gone.valid_from, gone.supersedes, gone.id),
-    )
-    return next(((str(memory_id), str(owner)) for memory_id, owner in rows), None)
+CLOSED_BY_IT = "(valid_to = retired_at OR valid_to = ?)"
+"""A replaced memory's validity ended where its replacement's began (``close``: at the
+replacement's start, or when it was replaced), not at an earlier end of its own."""
+
+
+async def reopen(db: Database, gone: Row) -> list[tuple[str, str]]:
+    """The memories ``gone`` replaced (superseded, or merged into it), once ``gone`` is
+    deleted: replaced by what replaced ``gone``, if something did, else current again
+    (their validity reopened where ``gone`` closed it). A delete leaves no memory
+    pointing at nothing. Returns the id and author of each memory changed."""
+    if gone.superseded_by is None:
+        rows = await db.execute_fetchall(
+            "UPDATE memories SET superseded_by = NULL, retired_at = NULL, retired_reason = NULL,"
+            f" valid_to = CASE WHEN {CLOSED_BY_IT} THEN NULL ELSE valid_to END"
+            " WHERE superseded_by = ? RETURNING id, owner",
+            (gone.valid_from, gone.id),
+        )
+    else:  # the middle of a chain: what it replaced now ends where it ended
+        rows = await db.execute_fetchall(
+            "UPDATE memories SET superseded_by = ?,"
+            f" valid_to = CASE WHEN {CLOSED_BY_IT} THEN ? ELSE valid_to END"
+            " WHERE superseded_by = ? RETURNING id, owner",
+            (gone.superseded_by, gone.valid_from, gone.valid_to, gone.id),
+        )
+        replaced = gone.supersedes or next((str(row[0]) for row in rows), None)
+        await db.execute(
+            "UPDATE memories SET supersedes = ? WHERE id = ? AND supersedes = ?",
+            (replaced, gone.superseded_by, gone.id),
+        )
+    return [(str(memory_id), str(owner)) for memory_id, owner in rows]
 
 
 async def chain(db: Database, memory_id: str, space: str, column: str) -> list[str]:
