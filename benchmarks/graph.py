@@ -142,7 +142,8 @@ async def wire_store_cost(stores: int, batches: int, blocks: int = 10) -> dict[s
     """Seconds per single store, and per store of a batch, of each memory agent over
     XMPP (``GRAPH_JID``, ``PLAIN_JID``)."""
     with tempfile.TemporaryDirectory() as tmp:
-        port, s2s = free_port(), free_port()
+        port = free_port()
+        s2s = free_port(port)
         server = peer_process("server", str(Path(tmp) / "xmpp"), str(port), str(s2s))
         agents = [
             MemoryServiceProcess(

@@ -52,7 +52,9 @@ class Cluster:
 
     def __init__(self, root: Path, *memory_args: str, echo: bool = False) -> None:
         self.port = free_port()
-        self.server = peer_process("server", str(root / "xmpp"), str(self.port), str(free_port()))
+        self.server = peer_process(
+            "server", str(root / "xmpp"), str(self.port), str(free_port(self.port))
+        )
         self.echo = peer_process("echo", ECHO_JID, str(self.port)) if echo else None
         self.memory = MemoryServiceProcess(
             root / "memory", "--external-server", *memory_args,

@@ -67,7 +67,9 @@ class Deployment:
 
     def __init__(self, root: Path, agents: int, database: str | None) -> None:
         self.port = free_port()
-        self.server = peer_process("server", str(root / "xmpp"), str(self.port), str(free_port()))
+        self.server = peer_process(
+            "server", str(root / "xmpp"), str(self.port), str(free_port(self.port))
+        )
         self.agents = [
             MemoryServiceProcess(
                 root / f"agent-{n}", *_agent_args(n, database), port=self.port, env=SECRET

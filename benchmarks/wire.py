@@ -73,7 +73,8 @@ async def bench_wire(
 ) -> tuple[list[WireResult], list[RateResult]]:
     """Round trips of each kind (p50, p99), and the rates of batched requests."""
     with tempfile.TemporaryDirectory() as tmp:
-        port, s2s = free_port(), free_port()
+        port = free_port()
+        s2s = free_port(port)
         server = peer_process("server", str(Path(tmp) / "xmpp"), str(port), str(s2s))
         echo = peer_process("echo", ECHO_JID, str(port))
         env = {"SPADE_MEMORY_PASSWORD": "bench"}

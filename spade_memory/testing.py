@@ -30,14 +30,17 @@ LOWEST_PORT = 10_000
 """The lowest port ``free_port`` picks."""
 
 
-def free_port() -> int:
-    """A TCP port on the loopback address that nothing listens on right now, chosen below
-    the kernel's ephemeral range when it can be: a port of that range may be taken by
-    any outgoing connection (of another test, say) between this choice and the bind of
-    the server given it. Returns the port."""
+def free_port(*taken: int) -> int:
+    """A TCP port on the loopback address that nothing listens on right now and that is
+    none of ``taken`` (chosen for the same server, not bound yet), chosen below the
+    kernel's ephemeral range when it can be: a port of that range may be taken by any
+    outgoing connection (of another test, say) between this choice and the bind of the
+    server given it. Returns the port."""
     below = _ephemeral_start()
     for _ in range(100 if below - LOWEST_PORT >= 1000 else 0):
         port = random.randrange(LOWEST_PORT, below)
+        if port in taken:
+            continue
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))
@@ -141,7 +144,7 @@ class MemoryServiceProcess(ChildProcess):
         """``port``: an XMPP server's port to use (with ``--external-server``)."""
         self.data_dir = data_dir
         self.port = port or free_port()
-        self.s2s_port = free_port()
+        self.s2s_port = free_port(self.port)
         command = [
             sys.executable, "-m", "spade_memory", "run", "--data-dir", str(data_dir),
             "--port", str(self.port), "--s2s-port", str(self.s2s_port), *extra_args,

@@ -32,7 +32,7 @@ def xmpp_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serv
     if request.param == "embedded":
         port = free_port()
         process: ChildProcess = peer_process(
-            "server", str(tmp_path / "xmpp"), str(port), str(free_port())
+            "server", str(tmp_path / "xmpp"), str(port), str(free_port(port))
         )
     else:
         if not prosody.installed():

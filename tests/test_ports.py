@@ -10,6 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
+from spade_memory import testing
 from spade_memory.testing import READY_LINE, ChildProcess, free_port
 from spade_memory.xmpp.lifecycle import stop_agent
 
@@ -90,3 +93,13 @@ async def test_port_alone_serves_beside_a_service_on_the_standard_s2s_port(
         finally:
             service.stop()
     assert not any("not free" in line for line in service.output)
+
+
+def test_a_port_chosen_for_the_same_server_is_never_one_taken_already(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a server's two ports were chosen in turn, and could be the same (both probed free)
+    first = free_port()
+    offered = iter([first, first, *range(first + 1, first + 200)])
+    monkeypatch.setattr(testing.random, "randrange", lambda low, high: next(offered))
+    assert free_port(first) != first

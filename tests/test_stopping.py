@@ -55,7 +55,7 @@ def test_a_step_that_hangs_is_abandoned_and_the_rest_of_the_stop_runs(tmp_path: 
 def stalled_server(tmp_path: Path) -> Iterator[tuple[ChildProcess, MemoryServiceProcess]]:
     """The memory agents on an XMPP server of their own, which the test can SIGSTOP."""
     port = free_port()
-    server = peer_process("server", str(tmp_path / "xmpp"), str(port), str(free_port()))
+    server = peer_process("server", str(tmp_path / "xmpp"), str(port), str(free_port(port)))
     server.start()
     service = MemoryServiceProcess(
         tmp_path / "memory", "--external-server", port=port, env={PASSWORD_ENV: "stop-test"}
