@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.beads import beads_sync_ops
 from spade_memory.protocol.errors import BadRequest, ItemNotFound
 from spade_memory.protocol.interaction import interaction_ops
 from spade_memory.protocol.ops import parse_op
@@ -78,3 +79,33 @@ async def test_a_moment_without_offset_is_utc_and_a_huge_timeout_is_refused(
         assert late.pending_clarification is not None
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999"])
+async def test_a_number_json_cannot_hold_is_refused_in_a_free_object(
+    location: Location, number: str
+) -> None:
+    # answered as given, then stored as null: refused where it is parsed now
+    def body(op: str, **fields: object) -> str:
+        return json.dumps({"op": op, "session_id": "s", **fields}).replace('"@"', number)
+
+    store = await InteractionStore.open(location("numbers.db"), purge_every=None)
+    try:
+        await store.apply(ALICE, UpdateContext(session_id="s", values={"kept": 1.5}))
+        for op, fields, where in (
+            ("update_context", {"values": {"x": ["@"]}}, "values"),
+            ("add_finding", {"finding": {"type": "t", "title": "x", "metadata": {"x": "@"}}},
+             "finding.metadata"),
+            ("merge_working_memory", {"update": {"session_id": "s", "user_id": ALICE, "context": {"x": "@"}}},
+             "update.context"),
+            ("save_preferences", {"user": "u", "preferences": {"x": {"y": "@"}}}, "preferences"),
+        ):  # fmt: skip
+            with pytest.raises(BadRequest, match=rf"{where}: .*finite"):
+                parse_op(interaction_ops, body(op, **fields))
+        state = await store.apply(ALICE, GetWorkingMemory(session_id="s"))
+        assert state.working_memory.context == {"kept": 1.5}
+    finally:
+        await store.close()
+    beads = json.dumps({"op": "store_memory", "content": "c", "metadata": {"x": "@"}})
+    with pytest.raises(BadRequest, match=r"metadata: .*finite"):
+        parse_op(beads_sync_ops, beads.replace('"@"', number))

@@ -13,6 +13,7 @@ from typing import Annotated, Any, ClassVar, Generic, Literal
 from pydantic import AliasChoices, BaseModel, Field, TypeAdapter, field_validator
 
 from spade_memory.protocol.beads_labels import OUR_METADATA, RESERVED_LABEL_PREFIXES, MemoryType
+from spade_memory.protocol.json_object import JsonObject
 from spade_memory.protocol.ops import Limit, MemoryId, Op, R, Record, SenderForgotten
 from spade_memory.protocol.space_names import Member, Role
 
@@ -134,7 +135,7 @@ class BeadsStoreMemory(BeadsOp[BeadsStored]):
         default=None, max_length=200, description="Issue title; the content's first line if omitted"
     )
     memory_type: MemoryType = "context"
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
     tags: list[Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[^\s,]+$")]] = Field(
         default_factory=list, max_length=20
     )

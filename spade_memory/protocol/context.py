@@ -7,6 +7,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
+from spade_memory.protocol.json_object import JsonObject
 from spade_memory.protocol.ops import Limit, Op, Record
 from spade_memory.protocol.space_names import SpaceName
 
@@ -47,7 +48,7 @@ class EndConversation(Op[ContextEntry]):
 class SavePreferences(Op[Preferences]):
     op: Literal["save_preferences"] = "save_preferences"
     user: Name
-    preferences: dict[str, Any]
+    preferences: JsonObject
 
 
 class GetPreferences(Op[Preferences]):

@@ -9,11 +9,12 @@ exist yet create it (with ``user_id`` = the sender), reads of one answer
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
 from spade_memory.protocol.expiry import ExpiresAt, TtlSeconds
+from spade_memory.protocol.json_object import JsonObject
 from spade_memory.protocol.ops import PERSONAL, Limit, Op, Record
 from spade_memory.protocol.space_names import SpaceName
 from spade_memory.protocol.working_memory import (
@@ -151,7 +152,7 @@ class UpdateContext(Op[WorkingMemoryState]):
     op: Literal["update_context"] = "update_context"
     session_id: SessionId
     space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
-    values: dict[str, Any]
+    values: JsonObject
 
 
 class MergeWorkingMemory(Op[WorkingMemoryState]):

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 from spade_memory.protocol.expiry import MAX_TTL_SECONDS, as_moment, expiry_of
+from spade_memory.protocol.json_object import JsonObject
 
 FocusType = Literal["file", "function", "class", "module", "concept"]
 Severity = Literal["info", "warning", "error", "critical"]
@@ -77,7 +78,7 @@ class Finding(_Part):
     evidence: list[str] = Field(
         default_factory=list, description="Optional: what shows it (quotes, log lines, ids)"
     )
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
     created_at: Moment = Field(default_factory=_now)
     expires_at: AwareDatetime | None = None
     """When it stops being visible (None: never)."""
@@ -135,7 +136,7 @@ class WorkingMemory(_Part):
     focus_history: list[Focus] = Field(default_factory=list)
     entities: list[EntityRef] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
-    context: dict[str, Any] = Field(default_factory=dict)
+    context: JsonObject = Field(default_factory=dict)
     clarification: Clarification | None = None
     created_at: Moment = Field(default_factory=_now)
 
