@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 
 from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.graph.expansion import INFERENCE, LIST, calls_for
-from spade_memory.base_memory.graph.extract import LONGEST_KEY, key_of, mentions, stem
+from spade_memory.base_memory.graph.extract import FINDER, LONGEST_KEY, key_of, mentions, stem
 from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.journal import SpaceEvent
 from spade_memory.base_memory.store.listeners import Listeners
@@ -91,6 +92,31 @@ def test_a_sentence_s_first_word_is_not_a_name_but_a_starting_name_is_the_subjec
     assert key_of("Melanie\u2019s") == key_of("MELANIE'S") == "melanie"
     assert stem("camping") == stem("camped") == stem("camps") == "camp"
     assert stem("class") == "class" and stem("swimming") == "swim"
+
+
+def test_a_comma_a_bracket_or_a_slash_ends_a_name_but_not_a_sentence() -> None:
+    def names(text: str) -> list[str]:
+        return [m.key for m in mentions(text) if m.kind == "name"]
+
+    assert names("I met Melanie, Caroline and Jon at the park.") == ["melanie", "caroline", "jon"]
+    assert names("A trip (with Jon) to Paris [the Louvre] in May") == ["jon", "paris", "louvre"]
+    assert names("We asked about Rust/Go \u2014 Deb knows") == ["rust", "go", "deb"]
+    assert names("Melanie, Caroline and I went hiking")[:2] == ["melanie", "caroline"]
+    assert mentions("Melanie, Caroline and I went hiking")[0].subject  # Melanie alone
+    assert names("the Bank of England, London") == ["bank of england", "london"]
+
+
+def test_keys_fold_accents_and_decomposed_text_as_the_word_index_does() -> None:
+    composed = "We ate at Café Müller in München, then flew to İstanbul."
+    decomposed = unicodedata.normalize("NFD", composed)
+    keys = [m.key for m in mentions(composed)]
+    assert keys[:3] == ["cafe muller", "munchen", "istanbul"]
+    assert [m.key for m in mentions(decomposed)] == keys
+    assert [m.name for m in mentions(decomposed)][:2] == ["Café Müller", "München"]
+    assert key_of("Istanbul") == key_of("İstanbul") == key_of("ISTANBUL") == "istanbul"
+    assert stem("movies") == stem("movie") and stem("parties") == stem("party") == "party"
+    for text in ("the cafés", "a cafe"):
+        assert [m.key for m in mentions(text) if m.kind == "term"] == ["cafe"]
 
 
 def test_a_text_seen_before_names_the_same_whatever_context_came_with_it() -> None:
@@ -335,7 +361,7 @@ async def test_a_store_made_before_the_graph_is_linked_at_open(location: Locatio
         await reopened.close()
 
 
-async def test_links_of_the_graph_s_first_version_are_kept_their_spaces_numbered(
+async def test_a_store_of_the_graph_s_first_version_is_numbered_and_linked_again(
     location: Location,
 ) -> None:
     where = location("first.db")
@@ -352,7 +378,7 @@ async def test_links_of_the_graph_s_first_version_are_kept_their_spaces_numbered
     )
     for sql in ("DROP TABLE memory_entities", "DROP TABLE entity_spaces", first):
         await query(where, sql)
-    # a link only the first version's table holds: copied, not found again
+    # a link only the first version's table holds: the rules of today make links again
     await query(where, "INSERT INTO memory_entities VALUES (?, 'kiln', ?, 'term', NULL, 0)",
                 space, seq)  # fmt: skip
     version = (MIGRATIONS if sqlite else pg_schema.MIGRATIONS).index(graph_links.numbered)
@@ -366,12 +392,42 @@ async def test_links_of_the_graph_s_first_version_are_kept_their_spaces_numbered
     reopened = await LongTermStore.open(where)
     try:
         kiln = await ask(reopened, MemoriesAbout(entity="kiln"))
-        assert [memory.id for memory in kiln.memories] == [kept]
+        assert kiln.memories == []
         pottery = await ask(reopened, MemoriesAbout(entity="pottery"))
-        assert [memory.id for memory in pottery.memories] == [unlinked]  # linked at open
+        assert {memory.id for memory in pottery.memories} == {kept, unlinked}
     finally:
         await reopened.close()
     assert await query(where, "SELECT space FROM entity_spaces") == [(space,)]
+
+
+async def test_links_an_older_finder_made_are_made_again_at_open_once(
+    location: Location, caplog: pytest.LogCaptureFixture
+) -> None:
+    where = location("finder.db")
+    store = await LongTermStore.open(where)
+    try:
+        met = await put(store, "I met Melanie, Caroline and Jon at the park.")
+    finally:
+        await store.close()
+    # as the first finder linked it: "Melanie, Caroline" one name
+    await query(where, "UPDATE memory_entities SET key = 'melanie caroline' WHERE key = 'melanie'")
+    await query(where, "DELETE FROM memory_entities WHERE key = 'caroline'")
+    await query(where, "UPDATE graph_finder SET version = 1")
+    plain = await LongTermStore.open(where, entity_graph=False)  # no graph: left as it is
+    await plain.close()
+    assert await query(where, "SELECT version FROM graph_finder") == [(1,)]
+    caplog.set_level(logging.INFO, logger=graph_links.__name__)
+    for _ in range(2):
+        reopened = await LongTermStore.open(where)
+        try:
+            for name in ("melanie", "caroline"):
+                about = await ask(reopened, MemoriesAbout(entity=name))
+                assert [memory.id for memory in about.memories] == [met]
+            assert (await ask(reopened, MemoriesAbout(entity="melanie caroline"))).memories == []
+        finally:
+            await reopened.close()
+    assert await query(where, "SELECT version FROM graph_finder") == [(FINDER,)]
+    assert caplog.text.count(f"1 memories linked again (rules version {FINDER})") == 1
 
 
 # -- a store without the graph ----------------------------------------------------

@@ -8,12 +8,18 @@ is what stands in quotes; a *date* is a day named in full (``retrieval.dates``);
 and crudely stemmed ("camping" and "camped" → "camp"). Terms are what makes the graph
 useful beyond names: the store keeps a memory's first ``MOST_TERMS``, and what recurs in
 a space is what search follows (``expansion``). A name at the very start of the content,
-or before a colon (a speaker), is the memory's *subject*.
+or before a colon (a speaker), is the memory's *subject*. A comma, a bracket, a slash or a
+dash between words ends a name ("Melanie, Caroline" are two).
+
+Keys are folded as the word index folds words: by case and Latin accents ("İstanbul",
+"Istanbul" and text in decomposed form file together). ``FINDER`` numbers the rules: a
+store whose links an older finder made is linked again when opened (``links``).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
@@ -25,6 +31,9 @@ if TYPE_CHECKING:
 
 Kind = Literal["name", "title", "date", "term"]
 
+FINDER = 2
+"""The version of these rules (1: the first, which let a comma join two names and split
+words at a combining accent); a store linked by another is linked again at open."""
 MOST_TERMS = 8
 """Terms kept per memory (the first ones): a long memory links no more rows than that."""
 LONGEST_KEY = 200
@@ -32,16 +41,22 @@ LONGEST_KEY = 200
 hundreds of letters) names nothing, and PostgreSQL refuses a key of a few thousand bytes
 in its index, failing the store with it."""
 
-_TOKEN = re.compile(r"[^\W\d_][\w'\u2019-]*|[.!?:;]|\n", re.UNICODE)
+_MARKS = "\u0300-\u036f"
+"""Combining accents (as in text written in decomposed form): part of the word they
+follow."""
+_TOKEN = re.compile(rf"[^\W\d_][\w{_MARKS}'\u2019-]*|[.!?:;\n,()\[\]{{}}/|\u2013\u2014-]")
+"""A word (its hyphens within it), or a mark that ends a sentence or a name."""
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d\n]{2,80})[\"\u201d]")
 _POSSESSIVE = re.compile(r"['\u2019]s$|['\u2019]$", re.IGNORECASE)
-_WORD = re.compile(r"[\w'\u2019-]+")
+_WORD = re.compile(rf"[\w{_MARKS}'\u2019-]+")
 _PLAIN = re.compile(r"[\w\s-]*")
 """A name whose key is its words as they are (no apostrophe, no punctuation)."""
 _POSSESSIVES = ("'s", "'S", "\u2019s", "\u2019S", "'", "\u2019")
 """The endings ``_POSSESSIVE`` drops, for a test without a regular expression."""
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'\u2019-]*(?:\s+[A-Z][\w'\u2019-]*){0,2})\s*:")
 _ENDS_SENTENCE = {".", "!", "?", ":", ";", "\n"}
+_MARKS_BETWEEN = _ENDS_SENTENCE | set(",()[]{}/|-\u2013\u2014")
+"""What ends a name: a mark ending a sentence, or one that stands between words."""
 _JOINERS = {"of", "de", "del", "la", "van", "von", "the"}
 """Lower-case words a name may hold between capitalised ones ("Bank of England")."""
 _COMMON = frozenset(
@@ -91,6 +106,8 @@ def mentions(content: str, context: str | None = None) -> list[Mention]:
 def _of_content(text: str, terms: bool = True) -> tuple[Mention, ...]:
     """What ``text`` names (kept for the texts seen last: a tuple, which no caller can
     change under the next one asking)."""
+    if not text.isascii() and not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)  # "Cafe\u0301" is written "Café"
     titles = _QUOTED.findall(text)
     unquoted = _QUOTED.sub(" ", text) if titles else text  # a title's words are its own
     subject = _subject(unquoted)  # '"Dune" is a great book': no one is its subject
@@ -107,7 +124,9 @@ def _of_content(text: str, terms: bool = True) -> tuple[Mention, ...]:
     if terms:
         inside = {part for mention in found for part in mention.key.split()}
         kept = [w for w in dict.fromkeys(words) if w not in inside][:MOST_TERMS]
-        found += [Mention(stem(word), word, "term") for word in kept]
+        found += [
+            Mention(stem(word if word.isascii() else _folded(word)), word, "term") for word in kept
+        ]
     return tuple(m for m in _unique(found) if len(m.key) <= LONGEST_KEY)
 
 
@@ -136,10 +155,10 @@ def _names_and_words(text: str) -> tuple[list[str], list[str]]:
     run: list[str] = []
     opening = True
     for token in _TOKEN.findall(text):
-        if token in _ENDS_SENTENCE:
+        if token in _MARKS_BETWEEN:
             if run:
                 _close(run, names)
-            opening = True
+            opening = opening or token in _ENDS_SENTENCE
             continue
         lower = token.lower()
         capitalised = token[0].isupper() and lower not in _NOT_NAMES
@@ -178,23 +197,36 @@ _NOT_TERMS = STOP_WORDS | _COMMON
 
 def key_of(name: str) -> str:
     """How the graph files a name: lower case, possessives and punctuation dropped,
-    spaces collapsed ("Melanie's" → "melanie")."""
+    spaces collapsed, Latin accents folded ("Melanie's" → "melanie", "İstanbul" →
+    "istanbul")."""
     folded = name.casefold()
+    if not folded.isascii():
+        folded = _folded(folded)
     if _PLAIN.fullmatch(folded):  # most names: nothing to drop
         return " ".join(folded.split())
     words = [_POSSESSIVE.sub("", word) for word in _WORD.findall(folded)]
     return " ".join(word for word in words if word)
 
 
+def _folded(text: str) -> str:
+    """``text`` without its Latin accents (as the word index folds them: "café" and
+    "cafe" are one word to it), composed again."""
+    bare = "".join(c for c in unicodedata.normalize("NFD", text) if not "\u0300" <= c <= "\u036f")
+    return unicodedata.normalize("NFC", bare)
+
+
 @lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A term's key: a few English endings dropped, enough to file "camping", "camped"
-    and "camps" together (not a real stemmer: the graph only needs them to meet)."""
-    for ending in ("ings", "ing", "ies", "ed", "es", "s"):
+    and "camps" together, "movie" and "movies" (not a real stemmer: the graph only needs
+    them to meet)."""
+    if word.endswith("ies") and len(word) >= 5:
+        return word[:-3] + "y"  # "parties" → "party", "movies" → "movy"
+    if word.endswith("ie") and len(word) >= 5:
+        return word[:-2] + "y"  # "movie" → "movy", as its plural
+    for ending in ("ings", "ing", "ed", "es", "s"):
         if word.endswith(ending) and len(word) - len(ending) >= 4 and not word.endswith(_KEPT):
             base = word[: -len(ending)]
-            if ending == "ies":
-                return base + "y"
             if ending in ("ing", "ed") and len(base) > 4 and base[-1] == base[-2]:
                 return base[:-1]  # "swimming" → "swim"
             return base

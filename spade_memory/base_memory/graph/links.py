@@ -8,7 +8,9 @@ one space is filed under another's. A space is written in a link as a number
 more than half of a link's bytes, and writing them most of a store's cost of its links
 (``benchmarks.graph``). Links go with their memory (a foreign key that cascades), are
 written once per batch beside the word index, and are made again when a memory's text
-changes. Stores made before the graph are linked when opened.
+changes. Stores made before the graph are linked when opened, and so are stores whose
+links an older version of the rules made (``graph_finder`` holds the version that made
+them, ``extract.FINDER``).
 
 A store opened without the graph (``--no-entity-graph``) writes no links and notes so in
 ``graph_gaps``; opened with it again, it links what was stored or changed meanwhile.
@@ -20,7 +22,7 @@ import logging
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime, timezone
 
-from spade_memory.base_memory.graph.extract import mentions
+from spade_memory.base_memory.graph.extract import FINDER, mentions
 from spade_memory.base_memory.graph.follow import placeholders
 from spade_memory.storage.connection import Database
 from spade_memory.storage.postgres import dialect
@@ -171,9 +173,19 @@ async def numbered(db: Database) -> None:
     await link_unlinked(db)
 
 
+async def versioned(db: Database) -> None:
+    """The migration that adds ``graph_finder``: the version of the rules that made the
+    links (1, the first, for a store linked before it)."""
+    await db.execute("CREATE TABLE IF NOT EXISTS graph_finder (version INTEGER NOT NULL)")
+    await db.execute("INSERT INTO graph_finder (version) VALUES (1)")
+
+
 async def open_with(db: Database, graph: bool) -> None:
     """At open: note that links may go missing (``graph`` off), or make those that went
-    missing while it was off (the scan runs once per time the graph was off)."""
+    missing while it was off (the scan runs once per time the graph was off); with the
+    graph, make every link again if another version of the rules made them."""
+    if graph:
+        await _relink_by(db, FINDER)
     ((since,),) = await db.execute_fetchall("SELECT MIN(since) FROM graph_gaps")
     if not graph and since is None:
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -182,6 +194,19 @@ async def open_with(db: Database, graph: bool) -> None:
         linked = await link_unlinked(db)
         await db.execute("DELETE FROM graph_gaps")
         log.info("entity graph off since %s: linked %d memories stored meanwhile", since, linked)
+
+
+async def _relink_by(db: Database, finder: int) -> None:
+    """Every memory linked again if ``finder`` did not make its links (once: on a shared
+    database, the first agent to open it claims the change, and the others wait for it
+    and find it done)."""
+    claimed = await db.execute(
+        "UPDATE graph_finder SET version = ? WHERE version <> ?", (finder, finder)
+    )
+    if claimed.rowcount > 0:
+        await db.execute("DELETE FROM memory_entities")
+        if linked := await link_unlinked(db):
+            log.info("entity graph: %d memories linked again (rules version %d)", linked, finder)
 
 
 async def link_unlinked(db: Database) -> int:

@@ -174,6 +174,7 @@ MIGRATIONS: list[PgMigration] = [
     graph_links.create,
     graph_links.create_gaps,
     graph_links.numbered,
+    graph_links.versioned,
 ]  # fmt: skip
 STORE = "base_memory"
 """The schema's name in ``spade_memory_schema`` (one database can hold several stores)."""

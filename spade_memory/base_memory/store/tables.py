@@ -278,4 +278,5 @@ MIGRATIONS: list[Migration] = [
     _create_v1, _add_change_feed, _add_vectors_and_content_keys, _add_spaces,
     _index_words_per_batch, _describe_memories, hash_content_keys, sizes.recount_usage,
     add_validity, graph_links.create, graph_links.create_gaps, graph_links.numbered,
+    graph_links.versioned,
 ]  # fmt: skip
