@@ -4,7 +4,7 @@ without a model, the graph's reads (``entities``, ``memories_about``,
 constructed two-hop case, stores made before the graph linked at open, and a store
 without the graph (``--no-entity-graph``) linked when the graph is back.
 
-Access from outside a space and over XMPP are in ``test_entity_graph_e2e``.
+Access from outside a space and over XMPP are in ``e2e/test_entity_graph_e2e``.
 """
 
 from __future__ import annotations

@@ -96,7 +96,8 @@ async def test_a_number_json_cannot_hold_is_refused_in_a_free_object(
             ("update_context", {"values": {"x": ["@"]}}, "values"),
             ("add_finding", {"finding": {"type": "t", "title": "x", "metadata": {"x": "@"}}},
              "finding.metadata"),
-            ("merge_working_memory", {"update": {"session_id": "s", "user_id": ALICE, "context": {"x": "@"}}},
+            ("merge_working_memory",
+             {"update": {"session_id": "s", "user_id": ALICE, "context": {"x": "@"}}},
              "update.context"),
             ("save_preferences", {"user": "u", "preferences": {"x": {"y": "@"}}}, "preferences"),
         ):  # fmt: skip

@@ -36,6 +36,7 @@ from spade_memory.storage.connection import (
 from spade_memory.storage.faults import store_errors
 from spade_memory.storage.manifest import Manifest
 from spade_memory.storage.postgres import is_url, open_pool, statements
+from spade_memory.storage.statements import placeholders
 
 logger = logging.getLogger("spade_memory.spaces")
 
@@ -272,7 +273,7 @@ class SpaceDirectory:
         if not wanted:
             return {}
         rows = await self._tx.read(
-            f"SELECT {_SPACE} FROM spaces s WHERE id IN ({', '.join('?' * len(wanted))})", wanted
+            f"SELECT {_SPACE} FROM spaces s WHERE id IN ({placeholders(wanted)})", wanted
         )
         return {row[0]: _space(row) for row in rows}
 

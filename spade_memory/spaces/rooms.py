@@ -10,6 +10,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 from spade_memory.storage.connection import Database, Transacting
+from spade_memory.storage.statements import placeholders
 
 _COLUMNS = "room, space_id, agent, nick, bound_by, bound_at"
 
@@ -82,7 +83,7 @@ class RoomBindings:
         """The rooms bound to any of these spaces, by room."""
         if not space_ids:
             return []
-        marks = ", ".join("?" * len(space_ids))
+        marks = placeholders(space_ids)
         rows = await self._tx.read(
             f"SELECT {_COLUMNS} FROM rooms WHERE space_id IN ({marks}) ORDER BY room",
             tuple(space_ids),

@@ -19,11 +19,12 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 from spade_memory.base_memory.graph.extract import mentions
-from spade_memory.base_memory.graph.follow import current, keys_of, linked, placeholders, reached
+from spade_memory.base_memory.graph.follow import current, keys_of, linked, reached
 from spade_memory.base_memory.graph.links import space_ids
 from spade_memory.base_memory.retrieval.ranking import Ranked
 from spade_memory.base_memory.store.filters import Selection
 from spade_memory.storage.connection import Database
+from spade_memory.storage.statements import placeholders
 
 FOLLOWED = 5
 """The first round's best memories whose entities are followed."""

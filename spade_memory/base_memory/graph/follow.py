@@ -9,18 +9,16 @@ import math
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from spade_memory.base_memory.graph.extract import key_of, stem
 from spade_memory.base_memory.store.filters import Selection
 from spade_memory.storage.connection import Database
+from spade_memory.storage.statements import MOST_VALUES, parts, placeholders
 
 MOST_FOLLOWED = 50
 """Memories an entity may link for a search to follow it: one named by more (a speaker in
 every turn, a word of every memory) tells little about any of them, and following it would
 cost as much as it links."""
-
-T = TypeVar("T")
 
 LAST_CHARACTER = "\U0010ffff"
 """The keys that start with a prefix sort below the prefix followed by this, the last
@@ -28,22 +26,8 @@ code point: it sorts after every other in UTF-8's bytes (``"\\uffff"`` does not:
 character beyond it, as in some CJK names, begins with a greater byte)."""
 
 
-MOST_VALUES = 30_000
-"""Values one statement is given at most (SQLite and asyncpg refuse more than 32,766)."""
 MOST_SELECTS = 400
 """Counts one statement asks for at most (SQLite refuses a compound of more than 500)."""
-
-
-def placeholders(values: Collection[object]) -> str:
-    """One ``?`` per value, for ``IN (...)``."""
-    return ", ".join("?" * len(values))
-
-
-def parts(values: Sequence[T], size: int) -> list[Sequence[T]]:
-    """``values`` in slices of ``size`` (at least one each): a long list read in several
-    statements."""
-    size = max(1, size)
-    return [values[start : start + size] for start in range(0, len(values), size)]
 
 
 @dataclass

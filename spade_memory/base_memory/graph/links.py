@@ -23,9 +23,9 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime, timezone
 
 from spade_memory.base_memory.graph.extract import FINDER, mentions
-from spade_memory.base_memory.graph.follow import placeholders
 from spade_memory.storage.connection import Database
 from spade_memory.storage.postgres import dialect
+from spade_memory.storage.statements import placeholders
 
 log = logging.getLogger(__name__)
 

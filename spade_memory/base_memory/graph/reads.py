@@ -12,7 +12,6 @@ from spade_memory.base_memory.graph.follow import (
     current,
     keys_named,
     linked,
-    placeholders,
     reached,
 )
 from spade_memory.base_memory.graph.links import space_ids
@@ -25,6 +24,7 @@ from spade_memory.protocol.graph import Entity, EntityList
 from spade_memory.protocol.memories import ListEntities, MemoriesAbout, MemoryList, RelatedMemories
 from spade_memory.protocol.ops import Request
 from spade_memory.storage.connection import Database
+from spade_memory.storage.statements import placeholders
 
 
 class GraphReads:

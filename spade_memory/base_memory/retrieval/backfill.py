@@ -33,6 +33,7 @@ from spade_memory.base_memory.retrieval.threads import lowest_priority
 from spade_memory.metrics.figures import pending
 from spade_memory.storage.connection import Database, Transacting
 from spade_memory.storage.faults import store_errors
+from spade_memory.storage.statements import placeholders
 
 logger = logging.getLogger("spade_memory.base_memory")
 
@@ -231,7 +232,7 @@ class VectorBackfill:
         """seq → (space key, text to embed) of those of ``seqs`` that still exist."""
         rows = await db.execute_fetchall(
             f"SELECT seq, space, content, context FROM memories"
-            f" WHERE seq IN ({', '.join('?' * len(seqs))})",
+            f" WHERE seq IN ({placeholders(seqs)})",
             seqs,
         )
         return {

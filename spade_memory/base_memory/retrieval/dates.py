@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 from spade_memory.storage.connection import Database
+from spade_memory.storage.statements import placeholders
 
 WEIGHT = 0.1
 """How much a candidate of the time the query names gains, as a share of its score."""
@@ -152,7 +153,7 @@ async def favour_named_time(
     seqs = contenders(scores, limit)
     rows = await db.execute_fetchall(
         "SELECT seq, content, context, created_at FROM memories"
-        f" WHERE seq IN ({', '.join('?' * len(seqs))})",
+        f" WHERE seq IN ({placeholders(seqs)})",
         tuple(seqs),
     )
     days = {int(seq): days_of(content, context, created) for seq, content, context, created in rows}

@@ -31,6 +31,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from spade_memory.storage.postgres import PgTransactions, shown
+from spade_memory.storage.statements import placeholders
 
 if TYPE_CHECKING:
     from spade_memory.base_memory.retrieval.dense import Similar
@@ -120,7 +121,7 @@ class DatabaseVectors:
         from spade_memory.base_memory.retrieval.dense import Similar
 
         text = as_vector(query)
-        in_spaces = f"m.space IN ({', '.join('?' * len(spaces))})"
+        in_spaces = f"m.space IN ({placeholders(spaces)})"
         await db.execute(
             "SELECT set_config('hnsw.ef_search', ?, true),"
             " set_config('hnsw.iterative_scan', 'strict_order', true)",
@@ -142,7 +143,7 @@ class DatabaseVectors:
         if seqs:
             rows = await db.execute_fetchall(
                 f"SELECT e.seq, 1 - ({self._dense} <=> {_QUERY}) FROM embeddings e"
-                f" WHERE {self._of_model} AND e.seq IN ({', '.join('?' * len(seqs))})",
+                f" WHERE {self._of_model} AND e.seq IN ({placeholders(seqs)})",
                 (text, *seqs),
             )
             cosines = {int(seq): float(cosine) for seq, cosine in rows}

@@ -36,6 +36,7 @@ from spade_memory.base_memory.store.tables import WORD_SCORE
 from spade_memory.storage.connection import Database, InlineConnection
 from spade_memory.storage.fts import fts5_expression, query_terms, tsquery_text
 from spade_memory.storage.postgres import Dialect
+from spade_memory.storage.statements import placeholders
 
 if TYPE_CHECKING:
     from spade_memory.base_memory.retrieval.ann import IndexBuild
@@ -538,7 +539,7 @@ async def _bm25(
             (expression, limit),
         )
         return {int(seq): -float(score) for seq, score in rows}
-    where = f"memories_fts MATCH ? AND m.space IN ({', '.join('?' * len(spaces))})"
+    where = f"memories_fts MATCH ? AND m.space IN ({placeholders(spaces)})"
     if selection.narrows:
         where += f" AND {selection.sql}"
     # joined, ORDER BY rank is the faster (see WORD_SCORE); rank is the same score
@@ -583,7 +584,7 @@ async def _pg_words(
     """``_bm25`` on PostgreSQL: the memories whose ``words`` match any term of the query,
     ranked by ``ts_rank`` (term frequency, weighted by part, normalised by length:
     PostgreSQL keeps no document frequencies, so rare terms do not weigh more as in BM25)."""
-    where = f"m.words @@ q.query AND m.space IN ({', '.join('?' * len(spaces))})"
+    where = f"m.words @@ q.query AND m.space IN ({placeholders(spaces)})"
     if selection.narrows:
         where += f" AND {selection.sql}"
     rows = await db.execute_fetchall(
@@ -602,8 +603,8 @@ async def _seqs_in(
     if not seqs:
         return set()
     rows = await db.execute_fetchall(
-        f"SELECT m.seq FROM memories m WHERE m.seq IN ({', '.join('?' * len(seqs))})"
-        f" AND m.space IN ({', '.join('?' * len(spaces))}) AND {selection.sql}",
+        f"SELECT m.seq FROM memories m WHERE m.seq IN ({placeholders(seqs)})"
+        f" AND m.space IN ({placeholders(spaces)}) AND {selection.sql}",
         (*seqs, *spaces, *selection.params),
     )
     return {int(row[0]) for row in rows}

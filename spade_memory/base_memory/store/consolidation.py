@@ -29,6 +29,7 @@ from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemorie
 from spade_memory.protocol.errors import NotAuthorized
 from spade_memory.protocol.ops import Place, Request
 from spade_memory.storage.connection import Database, Transacting
+from spade_memory.storage.statements import MOST_VALUES, parts, placeholders
 
 MOST_COMPARED = 10_000
 """Current memories of a space one pass compares (the newest)."""
@@ -115,11 +116,10 @@ async def _still_current(db: Database, key: str, planned: list[Merge]) -> list[M
     memories as they are: a changed text may no longer state the same)."""
     ids = [memory.id for merge in planned for memory in (merge.kept, *merge.merged)]
     current: dict[str, tuple[str, str]] = {}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
+    for chunk in parts(ids, MOST_VALUES - 1):
         rows = await db.execute_fetchall(
             "SELECT id, category, content FROM memories"
-            f" WHERE id IN ({', '.join('?' * len(chunk))}) AND space = ? AND superseded_by IS NULL",
+            f" WHERE id IN ({placeholders(chunk)}) AND space = ? AND superseded_by IS NULL",
             (*chunk, key),
         )
         current.update((str(id_), (str(category), str(text))) for id_, category, text in rows)
@@ -137,7 +137,7 @@ async def _merge(
     db: Database, request: Request, work: Effects, merge: Merge, place: Place, now: float
 ) -> None:
     ids = [other.id for other in merge.merged]
-    marks = ", ".join("?" * len(ids))
+    marks = placeholders(ids)
     ((count, confidence, accessed, source),) = await db.execute_fetchall(
         "SELECT SUM(access_count), MAX(confidence), MAX(last_accessed), MIN(source)"
         f" FROM memories WHERE id IN ({marks})",

@@ -19,6 +19,7 @@ from typing import Any
 
 from spade_memory.protocol.memories import Filtered
 from spade_memory.storage.postgres import Dialect
+from spade_memory.storage.statements import placeholders
 
 
 @dataclass
@@ -77,14 +78,14 @@ def select(
     if moment is not None and (dated or not moment.now):
         _valid(moment, at, parts, params)
     if categories is not None:
-        parts.append(f"m.category IN ({', '.join('?' * len(categories))})")
+        parts.append(f"m.category IN ({placeholders(categories)})")
         params.extend(categories)
     if op is not None:
         _tags(op, parts, params, _TAG_VALUES[dialect])
         (_pg_metadata if dialect == "postgresql" else _metadata)(op, parts, params)
         _dates(op, parts, params)
         if op.authors:
-            parts.append(f"m.owner IN ({', '.join('?' * len(op.authors))})")
+            parts.append(f"m.owner IN ({placeholders(op.authors)})")
             params.extend(op.authors)
     return Selection(" AND ".join(parts) or "TRUE", params, narrows=bool(parts))
 
@@ -116,14 +117,13 @@ _TAG_VALUES = {
 def _tags(op: Filtered[Any], parts: list[str], params: list[Any], tag_values: str) -> None:
     if op.tags_any:
         parts.append(
-            f"EXISTS (SELECT 1 FROM {tag_values}"
-            f" WHERE t.value IN ({', '.join('?' * len(op.tags_any))}))"
+            f"EXISTS (SELECT 1 FROM {tag_values} WHERE t.value IN ({placeholders(op.tags_any)}))"
         )
         params.extend(op.tags_any)
     if op.tags_all:
         parts.append(
             f"(SELECT COUNT(DISTINCT t.value) FROM {tag_values}"
-            f" WHERE t.value IN ({', '.join('?' * len(op.tags_all))})) = ?"
+            f" WHERE t.value IN ({placeholders(op.tags_all)})) = ?"
         )
         params.extend([*op.tags_all, len(op.tags_all)])
 

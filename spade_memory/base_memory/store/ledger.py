@@ -28,6 +28,7 @@ from spade_memory.base_memory.store import journal
 from spade_memory.protocol.ops import Place, Record
 from spade_memory.storage import requests
 from spade_memory.storage.connection import Database
+from spade_memory.storage.statements import placeholders
 
 Usage = dict[str, tuple[int, int]]
 """(memories, bytes) by usage subject (``owner:JID`` or ``space:KEY``)."""
@@ -131,7 +132,7 @@ async def _applied(db: Database, table: str, owner: str, ids: Sequence[str]) -> 
     """The results of the already applied ids among ``ids``, by id."""
     if not ids:
         return {}
-    marks = ", ".join("?" * len(ids))
+    marks = placeholders(ids)
     rows = await db.execute_fetchall(
         f"SELECT request_id, result FROM {table} WHERE owner = ? AND request_id IN ({marks})",
         (owner, *ids),

@@ -37,6 +37,7 @@ from spade_memory.protocol.memories import (
 from spade_memory.protocol.ops import Place, Request
 from spade_memory.storage.connection import Database
 from spade_memory.storage.faults import free_bytes
+from spade_memory.storage.statements import placeholders
 
 SEARCH_MODES = ("semantic", "session_recovery", "knowledge_lookup")
 KNOWLEDGE = ("fact", "pattern", "capability")
@@ -73,7 +74,7 @@ class Reads:
         assert isinstance(op, ListMemories | RecentMemories)
         keys = [place.key for place in request.places_of(work.owner)]
         chosen = self.ctx.selection(op, [op.category] if isinstance(op, ListMemories) else None)
-        where = f"WHERE m.space IN ({', '.join('?' * len(keys))}) AND {chosen.sql}"
+        where = f"WHERE m.space IN ({placeholders(keys)}) AND {chosen.sql}"
         order = " ORDER BY m.last_accessed DESC, m.seq DESC LIMIT ? OFFSET ?"
         found = await select(db, where + order, (*keys, *chosen.params, op.limit + 1, op.offset))
         more = len(found) > op.limit  # one row past the page says there is another
@@ -210,7 +211,7 @@ class Reads:
         """A shared space's changes after ``after``, with each memory as it is now."""
         entries, last, complete = await journal.journal(db, place.key, after, limit)
         ids = [entry.memory_id for entry in entries]
-        rows = await select(db, f"WHERE m.id IN ({', '.join('?' * len(ids))})", ids) if ids else []
+        rows = await select(db, f"WHERE m.id IN ({placeholders(ids)})", ids) if ids else []
         now = {row.id: row.memory({place.key: place.name}) for row in rows}
         changes = [
             Change(
@@ -247,7 +248,7 @@ class Reads:
         found = await select(
             db,
             "JOIN memory_links l ON l.memory_id = m.id WHERE l.work_id = ?"
-            f" AND m.space IN ({', '.join('?' * len(keys))}) AND {live.sql}"
+            f" AND m.space IN ({placeholders(keys)}) AND {live.sql}"
             " ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
             (op.work_id, *keys, *live.params, op.limit),
         )
@@ -277,7 +278,7 @@ async def by_seq(db: Database, seqs: Sequence[int]) -> list[Row]:
     """Returns the memories of ``seqs``, in no order."""
     if not seqs:
         return []
-    return await select(db, f"WHERE m.seq IN ({', '.join('?' * len(seqs))})", seqs)
+    return await select(db, f"WHERE m.seq IN ({placeholders(seqs)})", seqs)
 
 
 def names(request: Request, work: Effects) -> dict[str, str]:

@@ -12,6 +12,7 @@ from spade_memory.base_memory.store.filters import Selection
 from spade_memory.protocol.memories import Memory
 from spade_memory.protocol.ops import PERSONAL
 from spade_memory.storage.connection import Database
+from spade_memory.storage.statements import placeholders
 
 COLUMNS = (
     "m.id, m.owner, m.category, m.content, m.context, m.confidence,"
@@ -23,7 +24,7 @@ COLUMNS = (
 
 async def newest(db: Database, keys: Sequence[str], selection: Selection, limit: int) -> list[Row]:
     """``session_recovery``: what was stored most recently in the spaces, newest first."""
-    where = f"WHERE m.space IN ({', '.join('?' * len(keys))}) AND {selection.sql}"
+    where = f"WHERE m.space IN ({placeholders(keys)}) AND {selection.sql}"
     order = " ORDER BY m.created_at DESC, m.seq DESC LIMIT ?"
     return await select(db, where + order, (*keys, *selection.params, limit))
 

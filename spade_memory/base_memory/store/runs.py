@@ -37,6 +37,7 @@ from spade_memory.protocol.memories import RECORDED, Stored, StoreMemory
 from spade_memory.protocol.ops import Place, Record, Request
 from spade_memory.protocol.tags import dumps
 from spade_memory.storage.connection import Database
+from spade_memory.storage.statements import parts, placeholders
 
 INSERT = (
     "INSERT INTO memories (id, owner, category, content, context, confidence,"
@@ -226,7 +227,7 @@ async def _same_memories(
     for category, of_category in keys.items():
         rows = await db.execute_fetchall(
             "SELECT id, owner, content FROM memories WHERE space = ? AND category = ?"
-            f" AND owner = ? AND content_key IN ({', '.join('?' * len(of_category))})"
+            f" AND owner = ? AND content_key IN ({placeholders(of_category)})"
             " AND superseded_by IS NULL AND (valid_to IS NULL OR valid_to > ?)"
             " AND (expires_at IS NULL OR expires_at > ?)",
             (place.key, category, owner, *of_category, now, now),
@@ -241,8 +242,7 @@ async def _insert(
 ) -> None:
     """Insert the run's new memories, ``ROWS_PER_INSERT`` a statement, and note what each
     needs once committed: its words indexed, its vector computed."""
-    for start in range(0, len(new), ROWS_PER_INSERT):
-        chunk = new[start : start + ROWS_PER_INSERT]
+    for chunk in parts(new, ROWS_PER_INSERT):
         values: list[object] = []
         for store, memory_id in chunk:
             op = store.op
