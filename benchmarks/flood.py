@@ -41,7 +41,12 @@ from spade_memory import StoreMemory
 from spade_memory.protocol.memories import SearchMemories
 from spade_memory.protocol.services import default_jids
 from spade_memory.server.runtime import PASSWORD_ENV, use_uvloop
-from spade_memory.testing import ChildProcess, MemoryServiceProcess, ProsodyProcess, free_port
+from spade_memory.testing import (
+    ChildProcess,
+    MemoryServiceProcess,
+    ProsodyProcess,
+    free_ports,
+)
 from spade_memory.xmpp import wire
 from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
@@ -85,10 +90,8 @@ class Setup:
 def xmpp_server(kind: str, root: Path) -> Iterator[Setup]:
     """SPADE's embedded server as a process, or Prosody as shipped."""
     if kind == "embedded":
-        port = free_port()
-        server: ChildProcess = peer_process(
-            "server", str(root / "xmpp"), str(port), str(free_port())
-        )
+        port, s2s = free_ports(2)
+        server: ChildProcess = peer_process("server", str(root / "xmpp"), str(port), str(s2s))
         server.start()
         try:
             yield Setup(port, None, server)

@@ -39,7 +39,7 @@ from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.memories import SearchMemories, Stored, StoreMemory
 from spade_memory.protocol.ops import Request
-from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_ports
 from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 from .corpus import Corpus
@@ -142,8 +142,7 @@ async def wire_store_cost(stores: int, batches: int, blocks: int = 10) -> dict[s
     """Seconds per single store, and per store of a batch, of each memory agent over
     XMPP (``GRAPH_JID``, ``PLAIN_JID``)."""
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        s2s = free_port(port)
+        port, s2s = free_ports(2)
         server = peer_process("server", str(Path(tmp) / "xmpp"), str(port), str(s2s))
         agents = [
             MemoryServiceProcess(

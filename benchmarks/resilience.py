@@ -34,7 +34,7 @@ from spade_memory import StoreMemory
 from spade_memory.protocol.errors import MemoryServiceError
 from spade_memory.protocol.memories import GetMemory, Memory, MemoryStatsOp
 from spade_memory.server.runtime import PASSWORD_ENV
-from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_ports
 from spade_memory.xmpp import wire
 from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 from spade_memory.xmpp.reconnect import reconnector_of
@@ -51,10 +51,8 @@ class Cluster:
     """The XMPP server, the memory agents and (optionally) the echo agent, each a process."""
 
     def __init__(self, root: Path, *memory_args: str, echo: bool = False) -> None:
-        self.port = free_port()
-        self.server = peer_process(
-            "server", str(root / "xmpp"), str(self.port), str(free_port(self.port))
-        )
+        self.port, s2s = free_ports(2)
+        self.server = peer_process("server", str(root / "xmpp"), str(self.port), str(s2s))
         self.echo = peer_process("echo", ECHO_JID, str(self.port)) if echo else None
         self.memory = MemoryServiceProcess(
             root / "memory", "--external-server", *memory_args,

@@ -38,7 +38,7 @@ from spade_memory.testing import (
     ChildProcess,
     MemoryServiceProcess,
     PostgresServer,
-    free_port,
+    free_ports,
     pgvector_binaries,
     running_postgres,
 )
@@ -66,10 +66,8 @@ class Deployment:
     ``database`` (None: each agent on its own SQLite file)."""
 
     def __init__(self, root: Path, agents: int, database: str | None) -> None:
-        self.port = free_port()
-        self.server = peer_process(
-            "server", str(root / "xmpp"), str(self.port), str(free_port(self.port))
-        )
+        self.port, s2s = free_ports(2)
+        self.server = peer_process("server", str(root / "xmpp"), str(self.port), str(s2s))
         self.agents = [
             MemoryServiceProcess(
                 root / f"agent-{n}", *_agent_args(n, database), port=self.port, env=SECRET

@@ -37,7 +37,7 @@ from spade_memory.protocol.memories import (
     Stored,
     StoreMemory,
 )
-from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_ports
 from spade_memory.xmpp import wire
 from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
@@ -73,8 +73,7 @@ async def bench_wire(
 ) -> tuple[list[WireResult], list[RateResult]]:
     """Round trips of each kind (p50, p99), and the rates of batched requests."""
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        s2s = free_port(port)
+        port, s2s = free_ports(2)
         server = peer_process("server", str(Path(tmp) / "xmpp"), str(port), str(s2s))
         echo = peer_process("echo", ECHO_JID, str(port))
         env = {"SPADE_MEMORY_PASSWORD": "bench"}

@@ -52,6 +52,16 @@ def free_port(*taken: int) -> int:
         return int(probe.getsockname()[1])
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` different ports, each as ``free_port`` chooses (a server's listeners,
+    chosen before any is bound). Returns them in order."""
+    ports: list[int] = []
+    while len(ports) < count:
+        if (port := free_port(*ports)) not in ports:  # the kernel's choice may repeat one
+            ports.append(port)
+    return ports
+
+
 def _ephemeral_start() -> int:
     """The first port of the kernel's ephemeral range (Linux; elsewhere IANA's 49152)."""
     try:

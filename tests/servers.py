@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.wire import peer_process
-from spade_memory.testing import ChildProcess, free_port
+from spade_memory.testing import ChildProcess, free_ports
 
 from . import prosody
 
@@ -30,10 +30,8 @@ class Server:
 def xmpp_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
     """Each kind of server in turn (Prosody skipped, with one line, where not installed)."""
     if request.param == "embedded":
-        port = free_port()
-        process: ChildProcess = peer_process(
-            "server", str(tmp_path / "xmpp"), str(port), str(free_port(port))
-        )
+        port, s2s = free_ports(2)
+        process: ChildProcess = peer_process("server", str(tmp_path / "xmpp"), str(port), str(s2s))
     else:
         if not prosody.installed():
             pytest.skip(prosody.MISSING)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from spade_memory.interaction.store import InteractionStore
 from spade_memory.protocol.notes import ExportConversation
-from spade_memory.testing import MemoryServiceProcess, free_port
+from spade_memory.testing import MemoryServiceProcess, free_port, free_ports
 
 from .prosody import ProsodyProcess
 
@@ -237,22 +237,24 @@ def test_demo_recalls_after_the_llm_agent_restarts(tmp_path: Path) -> None:
 
 
 def test_run_refuses_what_it_cannot_start_in_a_sentence(tmp_path: Path) -> None:
-    common = ["run", "--data-dir", str(tmp_path), "--port", str(free_port())]
+    port, s2s = free_ports(2)
+    common = ["run", "--data-dir", str(tmp_path), "--port", str(port), "--s2s-port", str(s2s)]
     result = spade_memory(
-        *common, "--s2s-port", str(free_port()), "--services", "beads-sync", "--beads-engine", "bd",
+        *common, "--services", "beads-sync", "--beads-engine", "bd",
         env={"PATH": str(tmp_path)},
     )  # fmt: skip
     assert result.returncode == 1
     assert "cannot start the beads sync agent: the bd command is not on PATH" in result.stderr
     assert "Traceback" not in result.stderr
-    result = spade_memory(*common, "--s2s-port", str(free_port()), "--services", "nonsense")
+    result = spade_memory(*common, "--services", "nonsense")
     assert result.returncode == 1 and "unknown memory service 'nonsense'" in result.stderr
 
 
 def test_a_data_directory_it_cannot_use_is_one_sentence(tmp_path: Path) -> None:
     a_file = tmp_path / "memories.db"
     a_file.write_text("")
-    common = ["--port", str(free_port()), "--s2s-port", str(free_port())]
+    port, s2s = free_ports(2)
+    common = ["--port", str(port), "--s2s-port", str(s2s)]
     for data_dir, sentence in [
         (a_file, f"the data directory {a_file} is a file; give --data-dir a directory"),
         (a_file / "sub", f"cannot make the data directory {a_file / 'sub'}: {a_file} is a file"),
@@ -269,9 +271,9 @@ def test_a_second_service_on_one_data_directory_stops_at_once(tmp_path: Path) ->
     first.start()
     try:
         assert first.process is not None
+        port, s2s = free_ports(2)
         result = spade_memory(
-            "run", "--data-dir", str(tmp_path), "--port", str(free_port()),
-            "--s2s-port", str(free_port()),
+            "run", "--data-dir", str(tmp_path), "--port", str(port), "--s2s-port", str(s2s),
         )  # fmt: skip
         assert result.returncode == 1
         assert result.stderr == (

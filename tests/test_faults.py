@@ -31,7 +31,7 @@ from spade_memory.protocol.memories import GetMemory, MemoryStatsOp, SearchMemor
 from spade_memory.protocol.notes import AddInformation, GetInformation
 from spade_memory.storage.faults import DamagedStore
 from spade_memory.storage.manifest import Manifest
-from spade_memory.testing import MemoryServiceProcess, free_port
+from spade_memory.testing import MemoryServiceProcess, free_ports
 from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import send_raw, start_client, unique_jid
@@ -82,9 +82,10 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
 
 
 def run_once(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    port, s2s = free_ports(2)
     command = [
         sys.executable, "-m", "spade_memory", "run", "--data-dir", str(data_dir),
-        "--port", str(free_port()), "--s2s-port", str(free_port()), *args,
+        "--port", str(port), "--s2s-port", str(s2s), *args,
     ]  # fmt: skip
     return subprocess.run(command, capture_output=True, text=True, timeout=120)
 

@@ -24,7 +24,7 @@ import pytest
 from spade_memory.base_memory.retrieval import model_file
 from spade_memory.server.lock import LOCK
 from spade_memory.server.runtime import EXIT_AT_ONCE, INTERRUPTED_START
-from spade_memory.testing import READY_LINE, free_port
+from spade_memory.testing import READY_LINE, free_port, free_ports
 
 EXIT_WITHIN = 10.0
 """Seconds from the signal to the end of the process (it needs well under one)."""
@@ -35,9 +35,10 @@ class Run:
     """`spade-memory run` with its stdout read all along and its stderr kept apart."""
 
     def __init__(self, data_dir: Path, env: dict[str, str]) -> None:
+        port, s2s = free_ports(2)
         command = [
             sys.executable, "-m", "spade_memory", "run", "--data-dir", str(data_dir),
-            "--port", str(free_port()), "--s2s-port", str(free_port()),
+            "--port", str(port), "--s2s-port", str(s2s),
         ]  # fmt: skip
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from spade_memory import testing
-from spade_memory.testing import READY_LINE, ChildProcess, free_port
+from spade_memory.testing import READY_LINE, ChildProcess, free_port, free_ports
 from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import start_client, unique_jid
@@ -103,3 +103,11 @@ def test_a_port_chosen_for_the_same_server_is_never_one_taken_already(
     offered = iter([first, first, *range(first + 1, first + 200)])
     monkeypatch.setattr(testing.random, "randrange", lambda low, high: next(offered))
     assert free_port(first) != first
+
+
+def test_a_server_s_ports_chosen_together_are_different(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = free_port()
+    offered = iter([first, first, first, *range(first + 1, first + 200)])
+    monkeypatch.setattr(testing.random, "randrange", lambda low, high: next(offered))
+    port, s2s = free_ports(2)
+    assert port == first and s2s != first

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from spade_memory import BadRequest, Finding, Focus, ItemNotFound, MemoryServiceError, NotAuthorized
 from spade_memory.protocol.errors import Conflict
-from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_ports
 from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, condition_of, start_client, unique_jid
@@ -508,9 +508,10 @@ def test_a_bad_spaces_file_stops_run_with_one_line(
 ) -> None:
     path = tmp_path / name
     path.write_text(text)
+    port, s2s = free_ports(2)
     result = subprocess.run(
         [sys.executable, "-m", "spade_memory", "run", "--data-dir", str(tmp_path / "data"),
-         "--spaces", str(path), "--port", str(free_port()), "--s2s-port", str(free_port())],
+         "--spaces", str(path), "--port", str(port), "--s2s-port", str(s2s)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 1

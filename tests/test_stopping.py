@@ -15,7 +15,7 @@ import pytest
 
 from benchmarks.wire import peer_process
 from spade_memory.server.runtime import EXIT_AT_ONCE, PASSWORD_ENV
-from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_ports
 
 HANGING_CLOSE = """
 import asyncio, sys
@@ -54,8 +54,8 @@ def test_a_step_that_hangs_is_abandoned_and_the_rest_of_the_stop_runs(tmp_path: 
 @pytest.fixture
 def stalled_server(tmp_path: Path) -> Iterator[tuple[ChildProcess, MemoryServiceProcess]]:
     """The memory agents on an XMPP server of their own, which the test can SIGSTOP."""
-    port = free_port()
-    server = peer_process("server", str(tmp_path / "xmpp"), str(port), str(free_port(port)))
+    port, s2s = free_ports(2)
+    server = peer_process("server", str(tmp_path / "xmpp"), str(port), str(s2s))
     server.start()
     service = MemoryServiceProcess(
         tmp_path / "memory", "--external-server", port=port, env={PASSWORD_ENV: "stop-test"}

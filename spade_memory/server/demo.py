@@ -129,7 +129,8 @@ async def run_demo(data_dir: Path, console: Console, port: int | None = None) ->
     model = (
         "a real model" if real else "a scripted model (set SPADE_MEMORY_LLM_MODEL for a real one)"
     )
-    config = RunConfig(data_dir=data_dir, port=port or free_port(), s2s_port=free_port())
+    port = port or free_port()
+    config = RunConfig(data_dir=data_dir, port=port, s2s_port=free_port(port))
     runtime = MemoryRuntime(config)
     console.print(f"[bold]spade-memory demo[/]: memory agents on SPADE's embedded server, {model}")
     await runtime.start()
