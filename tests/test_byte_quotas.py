@@ -19,9 +19,11 @@ from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.base_memory.store.sizes import recount_usage
 from spade_memory.base_memory.store.tables import MIGRATIONS
+from spade_memory.protocol.consolidation import ConsolidateMemories
 from spade_memory.protocol.memories import (
     DeleteMemory,
     ForgetMemories,
+    GetMemory,
     Memory,
     MemoryHistoryOp,
     MemoryStats,
@@ -110,6 +112,22 @@ async def test_a_memory_counts_its_tags_metadata_source_and_kept_versions(
     await store.apply(ALICE, DeleteMemory(id=stored.id))
     gone = await stats(store)
     assert (gone.used_memories, gone.used_bytes) == (0, 0)
+
+
+async def test_a_merge_counts_the_source_its_kept_memory_takes(store: LongTermStore) -> None:
+    kept = await store.apply(ALICE, StoreMemory(category="fact", content="Alice lives in Paris."))
+    await store.apply(ALICE, GetMemory(id=kept.id))  # the most used is kept
+    twin = await store.apply(
+        ALICE,
+        StoreMemory(category="fact", content="Alice resides in Paris.", source="ü/" + "n" * 300),
+    )
+    await store.flush_accesses()
+    assert (await store.apply(ALICE, ConsolidateMemories(dry_run=False))).merged == 1
+    kept_now = await store.apply(ALICE, GetMemory(id=kept.id, count_access=False))
+    assert kept_now.source == "ü/" + "n" * 300
+    held = await history_bytes(store, kept.id) + await history_bytes(store, twin.id)
+    assert (await stats(store)).used_bytes == held
+    assert await store.usage(f"owner:{ALICE}") == (2, held)
 
 
 async def test_expiry_forget_and_a_deleted_space_give_back_every_byte(

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from spade_memory.base_memory.facts.duplicates import Candidate, Merge, merges
 from spade_memory.base_memory.retrieval.threads import lowest_priority
+from spade_memory.base_memory.store import journal, sizes
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.rows import COLUMNS, Row
@@ -138,10 +139,10 @@ async def _merge(
 ) -> None:
     ids = [other.id for other in merge.merged]
     marks = placeholders(ids)
-    ((count, confidence, accessed, source),) = await db.execute_fetchall(
-        "SELECT SUM(access_count), MAX(confidence), MAX(last_accessed), MIN(source)"
-        f" FROM memories WHERE id IN ({marks})",
-        ids,
+    ((count, confidence, accessed, source, own_source),) = await db.execute_fetchall(
+        "SELECT SUM(access_count), MAX(confidence), MAX(last_accessed), MIN(source),"
+        f" (SELECT source FROM memories WHERE id = ?) FROM memories WHERE id IN ({marks})",
+        (merge.kept.id, *ids),
     )
     await db.execute(
         "UPDATE memories SET access_count = access_count + ?,"
@@ -150,6 +151,8 @@ async def _merge(
         " source = COALESCE(source, ?) WHERE id = ?",
         (count, confidence, confidence, accessed, accessed, source, merge.kept.id),
     )
+    if own_source is None and source is not None:  # the kept memory holds it now
+        await journal.use(db, merge.kept.author, place, 0, sizes.size_of(str(source)))
     await db.execute(
         "UPDATE memories SET superseded_by = ?, retired_at = ?, retired_reason = 'merged',"
         " valid_to = CASE WHEN valid_to IS NULL OR valid_to > ? THEN ? ELSE valid_to END"
