@@ -9,10 +9,12 @@ one agent; and a vector one agent commits must reach the other's cached index.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 
 import pytest
 
+from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.retrieval.embeddings import Embedder
 from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.long_term import LongTermStore
@@ -210,3 +212,23 @@ async def test_vectors_one_agent_commits_reach_the_others_cached_index(
     finally:
         await first.close()
         await second.close()
+
+
+async def test_agents_opening_a_store_of_older_graph_rules_together_link_it_once(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await LongTermStore.open(url)
+    met = await store.apply(ALICE, StoreMemory(category="fact", content="I met Ana, Bea at noon."))
+    assert isinstance(met, Stored)
+    await store.close()
+    await query(url, "UPDATE memory_entities SET key = 'ana bea' WHERE key = 'ana'")
+    await query(url, "UPDATE graph_finder SET version = 1")
+    caplog.set_level(logging.INFO, logger=graph_links.__name__)
+    opened_all = await asyncio.gather(*(LongTermStore.open(url) for _ in range(3)))
+    try:
+        assert caplog.text.count("1 memories linked again") == 1
+        keys = await query(url, "SELECT key FROM memory_entities WHERE kind = 'name' ORDER BY key")
+        assert keys == [("ana",), ("bea",)]
+    finally:
+        for opened in opened_all:
+            await opened.close()
