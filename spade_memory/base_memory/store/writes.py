@@ -46,15 +46,19 @@ class Writes:
     def __init__(self, ctx: StoreContext) -> None:
         self.ctx = ctx
 
-    async def store(self, db: Database, request: Request, work: Effects) -> Record:
+    async def store(
+        self, db: Database, request: Request, work: Effects, carried: StoreMemory | None = None
+    ) -> Record:
         """A new memory, or the sender's same memory in the space (same category and
         content) reinforced; without a category, the memory is classified first. Another
         member's same memory is left as it is: a store never changes what it did not
         write (the sender's copy is its own memory, which it may change and delete).
+        ``carried``: what to store, when the request's op is another that stores (a
+        supersede with new text): what the store notes is still the request's.
 
         Returns ``Stored`` (a request id already applied: its first answer); raises
         ``ResourceConstraint`` over a quota."""
-        op, owner = request.op, work.owner
+        op, owner = request.op if carried is None else carried, work.owner
         assert isinstance(op, StoreMemory)
         (place,) = request.places_of(owner)
         category, chosen = store_runs.category_of(op)
@@ -99,7 +103,9 @@ class Writes:
             None if op.valid_to is None else op.valid_to.timestamp(),
             None if old is None else old.id,
         )
-        await self._insert(db, request, work, place, memory_id, category, (now, now, 0), validity)
+        await self._insert(
+            db, request, work, place, memory_id, category, (now, now, 0), validity, op
+        )
         if old is not None:
             await supersede.close(db, old, memory_id, start or now, now)
             await changed(db, request, work, "updated", old.id, old.owner, place)
@@ -140,14 +146,7 @@ class Writes:
         (place,) = request.places_of(owner)
         old = await changeable(db, self.ctx.engine, op.id, place, owner)
         if op.by is None:
-            as_store = dataclasses.replace(request, op=op.as_store(old.category))
-            try:
-                return await self.store(db, as_store, work)
-            finally:  # what the store noted is the request's: the batch tells it by that
-                if events := work.events.pop(id(as_store), None):
-                    work.events.setdefault(id(request), []).extend(events)
-                if links := work.links.pop(id(as_store), None):
-                    work.links.setdefault(id(request), []).extend(links)
+            return await self.store(db, request, work, op.as_store(old.category))
         supersede.named(old)
         now = time.time()
         newer = await supersede.successor(db, op.by, place, now)
@@ -187,12 +186,13 @@ class Writes:
         category: str,
         times: tuple[float, float, int],
         validity: store_runs.Validity = store_runs.OPEN,
+        carried: StoreMemory | ImportMemory | None = None,
     ) -> None:
-        """Add the memory the op (``StoreMemory`` or ``ImportMemory``) carries, with its
-        category, created and accessed times and access count, its validity, and what
-        every new memory needs: its usage counted, its words and vector to come, its links
-        to work items, its change recorded."""
-        op, owner = request.op, work.owner
+        """Add the memory the op (``StoreMemory`` or ``ImportMemory``; the request's
+        unless given) carries, with its category, created and accessed times and access
+        count, its validity, and what every new memory needs: its usage counted, its
+        words and vector to come, its links to work items, its change recorded."""
+        op, owner = request.op if carried is None else carried, work.owner
         assert isinstance(op, StoreMemory | ImportMemory)
         created, accessed, count = times
         described = store_runs.Described()
