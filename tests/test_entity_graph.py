@@ -25,10 +25,12 @@ from spade_memory.base_memory.store.journal import SpaceEvent
 from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.base_memory.store.tables import MIGRATIONS
+from spade_memory.protocol.consolidation import ConsolidateMemories
 from spade_memory.protocol.errors import FeatureNotImplemented, ItemNotFound
 from spade_memory.protocol.graph import EntityList
 from spade_memory.protocol.memories import (
     DeleteMemory,
+    GetMemory,
     ListEntities,
     MemoriesAbout,
     MemoryList,
@@ -288,6 +290,48 @@ async def test_a_second_round_reaches_a_memory_no_word_of_the_question_matches(
     assert words_only.reasoning.expansion is None and ids[1] not in [
         memory.id for memory in words_only.memories
     ]
+
+
+async def test_an_entity_s_old_versions_do_not_count_against_following_it(
+    location: Location,
+) -> None:
+    # an entity is followed while at most 50 memories name it: 60 superseded versions
+    # of one note naming "pottery" made it too common to follow, though 2 current ones did
+    where = location("versions.db")
+    store = await LongTermStore.open(where)
+    pottery = "SELECT COUNT(*) FROM memory_entities WHERE key = 'pottery'"
+    try:
+        ids = [await put(store, content) for content in TWO_HOP]
+        note = await put(store, "Pottery glaze recipe, draft 0.")
+        for draft in range(1, 61):
+            again = SupersedeMemory(id=note, content=f"Pottery glaze, draft {draft}.")
+            note = (await ask(store, again)).id
+        final = await ask(store, SupersedeMemory(id=note, content="Glaze recipe, final."))
+        assert await query(where, pottery) == [(2,)]  # the current memories' links only
+        question = "What activities has Melanie signed up for?"
+        answer = await ask(store, SearchMemories(query=question, limit=3))
+        assert "pottery" in answer.reasoning.expanded
+        assert ids[1] in [memory.id for memory in answer.memories]
+        await ask(store, DeleteMemory(id=final.id))  # the last draft is current again ...
+        assert await query(where, pottery) == [(3,)]  # ... and linked
+    finally:
+        await store.close()
+
+
+async def test_a_memory_merged_into_another_names_nothing(location: Location) -> None:
+    where = location("merged.db")
+    store = await LongTermStore.open(where)
+    try:
+        kept = await put(store, "Alice lives in Paris.")
+        await ask(store, GetMemory(id=kept))  # the most used is kept
+        await put(store, "Alice resides in Paris.")
+        await store.flush_accesses()
+        resides = "SELECT COUNT(*) FROM memory_entities WHERE key = 'resid'"
+        assert await query(where, resides) == [(1,)]
+        assert (await ask(store, ConsolidateMemories(dry_run=False))).merged == 1
+        assert await query(where, resides) == [(0,)]
+    finally:
+        await store.close()
 
 
 async def test_a_one_hop_question_is_answered_as_before(store: LongTermStore) -> None:

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from spade_memory.base_memory.graph.extract import FINDER, mentions
 from spade_memory.storage.connection import Database
 from spade_memory.storage.postgres import dialect
-from spade_memory.storage.statements import placeholders
+from spade_memory.storage.statements import parts, placeholders
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +127,13 @@ async def relink(db: Database, memory: Unlinked, graph: bool = True) -> None:
         await link(db, [memory])
 
 
+async def unlink(db: Database, seqs: Sequence[int]) -> None:
+    """Drop the links of memories no longer current (superseded or merged): they name
+    nothing, and an entity's count, which search weighs it by, is of current memories."""
+    for part in parts(seqs):
+        await db.execute(f"DELETE FROM memory_entities WHERE seq IN ({placeholders(part)})", part)
+
+
 async def create(db: Database) -> None:
     """The migration that adds the graph (as its first version made it: ``numbered``
     rewrites it and links every memory already stored)."""
@@ -210,12 +217,13 @@ async def _relink_by(db: Database, finder: int) -> None:
 
 
 async def link_unlinked(db: Database) -> int:
-    """Link every memory that names nothing in the graph yet, 10,000 at a time; returns
-    how many were linked."""
+    """Link every current memory that names nothing in the graph yet, 10,000 at a time;
+    returns how many were linked."""
     after, count = -1, 0
     while rows := list(
         await db.execute_fetchall(
             "SELECT seq, space, content, context FROM memories WHERE seq > ?"
+            " AND superseded_by IS NULL"
             " AND NOT EXISTS (SELECT 1 FROM memory_entities e WHERE e.seq = memories.seq)"
             " ORDER BY seq LIMIT 10000",
             (after,),

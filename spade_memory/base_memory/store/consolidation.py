@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from spade_memory.base_memory.facts.duplicates import Candidate, Merge, merges
+from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.retrieval.threads import lowest_priority
 from spade_memory.base_memory.store import journal, sizes
 from spade_memory.base_memory.store.context import StoreContext
@@ -153,12 +154,13 @@ async def _merge(
     )
     if own_source is None and source is not None:  # the kept memory holds it now
         await journal.use(db, merge.kept.author, place, 0, sizes.size_of(str(source)))
-    await db.execute(
+    closed = await db.execute_fetchall(
         "UPDATE memories SET superseded_by = ?, retired_at = ?, retired_reason = 'merged',"
         " valid_to = CASE WHEN valid_to IS NULL OR valid_to > ? THEN ? ELSE valid_to END"
-        f" WHERE id IN ({marks})",
+        f" WHERE id IN ({marks}) RETURNING seq",
         (merge.kept.id, now, now, now, *ids),
     )
+    await graph_links.unlink(db, [int(seq) for (seq,) in closed])  # they name nothing now
     for other in merge.merged:
         await changed(db, request, work, "updated", other.id, other.author, place, "merged")
     await changed(db, request, work, "updated", merge.kept.id, merge.kept.author, place)

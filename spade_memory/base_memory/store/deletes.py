@@ -42,7 +42,7 @@ class Deletes:
             return earlier
         (place,) = request.places_of(owner)
         row = await changeable(db, self.ctx.engine, op.id, place, owner)
-        await remove(db, request, work, row, place)
+        await remove(db, request, work, row, place, graph=self.ctx.graph)
         deleted = Deleted(id=op.id)
         await log.claim(db, owner, request.id, deleted)
         return deleted
@@ -68,7 +68,9 @@ class Deletes:
         rows = await select(db, where + " ORDER BY m.seq", params)
         if not op.dry_run:
             for row in rows:
-                await remove(db, request, work, row, place, reason="forgotten")
+                await remove(
+                    db, request, work, row, place, reason="forgotten", graph=self.ctx.graph
+                )
         ids = [str(row.id) for row in rows]
         forgotten = MemoriesForgotten(count=len(rows), dry_run=op.dry_run, ids=ids[:1000])
         if not op.dry_run:
@@ -88,7 +90,9 @@ class Deletes:
         )
         if not op.dry_run:
             for row in rows:
-                await remove(db, request, work, row, place, reason="forgotten")
+                await remove(
+                    db, request, work, row, place, reason="forgotten", graph=self.ctx.graph
+                )
         table = self.ctx.requests.table
         replies = await requests.forget_owner(db, owner, table, dry_run=op.dry_run)
         return AllForgotten(memories=len(rows), replies=replies, dry_run=op.dry_run)
@@ -101,12 +105,15 @@ async def remove(
     row: Row,
     place: Place,
     reason: str | None = None,
+    graph: bool = True,
 ) -> None:
     """Delete the memory of ``row``: its vector, words, versions and links go, its
-    usage is given back, its audit entry and its change stay."""
+    usage is given back, its audit entry and its change stay; what it replaced is
+    current again (linked in the ``graph``, if the store keeps it) or replaced by its
+    successor."""
     gone, size = row.memory(), await sizes.held(db, row.seq)
     await db.execute("DELETE FROM memories WHERE seq = ?", (row.seq,))
-    reopened = await supersede.reopen(db, row)
+    reopened = await supersede.reopen(db, row, graph)
     await db.execute("DELETE FROM memory_links WHERE memory_id = ?", (gone.id,))
     await history.audit_deletion(db, gone.id, place.key, work.owner, reason)
     work.current.gone[row.seq] = place.key  # its vector went (CASCADE)

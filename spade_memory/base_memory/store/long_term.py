@@ -400,7 +400,7 @@ class LongTermStore(AppliesOps):
                 key, author = str(row.space), str(row.owner)
                 place = Place(key, name=PERSONAL if key == author else key)
                 request = Request(DeleteMemory(id=str(row.id)))
-                await remove(db, request, work, row, place, reason="expired")
+                await remove(db, request, work, row, place, "expired", self._ctx.graph)
         for seq, space in work.current.gone.items():
             self.ranking.removed(space, [seq])
         events = [event for events in work.events.values() for event in events]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from spade_memory.base_memory.facts.conflicts import replacement
 from spade_memory.base_memory.facts.frames import frame_of
+from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.store.rows import Row, select
 from spade_memory.protocol.errors import BadRequest, Conflict, ItemNotFound
 from spade_memory.protocol.memories import StoreMemory
@@ -101,13 +102,15 @@ def starts(old: Row, valid_from: float | None, now: float) -> float:
 
 async def close(db: Database, old: Row, new_id: str, start: float, now: float) -> None:
     """Close ``old``'s validity where the new memory starts (an earlier end kept) and
-    name the new one; it was retired ``now`` (for ``known_at``)."""
+    name the new one; it was retired ``now`` (for ``known_at``), and names nothing in
+    the graph now."""
     await db.execute(
         "UPDATE memories SET valid_to = CASE WHEN valid_to IS NULL OR valid_to > ? THEN ?"
         " ELSE valid_to END, superseded_by = ?, retired_at = ?, retired_reason = 'superseded'"
         " WHERE seq = ?",
         (start, start, new_id, now, old.seq),
     )
+    await graph_links.unlink(db, [old.seq])
 
 
 CLOSED_BY_IT = "(valid_to = retired_at OR valid_to = ?)"
@@ -115,30 +118,41 @@ CLOSED_BY_IT = "(valid_to = retired_at OR valid_to = ?)"
 replacement's start, or when it was replaced), not at an earlier end of its own."""
 
 
-async def reopen(db: Database, gone: Row) -> list[tuple[str, str]]:
+async def reopen(db: Database, gone: Row, graph: bool) -> list[tuple[str, str]]:
     """The memories ``gone`` replaced (superseded, or merged into it), once ``gone`` is
     deleted: replaced by what replaced ``gone``, if something did, else current again
-    (their validity reopened where ``gone`` closed it). A delete leaves no memory
-    pointing at nothing. Returns the id and author of each memory changed."""
+    (their validity reopened where ``gone`` closed it, their links made again if the
+    store keeps the ``graph``). A delete leaves no memory pointing at nothing. Returns
+    the id and author of each memory changed."""
     if gone.superseded_by is None:
-        rows = await db.execute_fetchall(
-            "UPDATE memories SET superseded_by = NULL, retired_at = NULL, retired_reason = NULL,"
-            f" valid_to = CASE WHEN {CLOSED_BY_IT} THEN NULL ELSE valid_to END"
-            " WHERE superseded_by = ? RETURNING id, owner",
-            (gone.valid_from, gone.id),
+        current = list(
+            await db.execute_fetchall(
+                "UPDATE memories SET superseded_by = NULL, retired_at = NULL,"
+                " retired_reason = NULL,"
+                f" valid_to = CASE WHEN {CLOSED_BY_IT} THEN NULL ELSE valid_to END"
+                " WHERE superseded_by = ? RETURNING id, owner, seq, space, content, context",
+                (gone.valid_from, gone.id),
+            )
         )
-    else:  # the middle of a chain: what it replaced now ends where it ended
-        rows = await db.execute_fetchall(
+        if graph:
+            await graph_links.link(
+                db, [(int(seq), str(space), str(text), x) for _, _, seq, space, text, x in current]
+            )
+        return [(str(memory_id), str(owner)) for memory_id, owner, *_ in current]
+    # the middle of a chain: what it replaced now ends where it ended
+    rows = list(
+        await db.execute_fetchall(
             "UPDATE memories SET superseded_by = ?,"
             f" valid_to = CASE WHEN {CLOSED_BY_IT} THEN ? ELSE valid_to END"
             " WHERE superseded_by = ? RETURNING id, owner",
             (gone.superseded_by, gone.valid_from, gone.valid_to, gone.id),
         )
-        replaced = gone.supersedes or next((str(row[0]) for row in rows), None)
-        await db.execute(
-            "UPDATE memories SET supersedes = ? WHERE id = ? AND supersedes = ?",
-            (replaced, gone.superseded_by, gone.id),
-        )
+    )
+    replaced = gone.supersedes or next((str(row[0]) for row in rows), None)
+    await db.execute(
+        "UPDATE memories SET supersedes = ? WHERE id = ? AND supersedes = ?",
+        (replaced, gone.superseded_by, gone.id),
+    )
     return [(str(memory_id), str(owner)) for memory_id, owner in rows]
 
 
