@@ -318,6 +318,25 @@ async def test_an_entity_s_old_versions_do_not_count_against_following_it(
         await store.close()
 
 
+async def test_a_memory_superseded_in_its_own_batch_names_nothing(location: Location) -> None:
+    # a batch links its new memories once, at its end: the first of these was linked
+    # then, though the second had superseded it
+    where = location("one-batch.db")
+    store = await LongTermStore.open(where)
+    try:
+        ops = [StoreMemory(content=text, category="fact") for text in TEA_THEN_COFFEE]
+        first, second = await store.batch(ALICE, [Request(op, None) for op in ops])
+        assert isinstance(second, Stored) and isinstance(first, Stored)
+        assert second.supersedes == first.id
+        linked = "SELECT key FROM memory_entities WHERE kind = 'term' ORDER BY key"
+        assert await query(where, linked) == [("coffee",), ("prefer",)]
+    finally:
+        await store.close()
+
+
+TEA_THEN_COFFEE = ("Gina prefers tea.", "Gina prefers coffee.")
+
+
 async def test_a_memory_merged_into_another_names_nothing(location: Location) -> None:
     where = location("merged.db")
     store = await LongTermStore.open(where)

@@ -134,6 +134,19 @@ async def unlink(db: Database, seqs: Sequence[int]) -> None:
         await db.execute(f"DELETE FROM memory_entities WHERE seq IN ({placeholders(part)})", part)
 
 
+async def replaced(db: Database, seqs: Sequence[int]) -> set[int]:
+    """Which of ``seqs`` are memories superseded or merged into another already."""
+    found: set[int] = set()
+    for part in parts(seqs):
+        rows = await db.execute_fetchall(
+            f"SELECT seq FROM memories WHERE seq IN ({placeholders(part)})"
+            " AND superseded_by IS NOT NULL",
+            part,
+        )
+        found.update(int(row[0]) for row in rows)
+    return found
+
+
 async def create(db: Database) -> None:
     """The migration that adds the graph (as its first version made it: ``numbered``
     rewrites it and links every memory already stored)."""

@@ -32,8 +32,10 @@ async def index(db: Database, rows: Unindexed, graph: bool = True) -> None:
             "INSERT INTO memories_fts (rowid, content, context) VALUES (?, ?, ?)",
             [(seq, content, context) for seq, content, context, _ in rows],
         )
-    if graph:
+    if graph:  # not those a later store of the batch superseded: they name nothing
+        replaced = await graph_links.replaced(db, [seq for seq, *_ in rows])
         await graph_links.link(
-            db, [(seq, space, text, context) for seq, text, context, space in rows]
+            db,
+            [(seq, space, text, x) for seq, text, x, space in rows if seq not in replaced],
         )
     rows.clear()
