@@ -24,6 +24,7 @@ import pytest
 from spade_memory.base_memory.retrieval import model_file
 from spade_memory.server.lock import LOCK
 from spade_memory.server.runtime import EXIT_AT_ONCE, INTERRUPTED_START
+from spade_memory.storage.connection import Database, open_migrated
 from spade_memory.testing import READY_LINE, free_port, free_ports
 
 EXIT_WITHIN = 10.0
@@ -191,3 +192,19 @@ def test_ctrl_c_while_the_command_imports(tmp_path: Path) -> None:
             child.wait()
     assert child.returncode == 130, stderr
     assert stderr.splitlines() == ["spade-memory: interrupted"], stderr
+
+
+async def test_a_migration_ended_without_its_transaction_keeps_its_own_error(
+    tmp_path: Path,
+) -> None:
+    # a Ctrl-C while a migration's COMMIT ran on the connection's thread: the cleanup's
+    # ROLLBACK then failed ("no transaction is active"), and that error was reported in
+    # place of the interruption (seen once in CI); a migration that commits, then fails,
+    # leaves the connection in the same state
+    async def commits_then_stops(db: Database) -> None:
+        await db.execute("CREATE TABLE t (x INTEGER)")
+        await db.execute("COMMIT")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        await open_migrated(tmp_path / "store.db", [commits_then_stops])

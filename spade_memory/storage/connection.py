@@ -270,7 +270,9 @@ async def migrate(db: Database, migrations: Sequence[Migration]) -> int:
             await db.execute(f"PRAGMA user_version={number}")
             await db.execute("COMMIT")
         except BaseException:
-            await db.execute("ROLLBACK")
+            # not ``ROLLBACK``: a Ctrl-C while COMMIT runs on the connection's thread leaves
+            # no transaction, and its error would stand for the interruption
+            await db.rollback()
             raise
     return len(migrations)
 
