@@ -44,6 +44,7 @@ in its index, failing the store with it."""
 _MARKS = "\u0300-\u036f"
 """Combining accents (as in text written in decomposed form): part of the word they
 follow."""
+_ACCENTS = re.compile(f"[{_MARKS}]+")
 _TOKEN = re.compile(rf"[^\W\d_][\w{_MARKS}'\u2019-]*|[.!?:;\n,()\[\]{{}}/|\u2013\u2014-]")
 """A word (its hyphens within it), or a mark that ends a sentence or a name."""
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d\n]{2,80})[\"\u201d]")
@@ -211,8 +212,7 @@ def key_of(name: str) -> str:
 def _folded(text: str) -> str:
     """``text`` without its Latin accents (as the word index folds them: "café" and
     "cafe" are one word to it), composed again."""
-    bare = "".join(c for c in unicodedata.normalize("NFD", text) if not "\u0300" <= c <= "\u036f")
-    return unicodedata.normalize("NFC", bare)
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFD", text)))
 
 
 @lru_cache(maxsize=16384)
