@@ -12,6 +12,9 @@ search with the second round against one without, in the same run on the same da
   has NAME ...?") and questions it leaves alone, each with the second round and with it
   switched off, interleaved;
 - the disk the graph takes: the file's bytes per memory with and without it;
+- the relink at open of a store whose links older rules made (``extract.FINDER``): the
+  linked file of the disk measure opened with its rules' version set back, against the
+  same file opened again (nothing to relink), in alternating rounds on copies;
 - a store over XMPP (``--wire-stores``; ``--skip-wire`` leaves it out): an embedded
   server and two base memory agents in processes of their own, BM25 alone both, one run
   with ``--no-entity-graph``; single stores in alternating blocks, then batches of a
@@ -95,6 +98,26 @@ async def disk_per_memory(folder: Path, memories: int, linked: bool) -> float:
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return path.stat().st_size / memories
+
+
+async def relink_cost(folder: Path, rounds: int = 3) -> tuple[float, float]:
+    """Seconds to open the linked file ``disk_per_memory`` made when older rules made
+    its links (every memory linked again), and to open it with its links current (the
+    median of ``rounds`` each, alternating)."""
+    taken: tuple[list[float], list[float]] = ([], [])
+    for round_ in range(2 * rounds):
+        again = round_ % 2 == 0
+        path = folder / f"relink-{round_}.db"
+        shutil.copy(folder / "disk-True.db", path)
+        if again:
+            with sqlite3.connect(path) as db:
+                db.execute("UPDATE graph_finder SET version = 0")
+        begun = time.perf_counter()
+        store = await LongTermStore.open(path, limits=ROOMY)
+        taken[0 if again else 1].append(time.perf_counter() - begun)
+        await store.close()
+        path.unlink()
+    return statistics.median(taken[0]), statistics.median(taken[1])
 
 
 async def search_cost(folder: Path, queries: int) -> dict[str, tuple[float, ...]]:
@@ -233,6 +256,12 @@ async def main(args: argparse.Namespace) -> None:
         console.print(
             f"disk: {disk[True]:.0f} bytes per memory with the graph, {disk[False]:.0f}"
             f" without ({disk[True] / disk[False]:.2f}x), at {args.memories:,} memories"
+        )
+        relinked, plain = await relink_cost(folder)
+        console.print(
+            f"relink at open: {args.memories:,} memories linked again in {relinked:.2f} s"
+            f" ({(relinked - plain) * 1e3 / args.memories:.3f} ms a memory, an open"
+            f" without it taking {plain:.2f} s)"
         )
         searched = await search_cost(folder, args.queries)
         table = Table(
