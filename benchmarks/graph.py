@@ -103,8 +103,12 @@ async def disk_per_memory(folder: Path, memories: int, linked: bool) -> float:
 async def relink_cost(folder: Path, rounds: int = 3) -> tuple[float, float]:
     """Seconds to open the linked file ``disk_per_memory`` made when older rules made
     its links (every memory linked again), and to open it with its links current (the
-    median of ``rounds`` each, alternating)."""
+    median of ``rounds`` each, alternating). Raises ``AssertionError`` if the relink
+    made other links than the stores did."""
     taken: tuple[list[float], list[float]] = ([], [])
+    links = "SELECT COUNT(*), SUM(seq), SUM(LENGTH(key)) FROM memory_entities"
+    with sqlite3.connect(folder / "disk-True.db") as db:
+        stored = db.execute(links).fetchone()
     for round_ in range(2 * rounds):
         again = round_ % 2 == 0
         path = folder / f"relink-{round_}.db"
@@ -116,6 +120,8 @@ async def relink_cost(folder: Path, rounds: int = 3) -> tuple[float, float]:
         store = await LongTermStore.open(path, limits=ROOMY)
         taken[0 if again else 1].append(time.perf_counter() - begun)
         await store.close()
+        with sqlite3.connect(path) as db:
+            assert db.execute(links).fetchone() == stored, "the relink made other links"
         path.unlink()
     return statistics.median(taken[0]), statistics.median(taken[1])
 

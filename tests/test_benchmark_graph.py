@@ -25,6 +25,7 @@ def test_one_command_prints_the_graph_s_costs_against_none() -> None:
         assert re.search(rf"{row}\s.*\d+\.\d\dx", result.stdout), (row, result.stdout)
     disk = re.search(r"disk: (\d+) bytes per memory with the graph, (\d+) without", result.stdout)
     assert disk is not None and int(disk[1]) > int(disk[2])  # the links take room
+    assert "relink at open: 300 memories linked again" in result.stdout  # the same links
 
 
 def test_one_command_compares_where_links_could_live() -> None:
