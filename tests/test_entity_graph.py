@@ -66,6 +66,27 @@ def contents(result: MemoryList) -> list[str]:
     return [memory.content for memory in result.memories]
 
 
+async def stored(where: str | Path, *texts: str) -> list[str]:
+    """The ids of ``texts``, stored in the store at ``where`` (opened for them, closed)."""
+    store = await LongTermStore.open(where)
+    try:
+        return [await put(store, text) for text in texts]
+    finally:
+        await store.close()
+
+
+async def set_back(where: str | Path, migration: Any) -> None:
+    """The store at ``where`` marked as made by the version before ``migration``: it runs
+    at the next open, and those after it."""
+    if isinstance(where, Path):
+        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(migration)}")
+    else:
+        await query(
+            where, "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
+            pg_schema.MIGRATIONS.index(migration),
+        )  # fmt: skip
+
+
 # -- found without a model --------------------------------------------------------
 
 
@@ -402,20 +423,9 @@ async def test_the_second_round_keeps_to_the_filters_and_to_current_memories(
 
 async def test_a_store_made_before_the_graph_is_linked_at_open(location: Location) -> None:
     where = location("older.db")
-    store = await LongTermStore.open(where)
-    try:
-        await put(store, "Melanie: pottery is like therapy.")
-        await put(store, "Melanie: pottery class again today.")
-    finally:
-        await store.close()
+    await stored(where, "Melanie: pottery is like therapy.", "Melanie: pottery class again today.")
     await query(where, "DROP TABLE memory_entities")
-    if isinstance(where, Path):
-        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(graph_links.create)}")
-    else:
-        await query(
-            where, "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
-            pg_schema.MIGRATIONS.index(graph_links.create),
-        )  # fmt: skip
+    await set_back(where, graph_links.create)
     reopened = await LongTermStore.open(where)
     try:
         listed = await ask(reopened, ListEntities())
@@ -428,12 +438,9 @@ async def test_a_store_of_the_graph_s_first_version_is_numbered_and_linked_again
     location: Location,
 ) -> None:
     where = location("first.db")
-    store = await LongTermStore.open(where)
-    try:
-        kept = await put(store, "Melanie: pottery is like therapy.")
-        unlinked = await put(store, "Melanie: pottery class again today.")
-    finally:
-        await store.close()
+    kept, unlinked = await stored(
+        where, "Melanie: pottery is like therapy.", "Melanie: pottery class again today."
+    )
     ((seq, space),) = await query(where, "SELECT seq, space FROM memories WHERE id = ?", kept)
     sqlite = isinstance(where, Path)
     first = graph_links.FIRST_TABLE.format(
@@ -444,14 +451,7 @@ async def test_a_store_of_the_graph_s_first_version_is_numbered_and_linked_again
     # a link only the first version's table holds: the rules of today make links again
     await query(where, "INSERT INTO memory_entities VALUES (?, 'kiln', ?, 'term', NULL, 0)",
                 space, seq)  # fmt: skip
-    version = (MIGRATIONS if sqlite else pg_schema.MIGRATIONS).index(graph_links.numbered)
-    if sqlite:
-        await query(where, f"PRAGMA user_version = {version}")
-    else:
-        await query(
-            where, "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
-            version,
-        )  # fmt: skip
+    await set_back(where, graph_links.numbered)
     reopened = await LongTermStore.open(where)
     try:
         kiln = await ask(reopened, MemoriesAbout(entity="kiln"))
@@ -467,11 +467,7 @@ async def test_links_an_older_finder_made_are_made_again_at_open_once(
     location: Location, caplog: pytest.LogCaptureFixture
 ) -> None:
     where = location("finder.db")
-    store = await LongTermStore.open(where)
-    try:
-        met = await put(store, "I met Melanie, Caroline and Jon at the park.")
-    finally:
-        await store.close()
+    (met,) = await stored(where, "I met Melanie, Caroline and Jon at the park.")
     # as the first finder linked it: "Melanie, Caroline" one name
     await query(where, "UPDATE memory_entities SET key = 'melanie caroline' WHERE key = 'melanie'")
     await query(where, "DELETE FROM memory_entities WHERE key = 'caroline'")
@@ -519,11 +515,7 @@ async def test_the_graph_back_links_what_was_written_without_it(
     location: Location, caplog: pytest.LogCaptureFixture
 ) -> None:
     where = location("back.db")
-    store = await LongTermStore.open(where)
-    try:
-        kept = await put(store, "Caroline painted a sunset at the beach.")
-    finally:
-        await store.close()
+    (kept,) = await stored(where, "Caroline painted a sunset at the beach.")
     plain = await LongTermStore.open(where, entity_graph=False)
     try:
         later = await put(plain, "Melanie: pottery is like therapy.")
