@@ -15,6 +15,7 @@ import pytest
 
 from spade_memory.base_memory.retrieval.embeddings import Embedder, load_embedder
 from spade_memory.server.runtime import PASSWORD_ENV
+from spade_memory.storage.connection import Migration
 from spade_memory.testing import (
     MemoryServiceProcess,
     PostgresServer,
@@ -259,6 +260,24 @@ async def query(where: str | Path, sql: str, *params: object) -> list[tuple[obje
         return [tuple(row) for row in await conn.fetch(numbered(sql), *params)]
     finally:
         await conn.close()
+
+
+async def set_back(
+    where: str | Path, migration: Migration, on_postgres: Migration | None = None
+) -> None:
+    """The base memory store at ``where`` marked as made by the version before
+    ``migration`` (on PostgreSQL, before ``on_postgres`` when its list differs): that
+    migration runs at the next open, and those after it."""
+    from spade_memory.base_memory.store import pg_tables
+    from spade_memory.base_memory.store.tables import MIGRATIONS
+
+    if isinstance(where, Path):
+        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(migration)}")
+    else:
+        version = pg_tables.MIGRATIONS.index(on_postgres or migration)
+        await query(
+            where, "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'", version
+        )
 
 
 async def everything(where: str | Path) -> str:

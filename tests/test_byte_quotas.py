@@ -15,10 +15,8 @@ from pathlib import Path
 import pytest
 
 from spade_memory import Limits, Request, ResourceConstraint, StoreMemory
-from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.base_memory.store.sizes import recount_usage
-from spade_memory.base_memory.store.tables import MIGRATIONS
 from spade_memory.protocol.consolidation import ConsolidateMemories
 from spade_memory.protocol.memories import (
     DeleteMemory,
@@ -35,7 +33,7 @@ from spade_memory.protocol.memories import (
 from spade_memory.protocol.ops import Op, Place, Record
 from spade_memory.protocol.tags import dumps
 
-from .conftest import Location, query
+from .conftest import Location, query, set_back
 
 ALICE = "alice@localhost"
 TEAM = Place("team-key", "team", "owner")
@@ -192,14 +190,7 @@ async def _one_migration_back(where: str | Path) -> None:
         "UPDATE usage SET bytes = (SELECT SUM(length(content)) FROM memories)"
         " WHERE subject = 'owner:alice@localhost'",
     )
-    if isinstance(where, Path):
-        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(recount_usage)}")
-    else:
-        await query(
-            where,
-            "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
-            pg_schema.MIGRATIONS.index(recount_usage),
-        )
+    await set_back(where, recount_usage)
 
 
 async def test_an_older_store_is_recounted_at_open(location: Location) -> None:

@@ -10,12 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from spade_memory import StoreMemory
-from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.long_term import LongTermStore
-from spade_memory.base_memory.store.tables import MIGRATIONS, content_key, folded, hash_content_keys
+from spade_memory.base_memory.store.tables import content_key, folded, hash_content_keys
 from spade_memory.protocol.memories import Stored
 
-from .conftest import Location, query
+from .conftest import Location, query, set_back
 
 ALICE = "alice@localhost"
 
@@ -32,14 +31,7 @@ async def _store(where: str | Path, content: str) -> Stored:
 
 async def _one_migration_back(where: str | Path) -> None:
     """The store as a version before the hashed keys left it."""
-    if isinstance(where, Path):
-        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(hash_content_keys)}")
-    else:
-        await query(
-            where,
-            "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
-            pg_schema.MIGRATIONS.index(hash_content_keys),
-        )
+    await set_back(where, hash_content_keys)
 
 
 async def _key_memory(where: str | Path, memory_id: str, key: str) -> None:

@@ -20,11 +20,9 @@ import pytest
 from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.graph.expansion import INFERENCE, LIST, calls_for
 from spade_memory.base_memory.graph.extract import FINDER, LONGEST_KEY, key_of, mentions, stem
-from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.journal import SpaceEvent
 from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.store.long_term import LongTermStore
-from spade_memory.base_memory.store.tables import MIGRATIONS
 from spade_memory.protocol.consolidation import ConsolidateMemories
 from spade_memory.protocol.errors import FeatureNotImplemented, ItemNotFound
 from spade_memory.protocol.graph import EntityList
@@ -43,7 +41,7 @@ from spade_memory.protocol.memories import (
 )
 from spade_memory.protocol.ops import Place, Request
 
-from .conftest import Location, query
+from .conftest import Location, query, set_back
 from .test_facts_that_change import store as store  # a store on each engine
 
 ALICE = "alice@localhost"
@@ -73,18 +71,6 @@ async def stored(where: str | Path, *texts: str) -> list[str]:
         return [await put(store, text) for text in texts]
     finally:
         await store.close()
-
-
-async def set_back(where: str | Path, migration: Any) -> None:
-    """The store at ``where`` marked as made by the version before ``migration``: it runs
-    at the next open, and those after it."""
-    if isinstance(where, Path):
-        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(migration)}")
-    else:
-        await query(
-            where, "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
-            pg_schema.MIGRATIONS.index(migration),
-        )  # fmt: skip
 
 
 # -- found without a model --------------------------------------------------------

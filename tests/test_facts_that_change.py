@@ -12,16 +12,14 @@ import json
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.journal import SpaceEvent
 from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.store.long_term import LongTermStore
-from spade_memory.base_memory.store.tables import MIGRATIONS, add_validity, key_subjects
+from spade_memory.base_memory.store.tables import add_validity, key_subjects
 from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemories
 from spade_memory.protocol.errors import BadRequest, Conflict, ItemNotFound, NotAuthorized
 from spade_memory.protocol.memories import (
@@ -42,7 +40,7 @@ from spade_memory.protocol.memories import (
 )
 from spade_memory.protocol.ops import Place, Request
 
-from .conftest import Location, query
+from .conftest import Location, query, set_back
 
 ALICE = "alice@localhost"
 BOB = "bob@localhost"
@@ -441,13 +439,7 @@ async def test_memories_stored_before_this_version_are_keyed_by_subject_at_open(
     finally:
         await store.close()
     await query(where, "UPDATE memories SET subject_key = NULL")
-    if isinstance(where, Path):
-        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(add_validity)}")
-    else:
-        await query(
-            where, "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'",
-            pg_schema.MIGRATIONS.index(key_subjects),
-        )  # fmt: skip
+    await set_back(where, add_validity, on_postgres=key_subjects)
     reopened = await LongTermStore.open(where)
     try:
         new = await put(reopened, "Lena moved to Graz.")
