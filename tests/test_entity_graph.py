@@ -9,8 +9,12 @@ Access from outside a space and over XMPP are in ``e2e/test_entity_graph_e2e``.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
+import subprocess
+import sys
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -297,6 +301,48 @@ async def test_a_second_round_reaches_a_memory_no_word_of_the_question_matches(
     assert words_only.reasoning.expansion is None and ids[1] not in [
         memory.id for memory in words_only.memories
     ]
+
+
+ONE_SEARCH = """
+import asyncio, json, sys
+from pathlib import Path
+from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.protocol.memories import SearchMemories, StoreMemory
+
+async def main(path, texts, question):
+    store = await LongTermStore.open(Path(path))
+    try:
+        for text in texts:
+            await store.apply("alice@localhost", StoreMemory(category="fact", content=text))
+        answer = await store.apply("alice@localhost", SearchMemories(query=question, limit=5))
+        print(json.dumps([answer.reasoning.expanded, [m.content for m in answer.memories]]))
+    finally:
+        await store.close()
+
+asyncio.run(main(*json.loads(sys.argv[1])))
+"""
+"""A process that stores texts, asks one question and prints what it expanded and found."""
+SIX_CLUBS = [
+    "Melanie signed up for pottery, archery, fencing, rowing, chess and tango.",
+    *(f"The {club} club meets on Fridays." for club in "pottery archery fencing".split()),
+    *(f"The {club} club meets on Mondays." for club in "rowing chess tango".split()),
+]
+
+
+def test_a_search_answers_the_same_in_every_process(tmp_path: Path) -> None:
+    # entities as much worth following as each other were followed in the order of a
+    # set, which Python's string hashing, seeded anew in each process, changes
+    answers = set()
+    for seed in range(3):
+        asked = [str(tmp_path / f"{seed}.db"), SIX_CLUBS, "What clubs has Melanie joined?"]
+        done = subprocess.run(
+            [sys.executable, "-c", ONE_SEARCH, json.dumps(asked)], capture_output=True,
+            text=True, timeout=120, env={**os.environ, "PYTHONHASHSEED": str(seed)}, check=True,
+        )  # fmt: skip
+        answers.add(done.stdout)
+    assert len(answers) == 1, answers
+    expanded, found = json.loads(answers.pop())
+    assert "tango" in expanded and len(found) == 5
 
 
 async def test_an_entity_s_old_versions_do_not_count_against_following_it(

@@ -92,8 +92,8 @@ async def expand(
     numbers = await space_ids(db, spaces)
     links = await linked(db, numbers, shared)
     weights: dict[str, float] = {}
-    for rank, seq in enumerate(followed):
-        for key in set(named_by.get(seq, ())) & shared:
+    for rank, seq in enumerate(followed):  # in the order read: the same sums every time
+        for key in (key for key in named_by.get(seq, ()) if key in shared):
             if worth := links.weight(key):
                 weights[key] = weights.get(key, 0.0) + worth / (1 + rank)
     reached_all = reached(links, weights, leaving=())
@@ -117,7 +117,7 @@ async def expand(
     order = heapq.nlargest(looked_at, fused, key=lambda seq: (fused[seq], seq))
     if why == LIST:
         order = await _varied(db, order, named_by, limit)
-    expanded = sorted(weights, key=lambda key: -weights[key])[:8]
+    expanded = sorted(weights, key=lambda key: (-weights[key], key))[:8]
     return replace(ranked, seqs=order[:limit], scores=fused, expansion=why, expanded=expanded)
 
 

@@ -66,11 +66,12 @@ async def linked(db: Database, spaces: Sequence[int], keys: Collection[str]) -> 
     for asked in parts(followed, MOST_VALUES - len(spaces)):
         rows = await db.execute_fetchall(
             "SELECT key, seq FROM memory_entities"
-            f" WHERE space_id IN ({placeholders(spaces)}) AND key IN ({placeholders(asked)})",
+            f" WHERE space_id IN ({placeholders(spaces)}) AND key IN ({placeholders(asked)})"
+            " ORDER BY key, seq",  # the same order on either engine, ties broken alike
             (*spaces, *asked),
         )
-        for key, seq in rows:
-            found.memories.setdefault(str(key), []).append(int(seq))
+        for key, seq in rows:  # a str and an int on either engine
+            found.memories.setdefault(key, []).append(seq)
     return found
 
 
@@ -135,20 +136,16 @@ async def current(
 
 
 async def keys_of(db: Database, seqs: Sequence[int]) -> dict[int, list[str]]:
-    """The entity keys each of ``seqs`` names, its names, titles and days first."""
+    """The entity keys each of ``seqs`` names, its names, titles and days first (in the
+    same order on either engine: which are followed depends on it)."""
     if not seqs:
         return {}
     rows = await db.execute_fetchall(
-        f"SELECT seq, key, kind FROM memory_entities WHERE seq IN ({placeholders(seqs)})",
+        f"SELECT seq, key FROM memory_entities WHERE seq IN ({placeholders(seqs)})"
+        " ORDER BY seq, kind = 'term', kind, key",
         tuple(seqs),
     )
     found: dict[int, list[str]] = defaultdict(list)
-    terms: list[tuple[int, str]] = []
-    for seq, key, kind in rows:
-        if kind == "term":
-            terms.append((seq, key))
-        else:
-            found[seq].append(key)
-    for seq, key in terms:
+    for seq, key in rows:
         found[seq].append(key)
     return found
