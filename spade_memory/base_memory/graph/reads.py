@@ -127,7 +127,7 @@ class GraphReads:
         named = [
             str(key)
             for (key,) in await db.execute_fetchall(
-                "SELECT key FROM memory_entities WHERE seq = ?", (seq,)
+                "SELECT key FROM memory_entities WHERE seq = ? ORDER BY key", (seq,)
             )
         ]
         links = await linked(db, numbers, named)
