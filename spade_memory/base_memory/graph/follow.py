@@ -67,7 +67,7 @@ async def linked(db: Database, spaces: Sequence[int], keys: Collection[str]) -> 
         rows = await db.execute_fetchall(
             "SELECT key, seq FROM memory_entities"
             f" WHERE space_id IN ({placeholders(spaces)}) AND key IN ({placeholders(asked)})"
-            " ORDER BY key, seq",  # the same order on either engine, ties broken alike
+            " ORDER BY key, seq",  # each key's memories in one order on either engine
             (*spaces, *asked),
         )
         for key, seq in rows:  # a str and an int on either engine
@@ -136,16 +136,16 @@ async def current(
 
 
 async def keys_of(db: Database, seqs: Sequence[int]) -> dict[int, list[str]]:
-    """The entity keys each of ``seqs`` names, its names, titles and days first (in the
-    same order on either engine: which are followed depends on it)."""
+    """The entity keys each of ``seqs`` names, its names, titles and days first, then
+    by kind and key (sorted here, by code point: which are followed depends on the order,
+    and a PostgreSQL server's collation would sort keys its own way)."""
     if not seqs:
         return {}
     rows = await db.execute_fetchall(
-        f"SELECT seq, key FROM memory_entities WHERE seq IN ({placeholders(seqs)})"
-        " ORDER BY seq, kind = 'term', kind, key",
+        f"SELECT seq, key, kind FROM memory_entities WHERE seq IN ({placeholders(seqs)})",
         tuple(seqs),
     )
     found: dict[int, list[str]] = defaultdict(list)
-    for seq, key in rows:
+    for seq, key, _ in sorted(rows, key=lambda row: (row[0], row[2] == "term", row[2], row[1])):
         found[seq].append(key)
     return found

@@ -124,12 +124,12 @@ class GraphReads:
             raise ItemNotFound(f"no memory {op.id!r}")
         ((seq, space),) = rows
         numbers = await space_ids(db, [str(space)])
-        named = [
+        named = sorted(  # one order on either engine: scores are summed in it
             str(key)
             for (key,) in await db.execute_fetchall(
-                "SELECT key FROM memory_entities WHERE seq = ? ORDER BY key", (seq,)
+                "SELECT key FROM memory_entities WHERE seq = ?", (seq,)
             )
-        ]
+        )
         links = await linked(db, numbers, named)
         weights = {key: worth for key in named if (worth := links.weight(key))}
         scores = reached(links, weights, leaving={int(seq)})
