@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from spade_memory.base_memory.retrieval.embeddings import Embedder, load_embedder
+from spade_memory.base_memory.store import pg_tables
+from spade_memory.base_memory.store.tables import MIGRATIONS
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.storage.connection import Migration
 from spade_memory.testing import (
@@ -268,9 +270,6 @@ async def set_back(
     """The base memory store at ``where`` marked as made by the version before
     ``migration`` (on PostgreSQL, before ``on_postgres`` when its list differs): that
     migration runs at the next open, and those after it."""
-    from spade_memory.base_memory.store import pg_tables
-    from spade_memory.base_memory.store.tables import MIGRATIONS
-
     if isinstance(where, Path):
         await query(where, f"PRAGMA user_version = {MIGRATIONS.index(migration)}")
     else:
