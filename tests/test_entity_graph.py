@@ -23,7 +23,14 @@ import pytest
 
 from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.graph.expansion import INFERENCE, LIST, calls_for
-from spade_memory.base_memory.graph.extract import FINDER, LONGEST_KEY, key_of, mentions, stem
+from spade_memory.base_memory.graph.extract import (
+    FINDER,
+    LONGEST_KEY,
+    MOST_NAMES,
+    key_of,
+    mentions,
+    stem,
+)
 from spade_memory.base_memory.store.journal import SpaceEvent
 from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.store.long_term import LongTermStore
@@ -132,6 +139,17 @@ def test_keys_fold_accents_and_decomposed_text_as_the_word_index_does() -> None:
         assert [m.key for m in mentions(text) if m.kind == "term"] == ["cafe"]
 
 
+def test_terms_fold_case_as_names_do_and_a_typographic_apostrophe_is_plain() -> None:
+    # terms were only lower-cased: "straße" and "οδός" were filed under keys no
+    # question folds to ("strasse", "οδοσ")
+    assert [m.key for m in mentions("the straße") if m.kind == "term"] == [key_of("STRASSE")]
+    the_road_was = "\u0397 \u03bf\u03b4\u03cc\u03c2 \u03ae\u03c4\u03b1\u03bd"  # final sigma
+    terms = [m.key for m in mentions(the_road_was) if m.kind == "term"]
+    assert terms[:1] == [key_of("\u039f\u0394\u039f\u03a3")]  # upper case, no accent
+    assert key_of("O\u2019Brien") == key_of("O'Brien") == key_of("O\u02bcBrien") == "o'brien"
+    assert key_of("O\u2019Brien\u2019s") == "o'brien"
+
+
 def test_a_text_seen_before_names_the_same_whatever_context_came_with_it() -> None:
     # the words of a text are kept for the next store of it: a context given once must
     # not stay with the text (it did, when the kept list was extended in place)
@@ -214,15 +232,29 @@ async def test_related_memories_rank_by_what_they_share(store: LongTermStore) ->
         await ask(store, RelatedMemories(id=both))  # superseded: no current memory
 
 
-async def test_a_memory_naming_hundreds_of_entities_has_its_related_ones(
-    store: LongTermStore,
+async def test_a_memory_naming_hundreds_of_entities_links_the_first_ones(
+    location: Location,
 ) -> None:
-    # one statement counted every entity: SQLite refuses a compound of over 500 selects
+    # every name was linked: 20,000 of them made 17,544 rows, about 8x the bytes the
+    # owner's quota counted
+    where = location("many-names.db")
     people = [f"Person{chr(65 + n // 26)}{chr(97 + n % 26)}x" for n in range(520)]
-    seed = await put(store, "We met " + " and ".join(people) + ".")
-    other = await put(store, f"We saw {people[0]} and {people[519]} again.")
-    related = await ask(store, RelatedMemories(id=seed))
-    assert [memory.id for memory in related.memories] == [other]
+    seed, other, last = await stored(
+        where,
+        "We met " + " and ".join(people) + ".",
+        f"We saw {people[0]} and {people[1]} again.",
+        f"We saw {people[519]} and {people[518]} again.",
+    )
+    store = await LongTermStore.open(where)
+    try:
+        related = await ask(store, RelatedMemories(id=seed))
+        assert [memory.id for memory in related.memories] == [other]
+        assert last not in [m.id for m in (await ask(store, RelatedMemories(id=last))).memories]
+    finally:
+        await store.close()
+    names = "SELECT COUNT(*) FROM memory_entities WHERE kind = 'name'"
+    assert await query(where, names) == [(MOST_NAMES + 4,)]  # the seed's, then 2 + 2
+    assert len([m for m in mentions("We met " + " and ".join(people))]) == MOST_NAMES
 
 
 async def test_a_run_of_hundreds_of_capitalised_words_is_stored_but_names_nothing(
@@ -235,6 +267,21 @@ async def test_a_run_of_hundreds_of_capitalised_words_is_stored_but_names_nothin
     assert listed.entities == []
     assert {m.key for m in mentions(f"we met {run}. Later we met Ada.")} == {"ada"}
     assert len(run) > LONGEST_KEY
+
+
+async def test_a_name_is_found_however_its_accents_case_or_apostrophes_are_written(
+    store: LongTermStore,
+) -> None:
+    met = await put(store, "I finally met O\u2019Brien and Zoë at the pub")
+    walked = await put(store, "We walked down the Straße to the bakery")
+    for entity in ("O'Brien", "o\u2019brien", "Zoe", "ZOË"):
+        about = await ask(store, MemoriesAbout(entity=entity))
+        assert [m.id for m in about.memories] == [met], entity
+    for entity in ("strasse", "STRASSE"):
+        assert [m.id for m in (await ask(store, MemoriesAbout(entity=entity))).memories] == [walked]
+    for prefix in ("Zoë", "ZOE", "O'B", "o\u2019b"):
+        listed = await ask(store, ListEntities(prefix=prefix))
+        assert len(listed.entities) == 1, prefix
 
 
 async def test_a_prefix_finds_keys_whose_next_character_is_beyond_the_first_plane(
@@ -390,6 +437,26 @@ async def test_a_memory_superseded_in_its_own_batch_names_nothing(location: Loca
 TEA_THEN_COFFEE = ("Gina prefers tea.", "Gina prefers coffee.")
 
 
+async def test_an_update_to_a_superseded_memory_links_nothing(location: Location) -> None:
+    # its new text was linked: a superseded memory named entities again, and counted
+    # as an alias of "Mel" (so that Melanie's memory was no longer found by it)
+    where = location("updated-superseded.db")
+    store = await LongTermStore.open(where)
+    try:
+        hiked = await put(store, "I went hiking with Melanie Smith")
+        old = await put(store, "The shop closes at five")
+        await ask(store, SupersedeMemory(id=old, content="The shop closes at six"))
+        await ask(
+            store, UpdateMemory(id=old, content="The shop of Melvin, Melissa and Melody closes")
+        )
+        about = await ask(store, MemoriesAbout(entity="Mel"))
+        assert [m.id for m in about.memories] == [hiked]
+        melvin = "SELECT COUNT(*) FROM memory_entities WHERE key = 'melvin'"
+        assert await query(where, melvin) == [(0,)]
+    finally:
+        await store.close()
+
+
 async def test_a_memory_merged_into_another_names_nothing(location: Location) -> None:
     where = location("merged.db")
     store = await LongTermStore.open(where)
@@ -519,6 +586,21 @@ async def test_links_an_older_finder_made_are_made_again_at_open_once(
             await reopened.close()
     assert await query(where, "SELECT version FROM graph_finder") == [(FINDER,)]
     assert caplog.text.count(f"1 memories linked again (rules version {FINDER})") == 1
+
+
+async def test_links_newer_rules_made_are_left_as_they_are(
+    location: Location, caplog: pytest.LogCaptureFixture
+) -> None:
+    # an agent of an older version, sharing the database, set the version back and
+    # linked everything again by its rules, as the newer one did at its next open
+    where = location("newer-finder.db")
+    await stored(where, "I met Melanie at the park.")
+    await query(where, f"UPDATE graph_finder SET version = {FINDER + 1}")
+    caplog.set_level(logging.INFO, logger=graph_links.__name__)
+    reopened = await LongTermStore.open(where)
+    await reopened.close()
+    assert await query(where, "SELECT version FROM graph_finder") == [(FINDER + 1,)]
+    assert "linked again" not in caplog.text
 
 
 # -- a store without the graph ----------------------------------------------------

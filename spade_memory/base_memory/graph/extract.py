@@ -12,8 +12,10 @@ or before a colon (a speaker), is the memory's *subject*. A comma, a bracket, a 
 dash between words ends a name ("Melanie, Caroline" are two).
 
 Keys are folded as the word index folds words: by case and Latin accents ("İstanbul",
-"Istanbul" and text in decomposed form file together). ``FINDER`` numbers the rules: a
-store whose links an older finder made is linked again when opened (``links``).
+"Istanbul" and text in decomposed form file together), and a typographic apostrophe is
+the plain one ("O\u2019Brien" is "O'Brien"). A memory links at most ``MOST_NAMES`` names,
+titles and days and ``MOST_TERMS`` terms. ``FINDER`` numbers the rules: a store whose
+links an older finder made is linked again when opened (``links``).
 """
 
 from __future__ import annotations
@@ -31,11 +33,17 @@ if TYPE_CHECKING:
 
 Kind = Literal["name", "title", "date", "term"]
 
-FINDER = 2
+FINDER = 3
 """The version of these rules (1: the first, which let a comma join two names and split
-words at a combining accent); a store linked by another is linked again at open."""
+words at a combining accent; 2: terms lower-cased rather than case-folded, a typographic
+apostrophe in a name kept, no bound on a memory's names); a store linked by another is
+linked again at open."""
 MOST_TERMS = 8
-"""Terms kept per memory (the first ones): a long memory links no more rows than that."""
+"""Terms kept per memory (the first ones)."""
+MOST_NAMES = 32
+"""Names, titles and days kept per memory (the first ones, its content's before its
+context's): with ``MOST_TERMS``, what bounds the rows a long memory links (its links
+are not counted in the owner's bytes)."""
 LONGEST_KEY = 200
 """Characters of the longest key kept: a longer run of capitalised words (or a word of
 hundreds of letters) names nothing, and PostgreSQL refuses a key of a few thousand bytes
@@ -45,6 +53,8 @@ _MARKS = "\u0300-\u036f"
 """Combining accents (as in text written in decomposed form): part of the word they
 follow."""
 _ACCENTS = re.compile(f"[{_MARKS}]+")
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
+"""Typographic apostrophes, read as the plain one."""
 _TOKEN = re.compile(rf"[^\W\d_][\w{_MARKS}'\u2019-]*|[.!?:;\n,()\[\]{{}}/|\u2013\u2014-]")
 """A word (its hyphens within it), or a mark that ends a sentence or a name."""
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d\n]{2,80})[\"\u201d]")
@@ -100,7 +110,7 @@ def mentions(content: str, context: str | None = None) -> list[Mention]:
             if m.key not in keys
         ]
         found = _unique(found)
-    return found
+    return _bounded(found)
 
 
 @lru_cache(maxsize=4096)
@@ -125,10 +135,23 @@ def _of_content(text: str, terms: bool = True) -> tuple[Mention, ...]:
     if terms:
         inside = {part for mention in found for part in mention.key.split()}
         kept = [w for w in dict.fromkeys(words) if w not in inside][:MOST_TERMS]
-        found += [
-            Mention(stem(word if word.isascii() else _folded(word)), word, "term") for word in kept
-        ]
-    return tuple(m for m in _unique(found) if len(m.key) <= LONGEST_KEY)
+        found += [Mention(stem(fold(word)), word, "term") for word in kept]
+    return tuple(_bounded([m for m in _unique(found) if len(m.key) <= LONGEST_KEY]))
+
+
+def _bounded(found: list[Mention]) -> list[Mention]:
+    """``found`` with no more than ``MOST_NAMES`` names, titles and days (the first)."""
+    if len(found) <= MOST_NAMES:
+        return found
+    named = 0
+    kept: list[Mention] = []
+    for mention in found:
+        if mention.kind != "term":
+            named += 1
+            if named > MOST_NAMES:
+                continue
+        kept.append(mention)
+    return kept
 
 
 def _subject(text: str) -> str | None:
@@ -197,16 +220,22 @@ _NOT_TERMS = STOP_WORDS | _COMMON
 
 
 def key_of(name: str) -> str:
-    """How the graph files a name: lower case, possessives and punctuation dropped,
-    spaces collapsed, Latin accents folded ("Melanie's" → "melanie", "İstanbul" →
-    "istanbul")."""
-    folded = name.casefold()
-    if not folded.isascii():
-        folded = _folded(folded)
+    """How the graph files a name: folded (``fold``), possessives and punctuation
+    dropped, spaces collapsed ("Melanie's" → "melanie", "İstanbul" → "istanbul")."""
+    folded = fold(name)
     if _PLAIN.fullmatch(folded):  # most names: nothing to drop
         return " ".join(folded.split())
     words = [_POSSESSIVE.sub("", word) for word in _WORD.findall(folded)]
     return " ".join(word for word in words if word)
+
+
+def fold(text: str) -> str:
+    """``text`` as keys hold it: case-folded ("Straße" → "strasse"), without Latin
+    accents, its typographic apostrophes plain. Returns the folded text."""
+    folded = text.casefold()
+    if folded.isascii():
+        return folded
+    return _folded(folded.translate(_APOSTROPHES))
 
 
 def _folded(text: str) -> str:

@@ -217,11 +217,12 @@ async def open_with(db: Database, graph: bool) -> None:
 
 
 async def _relink_by(db: Database, finder: int) -> None:
-    """Every memory linked again if ``finder`` did not make its links (once: on a shared
-    database, the first agent to open it claims the change, and the others wait for it
-    and find it done)."""
+    """Every memory linked again if older rules than ``finder`` made its links (once: on
+    a shared database, the first agent to open it claims the change, and the others wait
+    for it and find it done; an agent of an older version leaves newer links as they
+    are, rather than every agent linking everything again at each open in turn)."""
     claimed = await db.execute(
-        "UPDATE graph_finder SET version = ? WHERE version <> ?", (finder, finder)
+        "UPDATE graph_finder SET version = ? WHERE version < ?", (finder, finder)
     )
     if claimed.rowcount > 0:
         await db.execute("DELETE FROM memory_entities")

@@ -7,6 +7,7 @@ deleted memory names nothing any more.
 
 from __future__ import annotations
 
+from spade_memory.base_memory.graph.extract import fold
 from spade_memory.base_memory.graph.follow import (
     LAST_CHARACTER,
     current,
@@ -50,7 +51,7 @@ class GraphReads:
         live = self.ctx.selection(None)
         where, params = f"s.space IN ({placeholders(keys)}) AND {live.sql}", [*keys, *live.params]
         if op.prefix:
-            start = " ".join(op.prefix.casefold().split())
+            start = " ".join(fold(op.prefix).split())
             where += " AND e.key >= ? AND e.key < ?"
             params += [start, start + LAST_CHARACTER]
         if op.kind is not None:

@@ -273,9 +273,10 @@ class Writes:
         memory = row.memory({place.key: place.name})
         if op.content is not None or op.context is not None:  # its vector follows its text
             await db.execute("DELETE FROM embeddings WHERE seq = ?", (row.seq,))
-            await graph_links.relink(
-                db, (row.seq, place.key, memory.content, memory.context), self.ctx.graph
-            )
+            await graph_links.relink(  # one superseded or merged names nothing (``unlink``)
+                db, (row.seq, place.key, memory.content, memory.context),
+                self.ctx.graph and row.superseded_by is None,
+            )  # fmt: skip
             work.current.need[row.seq] = place.key
             work.current.texts[row.seq] = embedding_text(memory.content, memory.context)
         await changed(db, request, work, "updated", op.id, memory.owner, place)
