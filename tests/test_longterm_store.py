@@ -34,7 +34,7 @@ from spade_memory.protocol.memories import (
     StoreMemory,
     UpdateMemory,
 )
-from spade_memory.protocol.ops import Place, Request
+from spade_memory.protocol.ops import MOST_ASKED, Place, Request
 from spade_memory.serving.agent import ServeRequests
 
 from .conftest import Location
@@ -193,6 +193,20 @@ async def test_the_largest_offset_an_op_takes_is_served_by_the_engine(
     assert page.memories == [] and page.next_offset is None
     with pytest.raises(ValidationError):
         RecentMemories(offset=SQL_INTEGER + 1)
+
+
+async def test_the_largest_limit_an_op_takes_is_served_by_the_engine(
+    store: LongTermStore,
+) -> None:
+    # a search of limit 2**63, made in the process (no agent's limits between), raised
+    # OverflowError from the engine
+    await put(store, ALICE, "one memory about pottery")
+    for op in (SearchMemories, RecentMemories):
+        fields = {"query": "pottery"} if op is SearchMemories else {}
+        found = await store.apply(ALICE, op(limit=MOST_ASKED, **fields))
+        assert isinstance(found, MemoryList) and len(found.memories) == 1
+        with pytest.raises(ValidationError):
+            op(limit=2**63, **fields)
 
 
 async def test_update_changes_fields_and_index(store: LongTermStore) -> None:

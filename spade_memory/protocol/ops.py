@@ -42,7 +42,11 @@ MemoryId = Annotated[
         description="A memory's id, as a store, search or list gives it",
     ),
 ]
-Limit = Annotated[int, Field(ge=1)]
+MOST_ASKED = 2**31 - 1
+"""The largest ``limit`` an op takes: more than any store returns, and small enough that
+what a read makes of it (a row more, a few times as many candidates) stays an SQL
+integer on both engines (the agent's ``Limits`` bound what peers send far lower)."""
+Limit = Annotated[int, Field(ge=1, le=MOST_ASKED)]
 
 
 class Record(BaseModel):
