@@ -249,12 +249,12 @@ async def test_a_memory_naming_hundreds_of_entities_links_the_first_ones(
     try:
         related = await ask(store, RelatedMemories(id=seed))
         assert [memory.id for memory in related.memories] == [other]
-        assert last not in [m.id for m in (await ask(store, RelatedMemories(id=last))).memories]
+        assert seed not in [m.id for m in (await ask(store, RelatedMemories(id=last))).memories]
     finally:
         await store.close()
     names = "SELECT COUNT(*) FROM memory_entities WHERE kind = 'name'"
     assert await query(where, names) == [(MOST_NAMES + 4,)]  # the seed's, then 2 + 2
-    assert len([m for m in mentions("We met " + " and ".join(people))]) == MOST_NAMES
+    assert len(mentions("We met " + " and ".join(people))) == MOST_NAMES
 
 
 async def test_a_run_of_hundreds_of_capitalised_words_is_stored_but_names_nothing(

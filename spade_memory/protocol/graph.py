@@ -22,9 +22,9 @@ EntityName = Annotated[str, Field(min_length=1, max_length=200)]
 class Entity(Record):
     """Something the memories of a space name: ``key`` is how it is filed (case-folded,
     no possessive), ``name`` one way it was written (the least of them in the engine's
-    order: "ZOË" before "Zoë"); ``memories`` counts the current
-    memories naming it, ``subject_of`` those it is the subject of (a speaker, or the
-    name a memory starts with)."""
+    order, not always the first); ``memories`` counts the current memories naming it,
+    ``subject_of`` those it is the subject of (a speaker, or the name a memory starts
+    with)."""
 
     key: str
     name: str

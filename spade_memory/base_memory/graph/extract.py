@@ -4,7 +4,7 @@ every store (25-60 µs for a chat turn on this project's machine), in any proces
 Four kinds. A *name* is a run of capitalised words that is not merely the first word of
 a sentence ("Melanie", "New York", "Charlotte's Web"), its possessive dropped; a *title*
 is what stands in quotes; a *date* is a day named in full (``retrieval.dates``); a
-*term* is any other word of four letters or more that is not a stop word, lower-cased
+*term* is any other word of four letters or more that is not a stop word, case-folded
 and crudely stemmed ("camping" and "camped" → "camp"). Terms are what makes the graph
 useful beyond names: the store keeps a memory's first ``MOST_TERMS``, and what recurs in
 a space is what search follows (``expansion``). A name at the very start of the content,
