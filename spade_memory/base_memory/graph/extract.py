@@ -135,12 +135,15 @@ def _of_content(text: str, terms: bool = True) -> tuple[Mention, ...]:
     if terms:
         inside = {part for mention in found for part in mention.key.split()}
         kept = [w for w in dict.fromkeys(words) if w not in inside][:MOST_TERMS]
-        found += [Mention(stem(fold(word)), word, "term") for word in kept]
-    return tuple(_bounded([m for m in _unique(found) if len(m.key) <= LONGEST_KEY]))
+        found += [  # a word is lower case already: only another script's needs folding
+            Mention(stem(word if word.isascii() else fold(word)), word, "term") for word in kept
+        ]
+    return tuple(m for m in _unique(found) if len(m.key) <= LONGEST_KEY)
 
 
 def _bounded(found: list[Mention]) -> list[Mention]:
-    """``found`` with no more than ``MOST_NAMES`` names, titles and days (the first)."""
+    """``found`` with no more than ``MOST_NAMES`` names, titles and days (the first):
+    applied once, to a memory's content and context together (``mentions``)."""
     if len(found) <= MOST_NAMES:
         return found
     named = 0
