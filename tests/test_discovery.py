@@ -12,9 +12,10 @@ import pytest
 from spade_memory.protocol.memories import MemoryStatsOp
 from spade_memory.protocol.notes import GetAllConversations
 from spade_memory.protocol.ops import Op
+from spade_memory.protocol.version import package_version
 from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp import wire
-from spade_memory.xmpp.discovery import package_version, protocol_feature
+from spade_memory.xmpp.discovery import protocol_feature
 from spade_memory.xmpp.lifecycle import stop_agent
 
 from .harness import ClientAgent, start_client, unique_jid

@@ -23,7 +23,7 @@ from spade_memory.mcp_bridge.link import MemoryLink
 from spade_memory.mcp_bridge.tools import TOOLS, Done, call_tool, input_schema
 from spade_memory.mcp_bridge.watch import Watchers, touched
 from spade_memory.protocol.errors import Condition, MemoryServiceError
-from spade_memory.xmpp.discovery import package_version
+from spade_memory.protocol.version import package_version
 
 logger = logging.getLogger("spade_memory.mcp")
 

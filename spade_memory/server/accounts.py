@@ -18,13 +18,13 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Column, Table
 
 from spade_memory.server import account_admin
 from spade_memory.server.account_admin import NoSuchAccount
+from spade_memory.server.data_dir import default_data_dir
 from spade_memory.server.registry import SERVICES
 
 PASSWORD_ENV = "SPADE_MEMORY_AGENT_PASSWORD"
@@ -35,11 +35,8 @@ class AccountsError(Exception):
     """What an ``accounts`` verb cannot do, in one sentence."""
 
 
-def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add ``accounts`` and its verbs to the command's subparsers."""
-    accounts = commands.add_parser(
-        "accounts", help="list, set the password of, or delete the embedded XMPP server's accounts"
-    )
+def add_arguments(accounts: argparse.ArgumentParser, name: str = "accounts") -> None:
+    """Add the verbs of ``accounts`` and their flags."""
     verbs = accounts.add_subparsers(dest="verb", required=True)
     listed = verbs.add_parser("list", help="every account and when it was made (no passwords)")
     changed = verbs.add_parser(
@@ -58,8 +55,10 @@ def add_commands(commands: argparse._SubParsersAction[Any]) -> None:
     deleted.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
-def run_accounts(args: argparse.Namespace, data_dir: Path) -> int:
-    """Run an ``accounts`` verb on ``data_dir``; 0, or 1 with one sentence on stderr."""
+def run(args: argparse.Namespace) -> int:
+    """Run an ``accounts`` verb on its data directory; 0, or 1 with one sentence on
+    stderr."""
+    data_dir: Path = args.data_dir or default_data_dir()
     try:
         if not data_dir.is_dir():
             raise AccountsError(f"{data_dir} is not a data directory (see --data-dir)")

@@ -1,70 +1,117 @@
-"""The ``spade-memory`` command: ``run`` the memory agents, ``demo`` an LLM agent with
-memory, print the protocol ``schema``, ``import-interactions`` from spade_llm, an
-agent's data from the shell (``memories …``, ``forget``: see ``shell``), and the ``mcp``
-server (see ``mcp_command``)."""
+"""The ``spade-memory`` command: its table of commands, and the one that runs.
+
+``--version``, ``--help`` and a mistyped command are answered from the table alone
+(the standard library and ``parser``), so they come at once. Only the command given is
+built in full and run: its module (``run_command``, ``shell``, ``mcp_command``, …)
+brings what it needs, and a shell verb never loads the services a ``run`` opens.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
-import logging
-import os
-import sqlite3
 import sys
-import tempfile
-import threading
-import traceback
 from collections.abc import Sequence
-from dataclasses import replace
-from pathlib import Path
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Protocol
 
-from rich.console import Console
-from rich.table import Table
-
-from spade_memory.protocol.limits import Limits
-from spade_memory.server import (
-    account_database,
-    accounts,
-    backup,
-    imports,
-    mcp_command,
-    progress,
-    shell,
-    web_command,
-)
-from spade_memory.server.embedded import OfflineLimits
-from spade_memory.server.json_schema import json_schemas, op_names, op_schema
-from spade_memory.server.parser import Parser, suggestion
-from spade_memory.server.registry import NAMES, SERVICES
-from spade_memory.server.runtime import (
-    EXIT_AT_ONCE,
-    INTERRUPTED_START,
-    PASSWORD_ENV,
-    STEP_SECONDS,
-    RunConfig,
-    StartInterrupted,
-    run_service,
-    use_uvloop,
-)
-from spade_memory.server.secrets_given import Refused
-from spade_memory.storage.faults import StoreFault, free_bytes
-from spade_memory.storage.postgres import is_url, shown
-from spade_memory.storage.private import private_umask
-from spade_memory.xmpp import wire
-from spade_memory.xmpp.discovery import package_version
-
-DATA_ENV = "SPADE_MEMORY_DATA"
+from spade_memory.protocol.version import package_version
+from spade_memory.server.parser import Parser
 
 
-def default_data_dir() -> Path:
-    if os.environ.get(DATA_ENV):
-        return Path(os.environ[DATA_ENV])
-    xdg = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(xdg) / "spade-memory"
+class CommandModule(Protocol):
+    """What the module of a command has: its flags, and how it runs."""
+
+    def add_arguments(self, parser: argparse.ArgumentParser, name: str) -> None:
+        """Add the flags (and verbs) of the command ``name`` to its parser."""
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Run the parsed command; returns the exit status."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+@dataclass(frozen=True)
+class Command:
+    """One command of ``spade-memory``: what ``--help`` says of it, and where it lives."""
+
+    help: str
+    module: str
+    """The module under ``spade_memory.server`` with its ``add_arguments`` and ``run``."""
+    description: str | None = None
+
+
+COMMANDS: dict[str, Command] = {
+    "run": Command("run the memory agents (and an embedded XMPP server)", "run_command"),
+    "demo": Command(
+        "an LLM agent learns something, restarts, and recalls it (no network)", "demo_command"
+    ),
+    "schema": Command(
+        "print the JSON Schema of every request and reply, or of one op's", "schema_command"
+    ),
+    "backup": Command(
+        "a consistent copy of a data directory, while the service runs", "data_commands"
+    ),
+    "check": Command(
+        "check every store of a data directory or a backup (a full check)", "data_commands"
+    ),
+    "restore": Command(
+        "put a backup in place as the data directory of a stopped service", "data_commands"
+    ),
+    "reset-accounts": Command(
+        "start the embedded XMPP server's accounts afresh (a lost account database);"
+        " each is made again at its first login, by whoever logs in first",
+        "data_commands",
+    ),
+    "accounts": Command(
+        "list, set the password of, or delete the embedded XMPP server's accounts", "accounts"
+    ),
+    "import-base-memory": Command(
+        "import spade_llm {agent}_base_memory.db files (again: nothing is doubled)",
+        "data_commands",
+    ),
+    "import-interactions": Command(
+        "import a spade_llm {agent}_interactions.json file (again: nothing is doubled)",
+        "data_commands",
+    ),
+    "migrate": Command(
+        "move a data directory's memories, notes, working memories and spaces into PostgreSQL",
+        "data_commands",
+    ),
+    "memories": Command(
+        "list, search, show, add, change, export or import an agent's memories", "shell"
+    ),
+    "spaces": Command("list, make and share the spaces an agent belongs to", "shell"),
+    "forget": Command(
+        "delete an agent's memories, notes, working memory, context files and beads"
+        " memories, and the replies kept for its retries (asks first)",
+        "shell",
+    ),
+    "mcp": Command(
+        "serve the memory to MCP clients (desktop assistants, coding agents) as one XMPP"
+        " account of the deployment",
+        "mcp_command",
+        description="An MCP server whose tools and resources are the memory agents', reached"
+        " over XMPP as one account: stdio by default, streamable HTTP with --http.",
+    ),
+    "web": Command(
+        "serve the web view of a running deployment: people log in with its XMPP accounts"
+        " and browse, search and watch what those may read",
+        "web_command",
+        description="The web view of the memory, for a deployment already running"
+        " (`spade-memory run --web` serves it beside the agents instead).",
+    ),
+}
+"""Every command, in the order ``--help`` lists them."""
+
+
+def module_of(name: str) -> CommandModule:
+    """The module of the command ``name`` (imported now)."""
+    module: CommandModule = import_module(f"spade_memory.server.{COMMANDS[name].module}")
+    return module
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``spade-memory`` parser: every command by name and help, and ``command``
+    (when it is one) with all of its flags. Raises nothing."""
     parser = Parser(
         prog="spade-memory",
         description="Shared memory for SPADE agents, kept by dedicated XMPP agents: run them,"
@@ -73,546 +120,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"spade-memory {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
-
-    run = commands.add_parser("run", help="run the memory agents (and an embedded XMPP server)")
-    run.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        help=f"where memories live (default: ${DATA_ENV} or ~/.local/share/spade-memory)",
-    )
-    run.add_argument(
-        "--domain",
-        default="localhost",
-        help="XMPP domain of the agents, and the host they connect to",
-    )
-    run.add_argument(
-        "--port", type=int, default=5222,
-        help="XMPP client port: the embedded server listens there, the agents connect there"
-        " (default: %(default)s; a second service on one machine needs another)",
-    )  # fmt: skip
-    run.add_argument(
-        "--s2s-port", type=int, default=None, metavar="PORT",
-        help="let other XMPP servers connect to the embedded one on this port (the standard"
-        " is 5269; default: no server-to-server connections)",
-    )  # fmt: skip
-    run.add_argument(
-        "--external-server",
-        action="store_true",
-        help=f"connect to an XMPP server already running at DOMAIN:PORT instead of"
-        f" starting the embedded one (password from ${PASSWORD_ENV})",
-    )
-    embedded = run.add_argument_group("the embedded XMPP server")
-    embedded.add_argument(
-        "--registrations-per-minute", type=int, default=60, metavar="N",
-        help="new accounts one source address may make in a minute; 0: no limit"
-        " (default: %(default)s)",
-    )  # fmt: skip
-    for flag, default, what in (
-        ("--offline-messages", OfflineLimits.messages_per_account,
-         "messages kept for one account with no available session"),
-        ("--offline-bytes", OfflineLimits.bytes_per_account,
-         "bytes of messages kept for one such account"),
-        ("--offline-bytes-in-all", OfflineLimits.bytes_in_all,
-         "bytes of messages kept for all such accounts together"),
-    ):  # fmt: skip
-        embedded.add_argument(flag, type=int, default=default, help=f"most {what} (%(default)s)")
-    limits = run.add_argument_group("limits (exceeding one is answered resource-constraint)")
-    limits.add_argument(
-        "--max-content-chars", type=int, default=Limits.max_content_chars,
-        help="longest content, context or query (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-results", type=int, default=Limits.max_results,
-        help="largest limit a query may ask for (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-offset", type=int, default=Limits.max_offset,
-        help="largest offset a list may skip to (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-batch-ops", type=int, default=Limits.max_batch_ops,
-        help="most ops in one batch request (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-in-flight", type=int, default=Limits.max_in_flight,
-        help="most requests of one sender waiting or served (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-in-progress", type=int, default=Limits.max_in_progress,
-        help="most requests served at once, all senders together; more wait, senders"
-        " in turn (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-waiting", type=int, default=Limits.max_waiting,
-        help="most requests waiting their turn, all senders together (default: %(default)s)",
-    )  # fmt: skip
-    quotas = run.add_argument_group("quotas (a store over one is answered resource-constraint)")
-    for flag, default, what in (
-        ("--max-memories-per-owner", Limits.max_memories_per_owner, "memories one JID stores"),
-        ("--max-bytes-per-owner", Limits.max_bytes_per_owner, "bytes one JID stores"),
-        ("--max-memories-per-space", Limits.max_memories_per_space, "memories a space holds"),
-        ("--max-bytes-per-space", Limits.max_bytes_per_space, "bytes a space holds"),
-    ):
-        quotas.add_argument(flag, type=int, default=default, help=f"most {what} (%(default)s)")
-    limits.add_argument(
-        "--max-body-bytes", type=int, default=Limits.max_body_bytes,
-        help="largest request body in bytes (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--retry-answers-bytes", type=int, default=Limits.retry_answers_bytes,
-        help="bytes of answers to recent writes kept so a retry is not applied twice"
-        " (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-versions", type=int, default=Limits.max_versions,
-        help="versions of a long-term memory kept for memory_history, the current one"
-        " counted (default: %(default)s)",
-    )  # fmt: skip
-    run.add_argument(
-        "--connect-timeout",
-        type=float,
-        default=15.0,
-        help="seconds to wait for the XMPP server before giving up",
-    )
-    run.add_argument(
-        "--services",
-        default=",".join(NAMES),
-        help=f"which memory agents to run, comma-separated (default: {','.join(NAMES)})",
-    )
-    run.add_argument(
-        "--durable",
-        action="store_true",
-        help="fsync every commit (survives power loss, not only crashes)",
-    )
-    run.add_argument(
-        "--spaces", type=Path, metavar="FILE", default=_env_path("SPADE_MEMORY_SPACES"),
-        help="TOML or YAML file of spaces, members and quotas to create at start"
-        " (default: $SPADE_MEMORY_SPACES)",
-    )  # fmt: skip
-    run.add_argument(
-        "--spaces-db", type=Path, metavar="FILE", default=_env_path("SPADE_MEMORY_SPACES_DB"),
-        help="the directory of spaces, shared by memory agents that run apart"
-        " (default: $SPADE_MEMORY_SPACES_DB, else the --database, else DATA_DIR/spaces.db)",
-    )  # fmt: skip
-    run.add_argument(
-        "--database", metavar="URL", default=os.environ.get("SPADE_MEMORY_DATABASE"),
-        help="keep long-term memories, conversation notes, working memories and the"
-        " directory of spaces in this PostgreSQL"
-        " database (postgresql://USER@HOST/DB;"
-        " default: $SPADE_MEMORY_DATABASE, else a SQLite file in the data directory)",
-    )  # fmt: skip
-    run.add_argument(
-        "--allow-damaged",
-        action="store_true",
-        help="start the other services when a store is damaged (its agent answers"
-        " service-unavailable) instead of refusing to start",
-    )
-    run.add_argument(
-        "--web", type=web_command.web_address, metavar="[HOST:]PORT", default=None,
-        help="serve the web view there too (a bare port is on 127.0.0.1; see `spade-memory"
-        " web`)",
-    )  # fmt: skip
-    web_command.add_metrics_option(run)
-    run.add_argument(
-        "--debug", action="store_true", help="show the traceback of a failure to start or stop"
-    )
-    for service in SERVICES:
-        service.add_arguments(run.add_argument_group(service.title))
-
-    demo = commands.add_parser(
-        "demo", help="an LLM agent learns something, restarts, and recalls it (no network)"
-    )
-    demo.add_argument(
-        "--data-dir", type=Path, default=None, help="keep the demo's memories here (default: none)"
-    )
-    demo.add_argument(
-        "--check",
-        action="store_true",
-        help="only check that the model of SPADE_MEMORY_LLM_MODEL answers (one line), then exit",
-    )
-    demo.add_argument(
-        "--debug", action="store_true", help="show litellm's and spade_llm's logs and tracebacks"
-    )
-
-    schema = commands.add_parser(
-        "schema", help="print the JSON Schema of every request and reply, or of one op's"
-    )
-    schema.add_argument("op", nargs="?", help="one op, such as store_memory (default: all)")
-
-    take = commands.add_parser(
-        "backup", help="a consistent copy of a data directory, while the service runs"
-    )
-    take.add_argument("destination", type=Path, help="a new folder for the backup")
-    take.add_argument("--data-dir", type=Path, default=None)
-    check = commands.add_parser(
-        "check", help="check every store of a data directory or a backup (a full check)"
-    )
-    check.add_argument("folder", type=Path, nargs="?", default=None, help="default: DATA_DIR")
-    put_back = commands.add_parser(
-        "restore", help="put a backup in place as the data directory of a stopped service"
-    )
-    put_back.add_argument("source", type=Path, help="a folder made by spade-memory backup")
-    put_back.add_argument("--data-dir", type=Path, required=True)
-    afresh = commands.add_parser(
-        "reset-accounts",
-        help="start the embedded XMPP server's accounts afresh (a lost account database);"
-        " each is made again at its first login, by whoever logs in first",
-    )
-    afresh.add_argument("--data-dir", type=Path, default=None)
-    accounts.add_commands(commands)
-
-    memories = commands.add_parser(
-        "import-base-memory",
-        help="import spade_llm {agent}_base_memory.db files (again: nothing is doubled)",
-    )
-    memories.add_argument("files", type=Path, nargs="+", metavar="FILE")
-    memories.add_argument("--data-dir", type=Path, default=None)
-    notes = commands.add_parser(
-        "import-interactions",
-        help="import a spade_llm {agent}_interactions.json file (again: nothing is doubled)",
-    )
-    notes.add_argument("file", type=Path)
-    notes.add_argument("--data-dir", type=Path, default=None)
-    notes.add_argument("--owner", default=None, help="owner JID (default: the file's agent_id)")
-    move = commands.add_parser(
-        "migrate",
-        help="move a data directory's memories, notes, working memories and spaces into PostgreSQL",
-    )
-    move.add_argument(
-        "--from",
-        dest="source",
-        type=Path,
-        default=None,
-        metavar="DATA_DIR",
-        help="the data directory of a stopped service (default: DATA_DIR)",
-    )
-    move.add_argument(
-        "--to",
-        dest="database",
-        required=True,
-        metavar="URL",
-        help="an empty PostgreSQL database (postgresql://USER@HOST/DB)",
-    )
-    shell.add_commands(commands)
-    mcp_command.add_command(commands)
-    web_command.add_command(commands)
+    for name, entry in COMMANDS.items():
+        sub = commands.add_parser(name, help=entry.help, description=entry.description)
+        if name == command:
+            module_of(name).add_arguments(sub, name)
     return parser
 
 
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (no option of
+    the command itself takes a value), if it is a command."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run ``spade-memory`` with ``argv`` (default: the process's arguments); returns its
+    exit status. Raises ``SystemExit`` for ``--help``, ``--version`` and a mistyped
+    command or flag (status 2, one line), as argparse does."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = chosen_command(words)
+    args = build_parser(command).parse_args(words)
+    from spade_memory.storage.private import private_umask
+
     private_umask()  # every file it writes holds memories or credentials
-    if args.command == "demo":
-        return _demo(args.data_dir, check=args.check, debug=args.debug)
-    if args.command == "schema":
-        return _schema(args.op)
-    if args.command in ("backup", "check", "restore", "reset-accounts"):
-        return _data_command(args)
-    if args.command == "accounts":
-        return accounts.run_accounts(args, args.data_dir or default_data_dir())
-    if args.command == "mcp":
-        return mcp_command.run_mcp(args)
-    if args.command == "web":
-        return web_command.run_web(args)
-    if args.command in shell.SHELL_COMMANDS:
-        logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
-        return shell.run_shell(args)
-    if args.command in ("import-base-memory", "import-interactions"):
-        return _import(args)
-    if args.command == "migrate":
-        return _migrate(args.source or default_data_dir(), args.database)
-    config = RunConfig(
-        data_dir=args.data_dir or default_data_dir(),
-        domain=args.domain,
-        port=args.port,
-        s2s_port=args.s2s_port,
-        embedded_server=not args.external_server,
-        registrations_per_minute=args.registrations_per_minute,
-        offline=OfflineLimits(args.offline_messages, args.offline_bytes, args.offline_bytes_in_all),
-        limits=Limits(
-            max_content_chars=args.max_content_chars,
-            max_results=args.max_results,
-            max_offset=args.max_offset,
-            max_batch_ops=args.max_batch_ops,
-            max_in_flight=args.max_in_flight,
-            max_in_progress=args.max_in_progress,
-            max_waiting=args.max_waiting,
-            max_memories_per_owner=args.max_memories_per_owner,
-            max_bytes_per_owner=args.max_bytes_per_owner,
-            max_memories_per_space=args.max_memories_per_space,
-            max_bytes_per_space=args.max_bytes_per_space,
-            max_body_bytes=args.max_body_bytes,
-            max_versions=max(1, args.max_versions),
-            retry_answers_bytes=args.retry_answers_bytes,
-        ),
-        synchronous="FULL" if args.durable else "NORMAL",
-        connect_timeout=args.connect_timeout,
-        services=tuple(name.strip() for name in args.services.split(",") if name.strip()),
-        settings={service.name: service.configure(args) for service in SERVICES},
-        allow_damaged=args.allow_damaged,
-        spaces_file=args.spaces,
-        spaces_db=args.spaces_db,
-        database=args.database or None,
-        web=args.web,
-    )
-    try:
-        config.metrics_token = web_command.metrics_token(args.metrics_token_file)
-    except Refused as problem:
-        print(f"spade-memory: {problem}", file=sys.stderr)
-        return 2
-    if config.database is not None and not is_url(config.database):
-        print(
-            f"--database takes a postgresql:// URL, not {config.database!r}"
-            " (without it, memories are kept in SQLite files in the data directory)",
-            file=sys.stderr,
-        )
-        return 2
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
-    )
-    # "No appropriate login method." on a refused password: the sentence printed says more
-    logging.getLogger("slixmpp.features.feature_mechanisms.mechanisms").setLevel(logging.CRITICAL)
-    use_uvloop()
-    status = _run(config, debug=args.debug)
-    return _exit_cleanly(status)
-
-
-def _env_path(name: str) -> Path | None:
-    value = os.environ.get(name)
-    return Path(value) if value else None
-
-
-def _run(config: RunConfig, *, debug: bool) -> int:
-    """Serve until stopped; 0, or 1 with one line saying what failed (and how to mend it)."""
-    console = Console()
-    try:
-        with progress.shown_on(console):  # the model's preparation, at the first start
-            run_service(replace(config, debug=debug), lambda ready: _print_banner(ready, console))
-    except (KeyboardInterrupt, StartInterrupted):  # before the signal handlers, or while starting
-        print(f"spade-memory: {INTERRUPTED_START}", file=sys.stderr)
-        return EXIT_AT_ONCE
-    except Exception as error:
-        if debug:
-            traceback.print_exc()
-        print(f"spade-memory: {_one_line(error, config)}", file=sys.stderr)
-        return 1
-    console.print("stopped.")
-    return 0
-
-
-def _one_line(error: Exception, config: RunConfig) -> str:
-    if isinstance(error, asyncio.TimeoutError):  # first: it is an OSError since Python 3.11
-        return f"a step of the stop took over {STEP_SECONDS:.0f}s and was abandoned"
-    if isinstance(error, OSError) and not isinstance(error, StoreFault):
-        where = error.filename or config.data_dir
-        return (
-            f"cannot use the data directory: {error.strerror or error} ({where});"
-            " give the service a writable --data-dir"
-        )
-    text = " ".join(str(error).split()) or type(error).__name__
-    return (
-        text if isinstance(error, RuntimeError | StoreFault) else f"{type(error).__name__}: {text}"
-    )
-
-
-def _exit_cleanly(status: int) -> int:
-    """Nothing the service started may keep the process alive: a thread still running
-    after the stop (a library's, a leaked connection's) is named, and the process ends;
-    after an interrupted start none is waited for (the model's preparation may run on)."""
-    if status == EXIT_AT_ONCE:
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os._exit(status)
-    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
-    for thread in stuck:
-        thread.join(timeout=2.0)
-    stuck = [t for t in stuck if t.is_alive()]
-    if stuck:
-        names = ", ".join(thread.name for thread in stuck)
-        print(f"spade-memory: still running after the stop: {names}; exiting", file=sys.stderr)
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os._exit(status or 1)
-    return status
-
-
-def _data_command(args: argparse.Namespace) -> int:
-    """backup, check, restore and reset-accounts: what was done in a line, or what is
-    wrong, one per line."""
-    try:
-        if args.command == "reset-accounts":
-            return _reset_accounts(args.data_dir or default_data_dir())
-        if args.command == "backup":
-            source = args.data_dir or default_data_dir()
-            if args.destination.exists():
-                print(
-                    f"spade-memory: {args.destination} already exists; back up into a new"
-                    " folder (or remove that one first)",
-                    file=sys.stderr,
-                )
-                return 1
-            return _backup(source, args.destination)
-        if args.command == "restore":
-            kept = backup.restore(args.source, args.data_dir)
-            where = f"; what was there is kept in {kept}" if kept else ""
-            print(f"restored {args.source} into {args.data_dir}{where}")
-            return 0
-        folder = args.folder or default_data_dir()
-        problems = backup.check(folder)
-    except (OSError, ValueError, RuntimeError, sqlite3.Error) as error:
-        print(f"spade-memory: {error}", file=sys.stderr)
-        return 1
-    for problem in problems:
-        print(f"spade-memory: {problem}", file=sys.stderr)
-    if not problems:
-        print(f"{folder}: every store passes its integrity check")
-    return 1 if problems else 0
-
-
-def _schema(op: str | None) -> int:
-    """Every schema, or one op's (an unknown op: one line naming the close ones)."""
-    if op is None:
-        print(json.dumps(json_schemas(), indent=2))
-        return 0
-    found = op_schema(op)
-    if found is None:
-        every = f"{len(op_names())} ops: the docs' op reference lists them"
-        print(f"spade-memory schema: {suggestion(op, op_names(), every)}", file=sys.stderr)
-        return 1
-    print(json.dumps(found, indent=2))
-    return 0
-
-
-def _backup(source: Path, destination: Path) -> int:
-    """A backup with its progress (files copied); an interrupted one is removed."""
-    try:
-        total = len(backup.files_to_back_up(source)) if source.is_dir() else None
-        with progress.steps(Console(), f"backing up {source}", total) as step:
-            record = backup.backup(source, destination, lambda file: step(str(file)))
-    except KeyboardInterrupt:
-        print("spade-memory: backup interrupted; the unfinished copy is removed", file=sys.stderr)
-        return EXIT_AT_ONCE
-    print(f"backed up {len(record['files'])} files of {source} into {destination}")
-    return 0
-
-
-def _reset_accounts(data_dir: Path) -> int:
-    """The account database moved aside: what was done, in a line."""
-    kept = account_database.reset(data_dir)
-    old = f"; the old one is kept as {kept} (remove it when done with it)" if kept else ""
-    print(f"{data_dir}: the next run starts with no accounts, each made at its first login{old}")
-    return 0
-
-
-LLM_EXTRA = "spade-memory[llm]"
-"""What to install for LLM agents with memory."""
-
-
-def _demo(data_dir: Path | None, *, check: bool = False, debug: bool = False) -> int:
-    """The demo (or, with ``check``, only its model's check): 1 and one line on stderr
-    when the configured model does not answer."""
-    # spade_llm imports litellm, which otherwise fetches a price list from the network.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    try:
-        from spade_memory.llm.model_check import ModelUnreachable
-        from spade_memory.server.demo import check_configured_model, quiet_logs, run_demo
-    except ModuleNotFoundError as missing:
-        if not (missing.name or "").startswith("spade_llm"):
-            raise
-        print(f"spade-memory demo needs spade_llm: pip install '{LLM_EXTRA}'", file=sys.stderr)
-        return 2
-
-    quiet_logs(debug)
-    console = Console()
-    try:
-        if check:
-            asyncio.run(check_configured_model(console))
-            return 0
-        with tempfile.TemporaryDirectory(prefix="spade-memory-demo-") as scratch:
-            asyncio.run(run_demo(data_dir or Path(scratch), console))
-    except ModelUnreachable as problem:
-        print(f"spade-memory demo: {problem}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _import(args: argparse.Namespace) -> int:
-    """spade_llm's files into the data directory: a line per file, or one sentence."""
-    data_dir = args.data_dir or default_data_dir()
-    try:
-        if args.command == "import-base-memory":
-            with progress.counting(Console(stderr=True), "importing memories", None) as advance:
-                done = asyncio.run(imports.import_base_memory(data_dir, args.files, advance))
-            what = "memories"
-        else:
-            done = [asyncio.run(imports.import_interactions(data_dir, args.file, args.owner))]
-            what = "notes"
-    except (OSError, ValueError, StoreFault, sqlite3.Error, RuntimeError) as error:
-        print(f"spade-memory: cannot import: {error}", file=sys.stderr)
-        return 1
-    for imported in done:
-        print(imported.sentence(what))
-    return 0
-
-
-def _migrate(data_dir: Path, url: str) -> int:
-    """A data directory into PostgreSQL: the rows moved per table, or one sentence."""
-    from spade_memory.server import migrate
-
-    logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
-    console = Console(stderr=True)
-    where = shown(url) if url.startswith(("postgresql://", "postgres://")) else url
-    try:
-        with progress.steps(console, f"migrating {data_dir} to {where}") as step:
-            moved = asyncio.run(
-                migrate.migrate(data_dir, url, lambda table, rows: step(f"{table}, {rows:,} rows"))
-            )
-    except KeyboardInterrupt:  # the migration's one transaction is rolled back
-        print("spade-memory: migration interrupted; nothing was moved", file=sys.stderr)
-        return EXIT_AT_ONCE
-    except Exception as error:  # every failure is one sentence; nothing was committed
-        print(f"spade-memory: cannot migrate {data_dir} to {where}: {error}", file=sys.stderr)
-        return 1
-    table = Table("table", "rows", title=f"moved into {moved.url}")
-    for name, rows in moved.rows.items():
-        table.add_row(name, f"{rows:,}")
-    Console().print(table)
-    print(
-        f"{moved.memories:,} memories, {moved.notes:,} notes moved;"
-        " now run: spade-memory run --database URL"
-    )
-    return 0
-
-
-def _print_banner(config: RunConfig, console: Console) -> None:
-    table = Table(show_header=False, box=None)
-    server = "embedded (SPADE's pyjabber)" if config.embedded_server else "external"
-    table.add_row("XMPP server", f"{server} at {config.domain}:{config.port}")
-    running = [service for service in SERVICES if service.name in config.services]
-    for service in running:
-        table.add_row(service.title, config.jid_of(service.name))
-    table.add_row("ontology", wire.ONTOLOGY)
-    table.add_row("data directory", str(config.data_dir))
-    if config.web is not None:
-        table.add_row("web view", config.web.url())
-    free = free_bytes(config.data_dir)
-    if free is not None:
-        table.add_row("free disk space", f"{free / 2**30:.1f} GiB")
-    database = None if config.database is None else shown(config.database)
-    for service in running:
-        for label, place in service.places(
-            config.config_of(service.name), config.data_dir, database
-        ):
-            table.add_row(label, place)
-    console.print(table)
-    jids = [config.jid_of(service.name) for service in running]
-    listed = ", ".join(jids[:-1]) + (" and " if len(jids) > 1 else "") + jids[-1]
-    console.print(f"spade-memory is ready; send requests to {listed}. Stop with Ctrl-C.")
-    console.print(
-        f"Next, from another shell: SPADE_MEMORY_AGENT_PASSWORD=secret spade-memory memories"
-        f" stats --jid you@{config.domain} --port {config.port}"
-    )
+    return module_of(args.command).run(args)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from spade_memory.http.address import HttpAddress, http_address
 from spade_memory.mcp_bridge.link import Account, MemoryLink
@@ -31,15 +30,8 @@ MCP_EXTRA = "spade-memory[mcp]"
 """What to install for the MCP server."""
 
 
-def add_command(commands: Any) -> None:
-    """Add ``mcp`` to the ``spade-memory`` parser."""
-    mcp = commands.add_parser(
-        "mcp",
-        help="serve the memory to MCP clients (desktop assistants, coding agents) as one"
-        " XMPP account of the deployment",
-        description="An MCP server whose tools and resources are the memory agents', reached"
-        " over XMPP as one account: stdio by default, streamable HTTP with --http.",
-    )
+def add_arguments(mcp: argparse.ArgumentParser, name: str = "mcp") -> None:
+    """Add ``mcp``'s flags."""
     mcp.add_argument(
         "--jid", default=os.environ.get(JID_ENV),
         help=f"the XMPP account it acts as (default: ${JID_ENV})",
@@ -79,7 +71,7 @@ def add_command(commands: Any) -> None:
     mcp.add_argument("--debug", action="store_true", help="log what happens, on stderr")
 
 
-def run_mcp(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``spade-memory mcp``; returns its exit status (1 or 2 with one line on stderr)."""
     _quiet_logs(args.debug)
     try:

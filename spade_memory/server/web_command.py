@@ -64,15 +64,8 @@ def add_metrics_option(parser: Any) -> None:
     )  # fmt: skip
 
 
-def add_command(commands: Any) -> None:
-    """Add ``web`` to the ``spade-memory`` parser."""
-    web = commands.add_parser(
-        "web",
-        help="serve the web view of a running deployment: people log in with its XMPP"
-        " accounts and browse, search and watch what those may read",
-        description="The web view of the memory, for a deployment already running"
-        " (`spade-memory run --web` serves it beside the agents instead).",
-    )
+def add_arguments(web: argparse.ArgumentParser, name: str = "web") -> None:
+    """Add ``web``'s flags."""
     web.add_argument(
         "--http", type=web_address, default=web_address(DEFAULT_ADDRESS), metavar="[HOST:]PORT",
         help=f"where it listens (default: {DEFAULT_ADDRESS}; another host than this machine"
@@ -92,7 +85,7 @@ def add_command(commands: Any) -> None:
     web.add_argument("--debug", action="store_true", help="log what every request does")
 
 
-def run_web(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``spade-memory web`` until SIGINT or SIGTERM; returns its exit status (1 with
     one line when it cannot listen)."""
     logging.basicConfig(

@@ -5,10 +5,11 @@ XMPP alone which memory service answers at a JID, and which version of it."""
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Any
 
 from slixmpp import ClientXMPP
+
+from spade_memory.protocol.version import package_version
 
 PROTOCOL_VERSION = 1
 """Advances when a service's requests or replies change incompatibly."""
@@ -17,14 +18,6 @@ PROTOCOL_VERSION = 1
 def protocol_feature(service: str) -> str:
     """The disco#info feature of ``service``'s protocol: ``urn:spade-memory:SERVICE:1``."""
     return f"urn:spade-memory:{service}:{PROTOCOL_VERSION}"
-
-
-def package_version() -> str:
-    """The installed package's version ("unknown" when run from a tree never installed)."""
-    try:
-        return importlib.metadata.version("spade-memory")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def describe(client: ClientXMPP, service: str) -> None:

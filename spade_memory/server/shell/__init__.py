@@ -9,8 +9,8 @@ count as a use of what they show. Tables in a terminal, JSON with ``--json``; ex
 import are JSON lines, one memory each.
 """
 
-from spade_memory.server.shell.commands import SHELL_COMMANDS, add_commands, run_shell
+from spade_memory.server.shell.commands import add_arguments, run
 from spade_memory.server.shell.errors import ShellError
 from spade_memory.server.shell.reading import every_memory
 
-__all__ = ["SHELL_COMMANDS", "ShellError", "add_commands", "every_memory", "run_shell"]
+__all__ = ["ShellError", "add_arguments", "every_memory", "run"]

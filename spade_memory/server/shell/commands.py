@@ -7,6 +7,7 @@ proposals, approve, reject, rooms, bind, unbind, hear) and
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 from typing import Any
 
@@ -50,38 +51,29 @@ SPACE_VERBS: dict[str, Verb] = {
     "unbind": rooms.unbind_verb,
     "hear": rooms.hear_verb,
 }
-SHELL_COMMANDS = ("memories", "spaces", "forget")
-"""The commands ``run_shell`` runs."""
 
 
-def run_shell(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run a ``memories`` or ``spaces`` verb, or ``forget``; 0, or 1 with one sentence on
     stderr."""
+    logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
     if args.command == "forget":
         return run_verb(forget_verb, args)
     verbs = MEMORY_VERBS if args.command == "memories" else SPACE_VERBS
     return run_verb(verbs[args.verb], args)
 
 
-def add_commands(commands: Any) -> None:
-    """Add ``memories``, ``spaces`` and ``forget`` to the ``spade-memory`` parser."""
-    _memory_commands(commands)
-    _space_commands(commands)
-    _forget_options(
-        _connection(
-            commands.add_parser(
-                "forget",
-                help="delete an agent's memories, notes, working memory, context files and"
-                " beads memories, and the replies kept for its retries (asks first)",
-            )
-        )
-    )
+def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    """Add the verbs and flags of ``memories``, ``spaces`` or ``forget``."""
+    if name == "memories":
+        _memory_verbs(parser)
+    elif name == "spaces":
+        _space_verbs(parser)
+    else:
+        _forget_options(_connection(parser))
 
 
-def _memory_commands(commands: Any) -> None:
-    parser = commands.add_parser(
-        "memories", help="list, search, show, add, change, export or import an agent's memories"
-    )
+def _memory_verbs(parser: argparse.ArgumentParser) -> None:
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     listing = _verb(verbs, "list", "memories, most recently used first, a page at a time")
     listing.add_argument("--category", choices=CATEGORIES)
@@ -152,10 +144,7 @@ def _memory_commands(commands: Any) -> None:
     _forget_options(_verb(verbs, "forget", "everything of the agent, as spade-memory forget"))
 
 
-def _space_commands(commands: Any) -> None:
-    parser = commands.add_parser(
-        "spaces", help="list, make and share the spaces an agent belongs to"
-    )
+def _space_verbs(parser: argparse.ArgumentParser) -> None:
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     _verb(verbs, "list", "the spaces the agent belongs to, with its role in each")
     _verb(verbs, "info", "a space's owner, members, counts and quota").add_argument("name")
