@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
 from importlib import resources
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from spade_memory.base_memory.facts.duplicates import Candidate, Stopped, merges
 from spade_memory.base_memory.store.journal import SpaceEvent
 from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.store.long_term import LongTermStore
@@ -403,6 +405,34 @@ async def test_the_background_consolidates_a_space_once_its_writes_pause(
         assert await found(store, RecentMemories()) == [first.id]
     finally:
         await store.close()
+
+
+async def test_a_store_closing_under_a_write_leaves_no_pass_behind(location: Location) -> None:
+    """A write that ends while its store closes starts no consolidation: before, its pass
+    woke after the close and failed on the closed connection, an exception no one read."""
+    store = await LongTermStore.open(location("memory.db"), consolidate_after=0.01)
+    written = asyncio.ensure_future(put(store, "Bruno works at Initech."))
+    await asyncio.sleep(0)  # the write is under way when the close begins
+    await store.close()
+    await written
+    passes = [t for t in asyncio.all_tasks() if "_consolidate_quiet_spaces" in repr(t)]
+    for task in passes:
+        task.cancel()
+    assert len(passes) == 0, "a consolidation pass outlived its store"
+
+
+def test_a_pass_told_to_stop_ends_its_thread_at_once() -> None:
+    """What a closing store tells the comparing of thousands of memories: it stops at the
+    next memory instead of running on after the service stopped."""
+    memories = [
+        Candidate(f"m{n}", ALICE, "fact", f"note number {n} of many", 0, float(n))
+        for n in range(1000)
+    ]
+    stop = threading.Event()
+    assert merges(memories, stop) == []
+    stop.set()
+    with pytest.raises(Stopped):
+        merges(memories, stop)
 
 
 async def test_a_supersede_by_an_existing_memory_links_the_two(store: LongTermStore) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +34,10 @@ _STOP = frozenset(
     " that these those as into about i we you he she they them his her their our my your"
     " has have had do does did will would can could should so just also very".split()
 )
+
+
+class Stopped(Exception):
+    """The pass was told to stop (its store is closing) before it was done."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +86,12 @@ def _same_words(wa: frozenset[str], wb: frozenset[str], fa: Frame | None, fb: Fr
     return True
 
 
-def merges(memories: Sequence[Candidate]) -> list[Merge]:
+def merges(memories: Sequence[Candidate], stop: threading.Event | None = None) -> list[Merge]:
     """The groups of ``memories`` that state one fact (same author and category), each
-    kept as its most used memory (the oldest of those), the others merged into it."""
+    kept as its most used memory (the oldest of those), the others merged into it.
+
+    Raises ``Stopped`` as soon as ``stop`` is set: a pass of thousands of memories must
+    not keep its thread running after its store has closed."""
     words = [_words(memory.content) for memory in memories]
     frames = [frame_of(memory.content) for memory in memories]
     by_word: dict[tuple[str, str, str], list[int]] = defaultdict(list)
@@ -110,6 +118,8 @@ def merges(memories: Sequence[Candidate]) -> list[Merge]:
         for other in same[1:]:
             parent[root(other)] = root(same[0])
     for index, memory in enumerate(memories):
+        if stop is not None and stop.is_set():
+            raise Stopped
         shared: Counter[int] = Counter()
         common = 0
         for word in words[index]:

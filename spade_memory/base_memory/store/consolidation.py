@@ -14,11 +14,12 @@ space's subscribers and the beads mirror hear of it.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from spade_memory.base_memory.facts.duplicates import Candidate, Merge, merges
+from spade_memory.base_memory.facts.duplicates import Candidate, Merge, Stopped, merges
 from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.retrieval.threads import lowest_priority
 from spade_memory.base_memory.store import journal, sizes
@@ -28,7 +29,7 @@ from spade_memory.base_memory.store.rows import COLUMNS, Row
 from spade_memory.base_memory.store.supersede import CURRENT
 from spade_memory.base_memory.store.writes import changed
 from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemories, MergedMemories
-from spade_memory.protocol.errors import NotAuthorized
+from spade_memory.protocol.errors import NotAuthorized, ServiceUnavailable
 from spade_memory.protocol.ops import Place, Request
 from spade_memory.storage.connection import Database, Transacting
 from spade_memory.storage.statements import MOST_VALUES, parts, placeholders
@@ -53,10 +54,13 @@ def _allowed(place: Place) -> None:
         raise NotAuthorized(f"consolidating {place.name!r} takes an admin of it")
 
 
-async def plan(tx: Transacting, request: Request, owner: str) -> Plan | None:
+async def plan(tx: Transacting, request: Request, owner: str, stop: threading.Event) -> Plan | None:
     """The merges ``request`` (a ``ConsolidateMemories``) would make, read outside any
     write transaction and compared in a thread of the lowest CPU priority (None: the
-    sender may not consolidate there; its op says so)."""
+    sender may not consolidate there; its op says so).
+
+    Raises ``ServiceUnavailable`` when ``stop`` is set (the store is closing) before the
+    comparing is done; the thread ends then too."""
     (place,) = request.places_of(owner)
     try:
         _allowed(place)
@@ -74,7 +78,11 @@ async def plan(tx: Transacting, request: Request, owner: str) -> Plan | None:
         for row in map(Row._make, rows)
     ]  # fmt: skip
     loop = asyncio.get_running_loop()
-    return Plan(len(candidates), await loop.run_in_executor(_PLANNER, merges, candidates))
+    try:
+        found = await loop.run_in_executor(_PLANNER, merges, candidates, stop)
+    except Stopped:
+        raise ServiceUnavailable("the memory service is stopping; ask again") from None
+    return Plan(len(candidates), found)
 
 
 class Consolidation:

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -156,6 +157,8 @@ class LongTermStore(AppliesOps):
         self._written: dict[str, tuple[Place, float]] = {}
         """Spaces written since they were last consolidated: key → (place, last write)."""
         self._consolidating: asyncio.Task[None] | None = None
+        self._stopping = threading.Event()
+        """Set when the store starts closing: no pass starts, and one comparing stops."""
         self._merging = False
         """Whether the background is inside a consolidation's transaction (close waits)."""
         self._purge_task: asyncio.Task[None] | None = None
@@ -257,6 +260,7 @@ class LongTermStore(AppliesOps):
 
     async def close(self) -> None:
         """Write pending access counts (if the disk lets it) and close the file, always."""
+        self._stopping.set()
         if self._consolidating is not None:
             self._written.clear()  # a pass under way ends with its space; a wait is cut
             if not self._merging:
@@ -291,7 +295,9 @@ class LongTermStore(AppliesOps):
         work = Effects(owner, queries=await embed_queries(self._ctx, owner, requests))
         for request in requests:
             if isinstance(request.op, ConsolidateMemories):
-                work.plans[id(request)] = await consolidation.plan(self._tx, request, owner)
+                work.plans[id(request)] = await consolidation.plan(
+                    self._tx, request, owner, self._stopping
+                )
         if self.engine.single_writer and len(requests) > 1:
             work.ledger = Ledger(self._ctx.requests)
             work.store_ids = [
@@ -343,8 +349,8 @@ class LongTermStore(AppliesOps):
         self, requests: Sequence[Request], outcomes: Sequence[Outcome], owner: str
     ) -> None:
         """Note the spaces stores and updates reached, for the background consolidation."""
-        if self.consolidate_after is None:
-            return
+        if self.consolidate_after is None or self._stopping.is_set():
+            return  # a batch that ends while the store closes starts no pass
         now = time.monotonic()
         for request, outcome in zip(requests, outcomes, strict=True):
             if isinstance(request.op, CONSOLIDATED_AFTER) and not isinstance(
@@ -376,10 +382,13 @@ class LongTermStore(AppliesOps):
             self._merging = True
             try:
                 (outcome,) = await self.batch(CONSOLIDATION, [request])
+            except MemoryServiceError as failure:  # the store is closing, or out of service
+                outcome = failure
             finally:
                 self._merging = False
             if isinstance(outcome, MemoryServiceError):
-                logger.warning("consolidating %s failed: %s", key, outcome)
+                if not self._stopping.is_set():
+                    logger.warning("consolidating %s failed: %s", key, outcome)
             elif outcome.merged:  # type: ignore[attr-defined]
                 logger.info("consolidated %s: %d merged", key, outcome.merged)  # type: ignore[attr-defined]
 
