@@ -124,7 +124,7 @@ def _leaves(error: BaseException) -> list[BaseException]:
 def test_another_address_without_a_token_does_not_start() -> None:
     environment = {k: v for k, v in os.environ.items() if k != "SPADE_MEMORY_MCP_TOKEN"}
     done = subprocess.run(
-        [*server_command(5222, "a@localhost", "--http", "0.0.0.0:8765")],
+        [*server_command(free_port(), "a@localhost", "--http", "0.0.0.0:8765")],
         capture_output=True, text=True, timeout=60,
         env={**environment, "SPADE_MEMORY_AGENT_PASSWORD": PASSWORD},
     )  # fmt: skip
@@ -137,7 +137,7 @@ def test_another_address_without_a_token_does_not_start() -> None:
 
 def test_a_busy_port_is_one_line(mcp_http: McpHttpProcess) -> None:
     done = subprocess.run(
-        server_command(5222, "a@localhost", "--http", f"127.0.0.1:{mcp_http.http_port}"),
+        server_command(free_port(), "a@localhost", "--http", f"127.0.0.1:{mcp_http.http_port}"),
         capture_output=True, text=True, timeout=60,
         env={**os.environ, "SPADE_MEMORY_AGENT_PASSWORD": PASSWORD},
     )  # fmt: skip
@@ -161,7 +161,8 @@ async def test_sigint_logs_out_and_exits_0(memory_service: MemoryServiceProcess)
 def test_the_stdio_server_ends_with_its_input() -> None:
     """A client closing stdin ends the server at once with status 0 (nothing to log out)."""
     done = subprocess.run(
-        [sys.executable, "-m", "spade_memory", "mcp", "--jid", "a@localhost"],
+        [sys.executable, "-m", "spade_memory", "mcp", "--jid", "a@localhost",
+         "--port", str(free_port())],
         input="", capture_output=True, text=True, timeout=60,
         env={**os.environ, "SPADE_MEMORY_AGENT_PASSWORD": PASSWORD},
     )  # fmt: skip
@@ -171,7 +172,7 @@ def test_the_stdio_server_ends_with_its_input() -> None:
 def test_without_the_mcp_extra_it_says_what_to_install(tmp_path: Path) -> None:
     environment = {**os.environ, **hidden_modules(tmp_path, ("mcp", "uvicorn"))}
     done = subprocess.run(
-        server_command(5222, "a@localhost"), capture_output=True, text=True, timeout=60,
+        server_command(free_port(), "a@localhost"), capture_output=True, text=True, timeout=60,
         env={**environment, "SPADE_MEMORY_AGENT_PASSWORD": PASSWORD},
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (

@@ -37,7 +37,12 @@ from spade_memory.protocol.memories import (
 from spade_memory.protocol.ops import Request
 from spade_memory.protocol.working_memory import EntityRef
 from spade_memory.server.runtime import PASSWORD_ENV, MemoryRuntime, RunConfig
-from spade_memory.testing import MemoryServiceProcess, PostgresServer, running_postgres
+from spade_memory.testing import (
+    MemoryServiceProcess,
+    PostgresServer,
+    free_port,
+    running_postgres,
+)
 from spade_memory.xmpp import wire
 from spade_memory.xmpp.lifecycle import stop_agent
 from spade_memory.xmpp.notices import EVENTS_ONTOLOGY
@@ -269,7 +274,7 @@ def test_a_database_that_is_not_a_url_or_cannot_be_reached_stops_run_with_one_li
     ]:
         done = subprocess.run(
             [sys.executable, "-m", "spade_memory", "run", "--data-dir", str(tmp_path / "d"),
-             "--services", "base-memory", "--database", database],
+             "--port", str(free_port()), "--services", "base-memory", "--database", database],
             capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
         assert done.returncode != 0
