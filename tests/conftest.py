@@ -8,16 +8,13 @@ import itertools
 import os
 import re
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from spade_memory.base_memory.retrieval.embeddings import Embedder, load_embedder
-from spade_memory.base_memory.store import pg_tables
-from spade_memory.base_memory.store.tables import MIGRATIONS
 from spade_memory.server.runtime import PASSWORD_ENV
-from spade_memory.storage.connection import Migration
 from spade_memory.testing import (
     MemoryServiceProcess,
     PostgresServer,
@@ -26,10 +23,10 @@ from spade_memory.testing import (
     running_postgres,
 )
 from spade_memory.xmpp.lifecycle import stop_agent
-
-from . import prosody
-from .harness import ClientAgent, start_client, unique_jid
-from .servers import xmpp_server
+from tests.support import prosody
+from tests.support.harness import ClientAgent, start_client, unique_jid
+from tests.support.servers import xmpp_server
+from tests.support.stores import Location
 
 __all__ = ["xmpp_server"]  # fixtures of other modules, for every test
 
@@ -56,6 +53,40 @@ def pytest_sessionfinish() -> None:
     coroutine was never run ("never awaited"). Give it an open loop to run on."""
     _EXIT_LOOPS.append(asyncio.new_event_loop())
     asyncio.set_event_loop(_EXIT_LOOPS[-1])
+
+
+KINDS = ("behaviour", "wire", "command_line", "interop", "browser")
+"""The folders of tests by kind; each test is marked with its folder's name."""
+NEEDS = {
+    "prosody": ("prosody_server", "prosody_memory_service"),
+    "postgres": ("postgres_server", "pgvector_server", "vector_location"),
+}
+"""What a test needs, by marker: the fixtures that start it."""
+_PARAMETERS = {
+    "any_memory_service": {"prosody": "prosody"},
+    "location": {"postgresql": "postgres"},
+    "vector_location": {"postgresql": "postgres", "pgvector": "postgres"},
+    "engine": {"postgresql": "postgres"},
+}
+"""Parameters under which a fixture starts what a marker names (``getfixturevalue``)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its kind (its folder), and with ``prosody`` or ``postgres``
+    when it needs that server: ``-m "not prosody"`` runs without Debian's Prosody,
+    ``tests/behaviour`` runs one kind."""
+    for item in items:
+        folder = item.path.relative_to(Path(__file__).parent).parts[0]
+        if folder in KINDS:
+            item.add_marker(folder)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        marks = {mark for mark, starting in NEEDS.items() if fixtures & set(starting)}
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        for name, value in params.items():
+            if mark := _PARAMETERS.get(name, {}).get(str(value)):
+                marks.add(mark)
+        for mark in sorted(marks):
+            item.add_marker(mark)
 
 
 INSTALL_HINT = re.compile(r"`apt-get install ([\w.+-]+)`")
@@ -154,8 +185,6 @@ def embedder() -> Embedder:
 
 
 _DATABASES = itertools.count()
-Location = Callable[[str], "str | Path"]
-"""Where a store lives, given a file name: a SQLite file, or a PostgreSQL URL."""
 
 
 _SERVERS = {"postgresql": "postgres_server", "pgvector": "pgvector_server"}
@@ -243,51 +272,3 @@ async def bob(memory_service: MemoryServiceProcess) -> AsyncIterator[ClientAgent
     agent = await start_client(unique_jid("bob"), memory_service.port)
     yield agent
     await stop_agent(agent)
-
-
-async def query(where: str | Path, sql: str, *params: object) -> list[tuple[object, ...]]:
-    """Rows of ``sql`` (``?`` placeholders) read straight from a store's SQLite file or
-    PostgreSQL database, beside the store: what it really holds."""
-    if isinstance(where, Path):
-        import sqlite3
-
-        with sqlite3.connect(where) as db:
-            return [tuple(row) for row in db.execute(sql, params)]
-    import asyncpg
-
-    from spade_memory.storage.postgres import numbered
-
-    conn = await asyncpg.connect(where)
-    try:
-        return [tuple(row) for row in await conn.fetch(numbered(sql), *params)]
-    finally:
-        await conn.close()
-
-
-async def set_back(
-    where: str | Path, migration: Migration, on_postgres: Migration | None = None
-) -> None:
-    """The base memory store at ``where`` marked as made by the version before
-    ``migration`` (on PostgreSQL, before ``on_postgres`` when its list differs): that
-    migration runs at the next open, and those after it."""
-    if isinstance(where, Path):
-        await query(where, f"PRAGMA user_version = {MIGRATIONS.index(migration)}")
-    else:
-        version = pg_tables.MIGRATIONS.index(on_postgres or migration)
-        await query(
-            where, "UPDATE spade_memory_schema SET version = ? WHERE store = 'base_memory'", version
-        )
-
-
-async def everything(where: str | Path) -> str:
-    """Every row of every table of a store, as text (to show what it no longer holds)."""
-    if isinstance(where, Path):
-        import sqlite3
-
-        with sqlite3.connect(where) as db:
-            return "\n".join(db.iterdump())
-    tables = await query(
-        where, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
-    )
-    dumps = [str(await query(where, f'SELECT * FROM "{name}"')) for (name,) in tables]
-    return "\n".join(dumps)
