@@ -30,6 +30,7 @@ from typing import Any
 
 from spade_memory.server import account_database
 from spade_memory.server.lock import LOCK, lock
+from spade_memory.storage.files import TEMPORARY
 from spade_memory.storage.manifest import FILE as MANIFEST
 from spade_memory.storage.manifest import Manifest
 from spade_memory.storage.private import tighten
@@ -51,7 +52,10 @@ def is_sqlite(path: Path) -> bool:
 def _files(root: Path) -> Iterator[Path]:
     for path in sorted(root.rglob("*")):
         name = path.name
-        if path.is_file() and name not in _SKIP and not name.endswith(("-wal", "-shm")):
+        if (
+            path.is_file() and name not in _SKIP and not name.startswith(TEMPORARY)
+            and not name.endswith(("-wal", "-shm"))
+        ):  # fmt: skip
             yield path
 
 

@@ -6,11 +6,14 @@ import os
 import tempfile
 from pathlib import Path
 
+TEMPORARY = ".tmp-"
+"""How the name of a file being written starts (it is renamed in place once whole)."""
+
 
 def write_atomically(path: Path, text: str) -> None:
     """temp file → fsync → rename → fsync of the folder (so the rename is durable too)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=TEMPORARY, suffix=path.suffix)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as file:
             file.write(text)
