@@ -145,7 +145,8 @@ class SpaceCalls(Calls):
         """Call ``callback`` with each change of the space committed after this returns
         (or after the cursor ``after``). It returns once the base memory agent has
         acknowledged the subscription, so a store made right after the call is heard:
-        the task that calls ``callback``; cancel it to stop (it unsubscribes).
+        the task that calls ``callback``; cancel it and await it to stop (it unsubscribes
+        as it ends).
 
         Raises the subscription's typed error (``ItemNotFound`` for a space the sender is
         not a member of).

@@ -56,8 +56,9 @@ async def watching(viewer: Viewer, space: str) -> AsyncIterator[asyncio.Queue[Ch
         feed.pages.discard(page)
         if not feed.pages:
             viewer.feeds.pop(space, None)
-            if feed.task is not None:
+            if feed.task is not None:  # it unsubscribes as it ends: awaited, not left
                 feed.task.cancel()
+                await asyncio.gather(feed.task, return_exceptions=True)
 
 
 @routes.get("/spaces/{space}/events")

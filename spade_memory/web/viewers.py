@@ -147,5 +147,13 @@ class Viewers:
 
 
 async def _stop(viewer: Viewer) -> None:
+    """End the viewer's live feeds (each unsubscribes while its account is still logged
+    in), then log it out: each bounded, so a stop never hangs."""
+    feeds = [feed.task for feed in viewer.feeds.values() if feed.task is not None]
+    viewer.feeds.clear()
+    for task in feeds:
+        task.cancel()
+    with contextlib.suppress(Exception, asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*feeds, return_exceptions=True), 5.0)
     with contextlib.suppress(Exception, asyncio.TimeoutError):
         await asyncio.wait_for(stop_agent(viewer.agent), 5.0)

@@ -40,7 +40,8 @@ async def test_on_change_hears_a_store_made_right_after_it(
             got = [await asyncio.wait_for(heard.get(), HEARD_WITHIN) for _ in stored]
             assert [change.memory_id for change in got] == stored, f"round {round_}"
         finally:
-            follower.cancel()
+            follower.cancel()  # it unsubscribes as it ends
+            await asyncio.gather(follower, return_exceptions=True)
 
 
 async def test_a_stream_entered_hears_a_store_made_right_after(
