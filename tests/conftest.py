@@ -29,6 +29,7 @@ from tests.support.servers import xmpp_server
 from tests.support.stores import Location
 
 __all__ = ["xmpp_server"]  # fixtures of other modules, for every test
+pytest_plugins = ["tests.support.leftovers"]  # no task outlives the test that started it
 
 # spade_llm imports litellm, which otherwise fetches a price list from the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
