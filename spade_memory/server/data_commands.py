@@ -31,9 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:
     elif name == "restore":
         parser.add_argument("source", type=Path, help="a folder made by spade-memory backup")
         parser.add_argument("--data-dir", type=Path, required=True)
-    elif name in ("reset-accounts", "import-base-memory"):
-        if name == "import-base-memory":
-            parser.add_argument("files", type=Path, nargs="+", metavar="FILE")
+    elif name == "reset-accounts":
+        parser.add_argument("--data-dir", type=Path, default=None)
+    elif name == "import-base-memory":
+        parser.add_argument("files", type=Path, nargs="+", metavar="FILE")
         parser.add_argument("--data-dir", type=Path, default=None)
     elif name == "import-interactions":
         parser.add_argument("file", type=Path)

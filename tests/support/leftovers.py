@@ -139,21 +139,23 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def _ended_or_left(tasks: set[asyncio.Task[Any]]) -> list[asyncio.Task[Any]]:
-    """Those of ``tasks`` running this project's code still ``ENDED_WITHIN`` seconds on;
-    every one left running is cancelled then, so that the next test starts clean (a
-    library's is counted in ``_theirs``)."""
+    """Those of ``tasks`` running this project's code still ``ENDED_WITHIN`` seconds on.
+    Every task left is cancelled then, so that the next test starts clean; a library's
+    is cancelled at once, and counted in ``_theirs``."""
     _kept.difference_update({task for task in _kept if task.done()})
     if not tasks or _loop is None or _loop.is_running():
         return []
-    _loop.run_until_complete(asyncio.wait(tasks, timeout=ENDED_WITHIN))
+    ours = {task for task in tasks if _ours(task)}
+    if ours:
+        _loop.run_until_complete(asyncio.wait(ours, timeout=ENDED_WITHIN))
     left = [task for task in tasks if not task.done()]
     for task in left:
         task.cancel()
-        if not _ours(task):
+        if task not in ours:
             _theirs[_where(task)] += 1
     if left:
         _loop.run_until_complete(asyncio.wait(left, timeout=ENDED_WITHIN))
-    return [task for task in left if _ours(task)]
+    return [task for task in left if task in ours]
 
 
 def _report(item: pytest.Item, problems: list[str]) -> None:
