@@ -4,9 +4,10 @@ one of its own.
 ``in_process`` is what most tests of the command line take: the entry point's
 ``main`` in a thread of its own (its own event loop, as a fresh process would have),
 with its standard streams, environment, umask and loggers given back afterwards. It
-spends none of the second a new interpreter spends importing the package. ``in_a_process``
-runs a real ``python -m spade_memory``: for the handful of tests that need a process
-(exit status on a signal, a terminal, what a fresh interpreter loads)."""
+spends none of the second a new interpreter spends importing the package.
+``in_a_process`` runs a real ``python -m spade_memory``, and ``run_once`` a ``run``
+expected to stop at once: for the tests that need a process (exit status on a signal,
+a terminal, what a fresh interpreter loads, ``run`` itself)."""
 
 from __future__ import annotations
 
@@ -171,6 +172,8 @@ def loaded_by(statement: str) -> list[str]:
 
 
 def run_once(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``spade-memory run`` on ``data_dir`` and free ports, in a process of its own, for
+    a test that expects it to stop at once (it waits for the process to end)."""
     port, s2s = free_ports(2)
     command = [
         sys.executable, "-m", "spade_memory", "run", "--data-dir", str(data_dir),

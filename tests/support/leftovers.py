@@ -2,11 +2,11 @@
 
 A test fails when, once its fixtures are torn down, a task of this project's code that
 it (or a fixture of its own) started is still running on the event loop, or lost an
-exception no one retrieved: what a test starts it stops and awaits, as
-the service must stop and await its background work. Tasks a module's or the session's
-fixtures start live as long as those and are not counted against the test that set
-them up. The tasks of libraries (SPADE's behaviours, slixmpp's keepalive) that outlive
-an agent's stop, and the bare futures whose exception no one retrieved (they name no
+exception no one retrieved: what a test starts it stops and awaits, as the service
+must stop and await its background work. Tasks a module's or the session's fixtures
+start live as long as those and are not counted against the test that set them up.
+The tasks of libraries (SPADE's behaviours, slixmpp's keepalive) that outlive an
+agent's stop, and the bare futures whose exception no one retrieved (they name no
 code), are cancelled and counted in one line at the end of the run: not a failure of
 the test.
 
@@ -99,6 +99,8 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any]) -> Generator[None, 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A test's own tasks still running once it is torn down, or its lost exceptions,
+    fail it."""
     before = _running()
     yield
     left = _ended_or_left(_running() - before - _kept)
@@ -120,6 +122,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
+    """The controller adds up what each worker counted."""
     _theirs.update(getattr(node, "workeroutput", {}).get("libraries_tasks_left", {}))
 
 
@@ -130,11 +133,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"{where.rsplit('/', 1)[-1]}: {n}" for where, n in _theirs.most_common(3)
         )
         total = sum(_theirs.values())
-        what = (
-            "task of a library outlived its test and was"
-            if total == 1
-            else ("tasks of libraries outlived their tests and were")
-        )
+        if total == 1:
+            what = "task of a library outlived its test and was"
+        else:
+            what = "tasks of libraries outlived their tests and were"
         terminalreporter.write_line(f"{total} {what} cancelled ({common})", yellow=True)
 
 
