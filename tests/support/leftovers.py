@@ -90,11 +90,14 @@ def _running() -> set[asyncio.Task[Any]]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any]) -> Generator[None, None, None]:
-    """The tasks a module's or the session's fixture starts are that fixture's."""
+    """The tasks a module's or the session's fixture starts are that fixture's (a test's
+    own fixtures are not looked at: they are set up for every test)."""
+    if fixturedef.scope == "function":
+        yield
+        return
     before = _running()
     yield
-    if fixturedef.scope != "function":
-        _kept.update(_running() - before)
+    _kept.update(_running() - before)
 
 
 @pytest.hookimpl(hookwrapper=True)
