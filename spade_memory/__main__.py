@@ -1,5 +1,3 @@
-import sys
+from spade_memory.server.entry import run
 
-from spade_memory.server.entry import main
-
-sys.exit(main())
+run()

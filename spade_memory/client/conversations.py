@@ -5,36 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spade_memory.client.rooms import RoomCalls
-from spade_memory.client.session import SessionMemory
-from spade_memory.client.session_notices import SessionNotices
-from spade_memory.client.xmpp_transport import XmppTransport
-from spade_memory.protocol.context import (
-    ContextEntry,
-    ContextType,
-    EndConversation,
-    GetPreferences,
-    SaveKnowledge,
-    SavePreferences,
-    SearchContext,
-)
-from spade_memory.protocol.conversation_stats import InteractionStats, InteractionStatsOp
-from spade_memory.protocol.notes import (
-    AddInformation,
-    ClearConversation,
-    ConversationInfo,
-    ExportConversation,
-    GetAllConversations,
-    GetContextSummary,
-    GetInformation,
-    InteractionsFile,
-)
+from spade_memory.protocol.lazy import lazy
 from spade_memory.protocol.services import INTERACTION_MEMORY as NAME
-from spade_memory.protocol.working import SessionChanged
-from spade_memory.xmpp import wire
-from spade_memory.xmpp.notices import SESSION_EVENTS_ONTOLOGY
+
+if TYPE_CHECKING:
+    from spade_memory.client.session import SessionMemory
+    from spade_memory.client.session_notices import SessionNotices
+    from spade_memory.protocol import context, conversation_stats, notes
+    from spade_memory.protocol.working import SessionChanged
+else:  # their models are built at the first call that sends one
+    context = lazy("spade_memory.protocol.context")
+    conversation_stats = lazy("spade_memory.protocol.conversation_stats")
+    notes = lazy("spade_memory.protocol.notes")
 
 
 class InteractionCalls(RoomCalls):
@@ -55,6 +40,8 @@ class InteractionCalls(RoomCalls):
     def session(self, session_id: str, *, space: str | None = None) -> SessionMemory:
         """The working memory of one of the sender's sessions, or of a session kept in a
         shared ``space`` (one state its members read and its writers change)."""
+        from spade_memory.client.session import SessionMemory  # its models, when first used
+
         return SessionMemory(self, self.interaction_memory_jid, session_id, space)
 
     def on_session_change(
@@ -66,6 +53,12 @@ class InteractionCalls(RoomCalls):
         ``on_change``). Returns the call that stops listening; raises ``TypeError`` for a
         client that does not speak XMPP."""
         if self._session_notices is None:
+            # SPADE's, imported only here: a client that never listens loads no SPADE
+            from spade_memory.client.session_notices import SessionNotices
+            from spade_memory.client.xmpp_transport import XmppTransport
+            from spade_memory.xmpp import wire
+            from spade_memory.xmpp.notices import SESSION_EVENTS_ONTOLOGY
+
             transport = self.transport
             if not isinstance(transport, XmppTransport):
                 raise TypeError("session notices come over XMPP: this client has no agent")
@@ -87,7 +80,7 @@ class InteractionCalls(RoomCalls):
         Returns spade_llm's confirmation sentence; raises pydantic's ``ValidationError``
         for a ttl that is not positive or a naive ``expires_at``.
         """
-        op = AddInformation(
+        op = notes.AddInformation(
             conversation_id=conversation_id, information=information,
             ttl_seconds=ttl_seconds, expires_at=expires_at,
         )  # fmt: skip
@@ -96,77 +89,81 @@ class InteractionCalls(RoomCalls):
 
     async def get_information(self, conversation_id: str) -> list[str]:
         """The conversation's notes, oldest first (empty when degraded)."""
-        op = GetInformation(conversation_id=conversation_id)
+        op = notes.GetInformation(conversation_id=conversation_id)
         result = await self.request(self.interaction_memory_jid, op)
         return [] if result is None else result.notes
 
     async def get_context_summary(self, conversation_id: str) -> str | None:
         """``Previous interactions:`` with one ``- `` line per note; None if none."""
-        op = GetContextSummary(conversation_id=conversation_id)
+        op = notes.GetContextSummary(conversation_id=conversation_id)
         result = await self.request(self.interaction_memory_jid, op)
         return None if result is None else result.summary
 
     async def clear_conversation(self, conversation_id: str, archive: bool = False) -> bool:
         """True if there were notes; ``archive`` writes their summary file first."""
-        op = ClearConversation(conversation_id=conversation_id, archive=archive)
+        op = notes.ClearConversation(conversation_id=conversation_id, archive=archive)
         result = await self.request(self.interaction_memory_jid, op)
         return False if result is None else result.cleared
 
-    async def get_all_conversations(self) -> list[ConversationInfo]:
+    async def get_all_conversations(self) -> list[notes.ConversationInfo]:
         """The sender's conversations, most recently noted first."""
-        result = await self.request(self.interaction_memory_jid, GetAllConversations())
+        result = await self.request(self.interaction_memory_jid, notes.GetAllConversations())
         return [] if result is None else result.conversations
 
-    async def export_conversation(self, conversation_id: str) -> InteractionsFile | None:
+    async def export_conversation(self, conversation_id: str) -> notes.InteractionsFile | None:
         """One conversation in spade_llm's interaction-file format."""
-        op = ExportConversation(conversation_id=conversation_id)
+        op = notes.ExportConversation(conversation_id=conversation_id)
         return await self.request(self.interaction_memory_jid, op)
 
     async def end_conversation(
         self, conversation_id: str, summary: str | None = None, tags: Sequence[str] = (),
         clear: bool = False,
-    ) -> ContextEntry | None:  # fmt: skip
+    ) -> context.ContextEntry | None:  # fmt: skip
         """Write the conversation's summary file (its notes unless ``summary`` is given).
 
         Returns the file written; raises ``ItemNotFound`` when there is nothing to
         summarise, ``BadRequest`` when the agent has no context directory.
         """
-        op = EndConversation(
+        op = context.EndConversation(
             conversation_id=conversation_id, summary=summary, tags=list(tags), clear=clear
         )
         return await self.request(self.interaction_memory_jid, op)
 
     async def save_preferences(self, user: str, preferences: dict[str, Any]) -> dict[str, Any]:
         """Merge into ``user``'s preferences; all of them after the merge."""
-        op = SavePreferences(user=user, preferences=preferences)
+        op = context.SavePreferences(user=user, preferences=preferences)
         result = await self.request(self.interaction_memory_jid, op)
         return {} if result is None else result.preferences
 
     async def get_preferences(self, user: str) -> dict[str, Any]:
         """``user``'s preferences ({} when none are saved)."""
-        result = await self.request(self.interaction_memory_jid, GetPreferences(user=user))
+        result = await self.request(self.interaction_memory_jid, context.GetPreferences(user=user))
         return {} if result is None else result.preferences
 
     async def save_knowledge(
         self, name: str, content: str, tags: Sequence[str] = (), *, space: str | None = None
-    ) -> ContextEntry | None:
+    ) -> context.ContextEntry | None:
         """Write (or replace) the knowledge file ``name``, the sender's or a shared
         ``space``'s (writers); the file written."""
-        op = SaveKnowledge(name=name, content=content, tags=list(tags), space=space)
+        op = context.SaveKnowledge(name=name, content=content, tags=list(tags), space=space)
         return await self.request(self.interaction_memory_jid, op)
 
     async def search_context(
-        self, query: str, type: ContextType | None = None, limit: int = 5, *,
+        self, query: str, type: context.ContextType | None = None, limit: int = 5, *,
         space: str | None = None,
-    ) -> list[ContextEntry]:  # fmt: skip
+    ) -> list[context.ContextEntry]:  # fmt: skip
         """The best-matching files of the sender's context directory (or of a shared
         ``space``'s knowledge)."""
-        op = SearchContext(query=query, type=type, limit=limit, space=space)
+        op = context.SearchContext(query=query, type=type, limit=limit, space=space)
         result = await self.request(self.interaction_memory_jid, op)
         return [] if result is None else result.entries
 
-    async def interaction_stats(self, *, space: str | None = None) -> InteractionStats | None:
+    async def interaction_stats(
+        self, *, space: str | None = None
+    ) -> conversation_stats.InteractionStats | None:
         """What the sender keeps at the interaction memory agent (or a shared ``space``
         it reads): notes, sessions and files, and the bytes they hold against its byte
         budget."""
-        return await self.request(self.interaction_memory_jid, InteractionStatsOp(space=space))
+        return await self.request(
+            self.interaction_memory_jid, conversation_stats.InteractionStatsOp(space=space)
+        )

@@ -16,20 +16,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from spade.agent import Agent
-
-from spade_memory.client.beads import BeadsClient
 from spade_memory.client.conversations import InteractionCalls
 from spade_memory.client.failover import BASE_POOL_ENV, INTERACTION_POOL_ENV, pool_from_environment
 from spade_memory.client.memories import BaseMemoryCalls
 from spade_memory.client.spaces import SpaceCalls
 from spade_memory.client.transport import Transport
-from spade_memory.client.xmpp_transport import XmppTransport
 from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.memories import Category, Memory, MemoryStats
 from spade_memory.protocol.services import BASE_MEMORY, BEADS_SYNC, INTERACTION_MEMORY, default_jids
 
 if TYPE_CHECKING:
+    from spade.agent import Agent
+
+    from spade_memory.client.beads import BeadsClient
     from spade_memory.client.changes import SpaceChanges
     from spade_memory.client.memories import FetchedMemories
     from spade_memory.client.session import SessionMemory
@@ -71,30 +70,46 @@ class MemoryClient(BaseMemoryCalls, InteractionCalls, SpaceCalls):
         if transport is None:
             if agent is None:
                 raise TypeError("MemoryClient needs an agent (to speak XMPP) or a transport")
+            from spade_memory.client.xmpp_transport import XmppTransport  # imports SPADE
+
             transport = XmppTransport(
                 agent,
-                _jids(agent, base_memory_jid, interaction_memory_jid, beads_sync_jid),
+                service_jids(
+                    str(agent.jid.domain), base_memory_jid, interaction_memory_jid, beads_sync_jid
+                ),
                 timeout=timeout,
                 attempts=attempts,
                 max_in_flight=max_in_flight,
                 degraded=degraded,
             )
         super().__init__(transport)
-        self.beads = BeadsClient(transport, transport.jids.get(BEADS_SYNC, BEADS_SYNC))
-        """The beads sync agent's calls (memories kept as beads issues)."""
+        self._beads: BeadsClient | None = None
+
+    @property
+    def beads(self) -> BeadsClient:
+        """The beads sync agent's calls (memories kept as beads issues; their models are
+        built at the first use)."""
+        if self._beads is None:
+            from spade_memory.client.beads import BeadsClient
+
+            self._beads = BeadsClient(
+                self.transport, self.transport.jids.get(BEADS_SYNC, BEADS_SYNC)
+            )
+        return self._beads
 
     def space(self, name: str) -> SpaceMemory:
         """A handle that acts in the space ``name``."""
         return SpaceMemory(self, name)
 
 
-def _jids(
-    agent: Agent,
-    base_memory_jid: str | Sequence[str] | None,
-    interaction_memory_jid: str | Sequence[str] | None,
-    beads_sync_jid: str | None,
+def service_jids(
+    domain: str,
+    base_memory_jid: str | Sequence[str] | None = None,
+    interaction_memory_jid: str | Sequence[str] | None = None,
+    beads_sync_jid: str | None = None,
 ) -> dict[str, str | Sequence[str]]:
-    """Each service's JID (or pool): the one given, the deployment's, or the default."""
+    """Each service's JID (or pool) for an agent of ``domain``: the one given, the
+    deployment's (``SPADE_MEMORY_BASE_POOL``, ``..._INTERACTION_POOL``), or the default."""
     if base_memory_jid is None:
         base_memory_jid = pool_from_environment(BASE_POOL_ENV)
     if interaction_memory_jid is None:
@@ -104,7 +119,7 @@ def _jids(
         INTERACTION_MEMORY: interaction_memory_jid,
         BEADS_SYNC: beads_sync_jid,
     }
-    jids: dict[str, str | Sequence[str]] = dict(default_jids(agent.jid.domain))
+    jids: dict[str, str | Sequence[str]] = dict(default_jids(domain))
     jids.update({name: jid for name, jid in given.items() if jid is not None})
     return jids
 

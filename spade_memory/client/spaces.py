@@ -8,8 +8,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from spade_memory.client.calls import Calls
-from spade_memory.client.changes import ChangeRouter, SpaceChanges, follow
-from spade_memory.client.xmpp_transport import XmppTransport
 from spade_memory.protocol.memories import Change, ChangeList, ChangesSince
 from spade_memory.protocol.services import BASE_MEMORY
 from spade_memory.protocol.space_names import Role
@@ -31,10 +29,10 @@ from spade_memory.protocol.spaces import (
     Subscribe,
     Unsubscribe,
 )
-from spade_memory.xmpp import wire
-from spade_memory.xmpp.notices import EVENTS_ONTOLOGY
 
 if TYPE_CHECKING:
+    from spade_memory.client.changes import ChangeRouter, SpaceChanges
+
     pass
 
 
@@ -125,6 +123,12 @@ class SpaceCalls(Calls):
     def changes(self, space: str, after: int | None = None) -> SpaceChanges:
         """An async iterator of the space's changes as they are committed (from the cursor
         ``after`` when given, catching up first); ``aclose`` it to unsubscribe."""
+        # SPADE's, imported only here: a client that never follows loads no SPADE
+        from spade_memory.client.changes import ChangeRouter, SpaceChanges
+        from spade_memory.client.xmpp_transport import XmppTransport
+        from spade_memory.xmpp import wire
+        from spade_memory.xmpp.notices import EVENTS_ONTOLOGY
+
         if self._change_router is None:
             transport = self.transport
             if not isinstance(transport, XmppTransport):
@@ -157,4 +161,6 @@ class SpaceCalls(Calls):
         except BaseException:
             await stream.aclose()
             raise
+        from spade_memory.client.changes import follow
+
         return asyncio.create_task(follow(stream, callback))

@@ -17,38 +17,28 @@ Back-pressure is absorbed here: a ``Busy`` refusal (too many requests in
 flight) is waited out with jitter and the request sent again under the same
 id, within the call's time budget; and a request that timed out keeps its
 in-flight slot until its late reply comes (or ``LATE_REPLY_GRACE`` passes),
-so this side's limit never lets more through than the agent's limit takes.
+so this side's limit never lets more through than the agent's limit takes. That policy
+is ``request_policy``'s, shared with the shell's transport; this module carries the
+requests through a SPADE agent.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import ValidationError
 from spade.agent import Agent
 from spade.message import Message
 
-from spade_memory.client.failover import AgentPool
-from spade_memory.protocol.batch import Batch
-from spade_memory.protocol.errors import (
-    Busy,
-    InternalServerError,
-    MemoryServiceError,
-    MemoryTimeout,
-    error_for,
-)
+from spade_memory.client.request_policy import Reply, RequestPolicy
 from spade_memory.protocol.limits import Limits
-from spade_memory.protocol.ops import Op, Record, describe
+from spade_memory.protocol.ops import Op
 from spade_memory.xmpp import wire, xml_escape
 from spade_memory.xmpp.lifecycle import WakesWhenKilled
 from spade_memory.xmpp.reconnect import keep_connected
 
-R = TypeVar("R", bound=Record)
 LATE_REPLY_GRACE = 60.0
 """Seconds a timed-out request still counts as in flight, waiting for its late reply."""
 
@@ -104,7 +94,7 @@ def _from_this_connection(agent: Agent, request: Message) -> Message:
     return request
 
 
-class XmppTransport:
+class XmppTransport(RequestPolicy):
     """Sends ops to memory agents on behalf of ``agent`` and awaits their replies
     (the ``transport.Transport`` that a ``MemoryClient`` uses unless given another)."""
 
@@ -118,83 +108,28 @@ class XmppTransport:
         max_in_flight: int = Limits.max_in_flight,
         degraded: bool = False,
     ) -> None:
+        super().__init__(
+            jids,
+            timeout=timeout,
+            attempts=attempts,
+            max_in_flight=max_in_flight,
+            degraded=degraded,
+        )
         xml_escape.install()
         self.agent = agent
-        self.jids: dict[str, str] = {}
-        """Each memory service's agent (the first of its pool), by service name."""
-        self.pools: dict[str, AgentPool] = {}
-        """The pool of agents serving as one, by the bare JID of each of its agents (a
-        request sent again after a ``Busy`` goes on in the pool from any of them)."""
-        for name, given in jids.items():
-            pool = AgentPool([given] if isinstance(given, str) else list(given))
-            self.jids[name] = pool.jids[0]
-            if len(pool.jids) > 1:
-                self.pools.update((wire.bare(jid), pool) for jid in pool.jids)
-        self.timeout = timeout
-        self.attempts = attempts
-        """Times a request is sent (same request id) before it times out."""
-        self.degraded = degraded
-        self._in_flight = asyncio.Semaphore(max_in_flight)
-        """Calls beyond the memory agents' per-sender limit wait here instead of being refused."""
         self._router = ReplyRouter()
         self._late: set[asyncio.Task[None]] = set()
         agent.add_behaviour(self._router, wire.reply_template())
 
-    def agents(self, to: str) -> tuple[str, ...]:
-        """Every agent serving as ``to`` does: its pool, or ``to`` alone."""
-        pool = self.pools.get(wire.bare(to))
-        return (to,) if pool is None else pool.jids
-
-    async def request(self, to: str, op: Op[R]) -> R | None:
-        """Send ``op`` to the memory agent ``to`` (to its pool's next agent in turn, when
-        ``to`` heads a pool).
-
-        Returns the op's result, or None from a degraded transport that got no
-        reply; raises the reply's typed error (``MemoryServiceError``), or
-        ``MemoryTimeout`` when no reply came.
-        """
-        message = wire.request_message(to, op, uuid.uuid4().hex)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout * self.attempts
-        try:  # waiting for a slot is part of the call's time budget
-            await asyncio.wait_for(self._in_flight.acquire(), deadline - loop.time())
-        except asyncio.TimeoutError:
-            if self.degraded:
-                return None
-            raise MemoryTimeout(f"{to}: no request slot free within the call's time") from None
-        timed_out = False
-        try:
-            while True:
-                reply = await self.round_trip(message, hold=self._in_flight)
-                if reply is None:
-                    timed_out = True  # the wait for its late reply now holds the slot
-                    break
-                try:
-                    return self._result(to, op, reply)
-                except Busy as busy:
-                    pause = busy.retry_after * random.uniform(0.5, 1.5)
-                    if loop.time() + pause > deadline:
-                        raise
-                    await asyncio.sleep(pause)  # then the same request id again
-        finally:
-            if not timed_out:
-                self._in_flight.release()
-        if self.degraded:
+    async def exchange(
+        self, to: str, op: Op[Any], request_id: str, hold: asyncio.Semaphore
+    ) -> Reply | None:
+        """``op`` sent as a SPADE message (see ``round_trip``)."""
+        reply = await self.round_trip(wire.request_message(to, op, request_id), hold)
+        if reply is None:
             return None
-        raise MemoryTimeout(
-            f"no reply from {to} within {self.timeout}s (sent {self.attempts} times)"
-        )
-
-    @staticmethod
-    def _result(to: str, op: Op[R], reply: Message) -> R:
-        try:
-            if reply.get_metadata("performative") == "inform":
-                result: R = type(op).result.model_validate_json(reply.body)  # type: ignore[assignment]
-                return result
-            failure = wire.Failure.model_validate_json(reply.body)
-        except ValidationError as error:
-            raise InternalServerError(f"malformed reply from {to}: {describe(error)}") from None
-        raise error_for(failure.condition, failure.text, failure.retry_after, failure.proposal)
+        performative = reply.get_metadata("performative") or ""
+        return Reply(str(reply.sender), performative, str(reply.body or ""))
 
     async def round_trip(
         self, request: Message, hold: asyncio.Semaphore | None = None
@@ -209,8 +144,7 @@ class XmppTransport:
         """
         request_id = str(request.thread)
         answer: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        pool = self.pools.get(wire.bare(request.to))
-        targets = [str(request.to)] if pool is None else pool.order()
+        targets = self.targets(str(request.to))
         repliers = tuple(wire.bare(target) for target in targets)
         self._router.pending[request_id] = _Pending(request, repliers, answer)
         for attempt in range(max(self.attempts, len(targets))):
@@ -220,11 +154,9 @@ class XmppTransport:
             try:
                 reply = await asyncio.wait_for(asyncio.shield(answer), self.timeout)
             except asyncio.TimeoutError:
-                if pool is not None:
-                    pool.silent(target)
+                self.heard(str(request.to), target, answered=False)
                 continue
-            if pool is not None:
-                pool.answered(wire.bare(reply.sender))
+            self.heard(str(request.to), str(reply.sender), answered=True)
             self._router.pending.pop(request_id, None)
             return reply
         late = asyncio.create_task(self._late_reply(request_id, answer, hold))
@@ -247,25 +179,3 @@ class XmppTransport:
             self._router.pending.pop(request_id, None)
             if hold is not None:
                 hold.release()
-
-    async def batch(self, to: str, ops: Sequence[Op[Any]]) -> list[Record | MemoryServiceError]:
-        """Send ``ops`` to the memory agent ``to`` in one message: fewer messages, far
-        more ops per second (and one transaction in the agent's store).
-
-        Returns each op's result or typed error, in order (``MemoryTimeout`` for
-        each from a degraded transport that got no reply); raises
-        ``MemoryServiceError`` when the batch as a whole is refused.
-        """
-        batch = Batch(ops=[op.model_dump(mode="json", exclude_none=True) for op in ops])
-        reply = await self.request(to, batch)
-        if reply is None:
-            return [MemoryTimeout(f"no reply from {to} (degraded)") for _ in ops]
-        outcomes: list[Record | MemoryServiceError] = []
-        for op, item in zip(ops, reply.results, strict=True):
-            if item.ok:
-                outcomes.append(type(op).result.model_validate(item.result))
-            else:
-                outcomes.append(
-                    error_for(item.condition or "", item.text or "", proposal=item.proposal)
-                )
-        return outcomes

@@ -14,7 +14,7 @@ from pydantic import AliasChoices, BaseModel, Field, TypeAdapter, field_validato
 
 from spade_memory.protocol.beads_labels import OUR_METADATA, RESERVED_LABEL_PREFIXES, MemoryType
 from spade_memory.protocol.json_object import JsonObject
-from spade_memory.protocol.ops import Limit, MemoryId, Op, R, Record, SenderForgotten
+from spade_memory.protocol.ops import DEFERRED, Limit, MemoryId, Op, R, Record, SenderForgotten
 from spade_memory.protocol.space_names import Member, Role
 
 Relationship = Literal["related", "blocks", "discovered-from"]
@@ -282,7 +282,7 @@ BeadsSyncOp = Annotated[
     | MirroredMemory,
     Field(discriminator="op"),
 ]
-beads_sync_ops: TypeAdapter[BeadsSyncOp] = TypeAdapter(BeadsSyncOp)
+beads_sync_ops: TypeAdapter[BeadsSyncOp] = TypeAdapter(BeadsSyncOp, config=DEFERRED)
 
 WRITES: tuple[type[Op[Any]], ...] = (
     BeadsStoreMemory,

@@ -11,6 +11,7 @@ from spade_memory.protocol.context import ContextOp
 from spade_memory.protocol.conversation_stats import InteractionStatsOp
 from spade_memory.protocol.interaction_forget import ForgetInteractions
 from spade_memory.protocol.notes import NoteOp
+from spade_memory.protocol.ops import DEFERRED
 from spade_memory.protocol.rooms import RoomOp
 from spade_memory.protocol.working import WorkingMemoryOp
 
@@ -20,4 +21,4 @@ InteractionOp = Annotated[
 ]
 """Any request the interaction memory agent serves, tagged by ``op``."""
 
-interaction_ops: TypeAdapter[InteractionOp] = TypeAdapter(InteractionOp)
+interaction_ops: TypeAdapter[InteractionOp] = TypeAdapter(InteractionOp, config=DEFERRED)

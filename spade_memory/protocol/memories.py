@@ -16,7 +16,16 @@ from pydantic import AwareDatetime, Field, TypeAdapter, model_validator
 from spade_memory.protocol.consolidation import ConsolidateMemories
 from spade_memory.protocol.expiry import ExpiresAt, TtlSeconds
 from spade_memory.protocol.graph import EntityKind, EntityList, EntityName
-from spade_memory.protocol.ops import PERSONAL, Limit, MemoryId, Op, R, Record, SenderForgotten
+from spade_memory.protocol.ops import (
+    DEFERRED,
+    PERSONAL,
+    Limit,
+    MemoryId,
+    Op,
+    R,
+    Record,
+    SenderForgotten,
+)
 from spade_memory.protocol.space_names import SpaceName, SpaceSelection
 from spade_memory.protocol.spaces import SpaceOp
 from spade_memory.protocol.tags import Metadata, MetadataFilter, Tags
@@ -777,9 +786,9 @@ WRITE_OPS: tuple[type[Op[Any]], ...] = (
 )
 """Ops whose effect must happen once per request id, however often it is sent."""
 
-base_memory_ops: TypeAdapter[BaseMemoryOp] = TypeAdapter(BaseMemoryOp)
+base_memory_ops: TypeAdapter[BaseMemoryOp] = TypeAdapter(BaseMemoryOp, config=DEFERRED)
 RECORDED: TypeAdapter[Stored | Deleted | Memory | MemoriesForgotten] = TypeAdapter(
-    Stored | Deleted | Memory | MemoriesForgotten
+    Stored | Deleted | Memory | MemoriesForgotten, config=DEFERRED
 )
 """A write's result as its request id recorded it (JSON), read back as the answer to a
 retry of the same request."""

@@ -49,10 +49,14 @@ integer on both engines (the agent's ``Limits`` bound what peers send far lower)
 Limit = Annotated[int, Field(ge=1, le=MOST_ASKED)]
 
 
+DEFERRED = ConfigDict(defer_build=True)
+"""A type adapter's config: its validator is built at its first use, not at import."""
+
+
 class Record(BaseModel):
     """Base of every reply payload: frozen and strict about unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 R = TypeVar("R", bound=Record)
@@ -64,7 +68,7 @@ class Op(BaseModel, Generic[R]):
     Subclass it as ``Op[TheResult]``; ``result`` is then ``TheResult``.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, defer_build=True)
 
     result: ClassVar[type[Record]] = Record
     """The reply payload this op answers with (taken from ``Op[...]``)."""

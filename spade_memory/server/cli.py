@@ -13,9 +13,8 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Protocol
+from typing import Any, Protocol
 
-from spade_memory.protocol.version import package_version
 from spade_memory.server.parser import Parser
 
 
@@ -118,13 +117,30 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         " try the demo, look at and change an agent's memories and spaces, back up, check,"
         " restore, migrate, and print the protocol's schema.",
     )
-    parser.add_argument("--version", action="version", version=f"spade-memory {package_version()}")
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", required=True)
     for name, entry in COMMANDS.items():
         sub = commands.add_parser(name, help=entry.help, description=entry.description)
         if name == command:
             module_of(name).add_arguments(sub, name)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up only when asked for (reading the
+    package's metadata takes longer than a shell verb's whole start)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **_: Any) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+            help="show the version and exit",
+        )  # fmt: skip
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from spade_memory.protocol.version import package_version
+
+        print(f"spade-memory {package_version()}")  # on stdout, as argparse's own
+        parser.exit()
 
 
 def chosen_command(argv: Sequence[str]) -> str | None:

@@ -8,8 +8,10 @@ interrupt; ``import spade_memory`` itself loads nothing (its names are lazy).
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 INTERRUPTED = 130
 """The exit status of a program ended by SIGINT, as shells report it."""
@@ -25,3 +27,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("spade-memory: interrupted", file=sys.stderr)
         return INTERRUPTED
+
+
+def run() -> NoReturn:
+    """The process's entry (the ``spade-memory`` script, ``python -m spade_memory``):
+    exits with ``main``'s status.
+
+    What the command imported lives until the process ends, and Python's last garbage
+    collection at exit would walk all of it (pydantic's models, slixmpp): a tenth of a
+    second of a shell verb's half second. Frozen, those objects are left to the end."""
+    status = main()
+    gc.freeze()
+    sys.exit(status)

@@ -35,3 +35,24 @@ class WrongDomain(AgentStartError):
 class TlsFailure(AgentStartError):
     """Something answers there, but no XMPP session over TLS can be made with it: it does
     not speak XMPP, offers no TLS (which slixmpp requires), or the TLS handshake fails."""
+
+
+def refused_password(jid: str, host: str, port: int, registered: bool) -> WrongPassword:
+    """The error for a password the server at ``host:port`` refused (with ``registered``
+    the account exists: its registration was refused as taken, so it holds another)."""
+    why = (
+        "registered with another password" if registered else "no such account or another password"
+    )
+    return WrongPassword(
+        f"the XMPP server at {host}:{port} refused the password of {jid}: {why};"
+        f" `spade-memory accounts set-password {jid}` (spade-memory's embedded server)"
+        " or another JID"
+    )
+
+
+def not_connected(jid: str, host: str, port: int, attempts: int, timeout: float) -> AgentStartError:
+    """The error for a login that got no session in ``attempts`` tries of ``timeout`` s."""
+    return AgentStartError(
+        f"{jid} could not connect to an XMPP server at {host}:{port}"
+        f" ({attempts} attempts of {timeout:.0f}s)"
+    )

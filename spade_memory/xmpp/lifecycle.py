@@ -19,7 +19,12 @@ import contextlib
 from spade.agent import Agent, AuthenticationFailure, DisconnectedException
 from spade.behaviour import CyclicBehaviour
 
-from spade_memory.xmpp.connect_errors import AgentStartError, WrongPassword
+from spade_memory.xmpp.connect_errors import (
+    AgentStartError,
+    WrongPassword,
+    not_connected,
+    refused_password,
+)
 from spade_memory.xmpp.reachability import PROBE_SECONDS, probe
 
 __all__ = ["AgentStartError", "WakesWhenKilled", "WrongPassword", "start_agent", "stop_agent"]
@@ -47,27 +52,13 @@ async def start_agent(
             return
         except AuthenticationFailure:
             await _abort(agent)
-            raise WrongPassword(
-                f"the XMPP server at {agent.jid.host}:{agent.xmpp_port} refused the password"
-                f" of {agent.jid.bare}: {_next_step(str(agent.jid.bare), auto_register)}"
+            raise refused_password(
+                str(agent.jid.bare), str(agent.jid.host), agent.xmpp_port, auto_register
             ) from None
         except (asyncio.TimeoutError, DisconnectedException):
             await _abort(agent)
-    raise AgentStartError(
-        f"{agent.jid} could not connect to an XMPP server at {agent.jid.host}:{agent.xmpp_port}"
-        f" ({attempts} attempts of {attempt_timeout:.0f}s)"
-    )
-
-
-def _next_step(jid: str, registered: bool) -> str:
-    """What to do about a refused password, in a clause (with ``auto_register`` the account
-    exists: its registration was refused as taken, so it holds another password)."""
-    why = (
-        "registered with another password" if registered else "no such account or another password"
-    )
-    return (
-        f"{why}; `spade-memory accounts set-password {jid}` (spade-memory's embedded server)"
-        " or another JID"
+    raise not_connected(
+        str(agent.jid), str(agent.jid.host), agent.xmpp_port, attempts, attempt_timeout
     )
 
 

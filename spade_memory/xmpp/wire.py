@@ -16,39 +16,53 @@ carries the request id in ``<thread>`` as well as in the form, answers in the
 request's own stanza type, and types its form ``result``: a person's client
 shows it rather than offering it as a form to fill in.
 
-Nothing here knows which services exist: that is the registry's business.
+The parts that need no SPADE (names, a failure's body, the form as XML) are in
+``envelope``, for a client that speaks slixmpp alone. Nothing here knows which services
+exist: that is the registry's business.
 """
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from typing import Any
 
 from pydantic import BaseModel
 from slixmpp import JID, ClientXMPP
 from slixmpp.stanza import Message as Stanza
-from spade.message import SPADE_X_METADATA, Message
+from spade.message import Message
 from spade.template import Template
 
 from spade_memory.protocol.errors import Busy, Condition, MemoryServiceError, PendingApproval
 from spade_memory.protocol.ops import Record
+from spade_memory.xmpp.envelope import (
+    LANGUAGE,
+    ONTOLOGY,
+    Failure,
+    bare,
+    metadata_form,
+    metadata_form_text,
+    request_metadata,
+)
 from spade_memory.xmpp.xml_escape import escape
 
-ONTOLOGY = "spade-memory"
-LANGUAGE = "json"
-_DATA = "{jabber:x:data}"
-
-
-class Failure(Record):
-    """Body of a ``failure`` or ``refuse`` reply."""
-
-    condition: str
-    text: str
-    retry_after: float | None = None
-    """Set when the same request (same request id) may be sent again after that many
-    seconds: the sender had too many requests in flight."""
-    proposal: str | None = None
-    """Set with ``pending-approval``: the id of the proposal the write became."""
+__all__ = [
+    "LANGUAGE",
+    "ONTOLOGY",
+    "Envelope",
+    "Failure",
+    "bare",
+    "envelope_schema",
+    "failure",
+    "inform",
+    "metadata_form",
+    "metadata_form_text",
+    "notice",
+    "notice_template",
+    "reply_template",
+    "reply_to",
+    "request_message",
+    "request_template",
+]
+"""Its own calls, and the envelope's names that callers find here."""
 
 
 class Envelope(Message):  # type: ignore[misc]
@@ -98,49 +112,13 @@ class Envelope(Message):  # type: ignore[misc]
         return "".join(parts)
 
 
-def metadata_form(metadata: dict[str, str], thread: str | None) -> ET.Element:
-    """SPADE's metadata form (``spade:x:metadata``) as XML, typed ``result``: a
-    ``text-single`` field per entry, then the request id as ``_thread_node``."""
-    form = ET.Element(f"{_DATA}x", {"type": "result"})
-    for name, value in _form_entries(metadata, thread):
-        field = ET.SubElement(form, f"{_DATA}field", {"var": name, "type": "text-single"})
-        ET.SubElement(field, f"{_DATA}value").text = value
-    ET.SubElement(form, f"{_DATA}title").text = SPADE_X_METADATA
-    return form
-
-
-def metadata_form_text(metadata: dict[str, str], thread: str | None) -> str:
-    """``metadata_form`` as slixmpp writes it inside a stanza."""
-    parts = ['<x xmlns="jabber:x:data" type="result">']
-    for name, value in _form_entries(metadata, thread):
-        parts.append(f'<field var="{escape(name)}" type="text-single">')
-        parts.append(f"<value>{escape(value)}</value>" if value else "<value />")
-        parts.append("</field>")
-    parts.append(f"<title>{SPADE_X_METADATA}</title></x>")
-    return "".join(parts)
-
-
-def _form_entries(metadata: dict[str, str], thread: str | None) -> list[tuple[str, str]]:
-    """The form's fields in order: the metadata, then the request id (SPADE's
-    ``_thread_node``) when there is one."""
-    return [*metadata.items(), ("_thread_node", thread)] if thread else [*metadata.items()]
-
-
-def bare(jid: JID | str) -> str:
-    """The bare JID (``name@domain``) of a full or bare JID.
-
-    Raises slixmpp's ``InvalidJID`` for text that is not a JID.
-    """
-    return str(JID(str(jid)).bare)
-
-
 def request_message(to: str, op: BaseModel, request_id: str) -> Message:
     """The request carrying ``op`` to the memory agent ``to``."""
     return Envelope(
         to=to,
         body=op.model_dump_json(exclude_none=True, by_alias=True),
         thread=request_id,
-        metadata={"performative": "request", "ontology": ONTOLOGY, "language": LANGUAGE},
+        metadata=request_metadata(),
     )
 
 

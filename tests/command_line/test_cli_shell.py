@@ -1,6 +1,6 @@
 """`spade-memory memories …` and `spade-memory forget`, run as a user would against
 `spade-memory run`, logged in as the agent each acts for: through the command's entry
-point in this process (``support.command_line``), and once in a process of its own."""
+point in this process (``support.command_line``), and in processes of their own."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
 from tests.support.command_line import SHELL_PASSWORD as PASSWORD
-from tests.support.command_line import answer, ok, shell
+from tests.support.command_line import answer, loaded_by, ok, shell
 from tests.support.harness import ClientAgent, send_raw, start
 
 
@@ -224,3 +224,22 @@ def test_mistakes_are_one_sentence(memory_service: MemoryServiceProcess, me: str
     )  # fmt: skip
     assert no_jid.returncode == 1
     assert "say which agent to act as: --jid name@domain, or set SPADE_MEMORY_JID" in no_jid.stderr
+
+
+def test_a_verb_logs_in_without_spade(memory_service: MemoryServiceProcess, me: str) -> None:
+    """A verb in a fresh interpreter answers, having loaded neither SPADE nor its server's
+    libraries (a second of imports before anything happens): its login is slixmpp's."""
+    ok(shell(memory_service.port, me, "memories", "stats"))  # makes the account
+    argv = ["memories", "stats", "--json", "--jid", me, "--port", str(memory_service.port)]
+    loaded = loaded_by(
+        "import contextlib, io, json, os\n"
+        f"os.environ['SPADE_MEMORY_AGENT_PASSWORD'] = {PASSWORD!r}\n"
+        "from spade_memory.server.entry import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    status = main({argv!r})\n"
+        "assert status == 0, status\n"
+        "assert json.loads(out.getvalue())['total_memories'] >= 0, out.getvalue()"
+    )
+    assert "slixmpp" in loaded
+    assert [m for m in loaded if m.split(".")[0] in ("spade", "pyjabber", "aiohttp")] == []

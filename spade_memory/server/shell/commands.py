@@ -9,47 +9,48 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from importlib import import_module
 from typing import Any
 
 from spade_memory.protocol.memories import CATEGORIES
 from spade_memory.protocol.rooms import DEFAULT_NICK
 from spade_memory.protocol.space_names import ROLES
-from spade_memory.server.shell import facts, graph, memories, rooms, spaces, transfer
-from spade_memory.server.shell.forget import forget_verb
+from spade_memory.server.shell import facts, graph  # the flags of their verbs
 from spade_memory.server.shell.session import JID_ENV, Verb, run_verb
 
-MEMORY_VERBS: dict[str, Verb] = {
-    "list": memories.list_verb,
-    "search": memories.search_verb,
-    "show": memories.show_verb,
-    "add": memories.add_verb,
-    "update": memories.update_verb,
-    "delete": memories.delete_verb,
-    "supersede": facts.supersede_verb,
-    "history": facts.history_verb,
-    "consolidate": facts.consolidate_verb,
-    "entities": graph.entities_verb,
-    "about": graph.about_verb,
-    "related": graph.related_verb,
-    "stats": memories.stats_verb,
-    "export": transfer.export_verb,
-    "import": transfer.import_verb,
-    "forget": forget_verb,
+MEMORY_VERBS: dict[str, str] = {
+    # each verb's module is imported when it runs: a verb loads no other verb's models
+    "list": "memories.list_verb",
+    "search": "memories.search_verb",
+    "show": "memories.show_verb",
+    "add": "memories.add_verb",
+    "update": "memories.update_verb",
+    "delete": "memories.delete_verb",
+    "supersede": "facts.supersede_verb",
+    "history": "facts.history_verb",
+    "consolidate": "facts.consolidate_verb",
+    "entities": "graph.entities_verb",
+    "about": "graph.about_verb",
+    "related": "graph.related_verb",
+    "stats": "memories.stats_verb",
+    "export": "transfer.export_verb",
+    "import": "transfer.import_verb",
+    "forget": "forget.forget_verb",
 }
-SPACE_VERBS: dict[str, Verb] = {
-    "list": spaces.list_verb,
-    "info": spaces.info_verb,
-    "create": spaces.create_verb,
-    "grant": spaces.grant_verb,
-    "revoke": spaces.revoke_verb,
-    "govern": spaces.govern_verb,
-    "proposals": spaces.proposals_verb,
-    "approve": spaces.approve_verb,
-    "reject": spaces.reject_verb,
-    "rooms": rooms.rooms_verb,
-    "bind": rooms.bind_verb,
-    "unbind": rooms.unbind_verb,
-    "hear": rooms.hear_verb,
+SPACE_VERBS: dict[str, str] = {
+    "list": "spaces.list_verb",
+    "info": "spaces.info_verb",
+    "create": "spaces.create_verb",
+    "grant": "spaces.grant_verb",
+    "revoke": "spaces.revoke_verb",
+    "govern": "spaces.govern_verb",
+    "proposals": "spaces.proposals_verb",
+    "approve": "spaces.approve_verb",
+    "reject": "spaces.reject_verb",
+    "rooms": "rooms.rooms_verb",
+    "bind": "rooms.bind_verb",
+    "unbind": "rooms.unbind_verb",
+    "hear": "rooms.hear_verb",
 }
 
 
@@ -58,9 +59,16 @@ def run(args: argparse.Namespace) -> int:
     stderr."""
     logging.basicConfig(level=logging.CRITICAL)  # what fails is said in one sentence
     if args.command == "forget":
-        return run_verb(forget_verb, args)
+        return run_verb(verb_named(MEMORY_VERBS["forget"]), args)
     verbs = MEMORY_VERBS if args.command == "memories" else SPACE_VERBS
-    return run_verb(verbs[args.verb], args)
+    return run_verb(verb_named(verbs[args.verb]), args)
+
+
+def verb_named(name: str) -> Verb:
+    """The verb ``module.function`` of the shell's package (its module imported now)."""
+    module, _, function = name.partition(".")
+    verb: Verb = getattr(import_module(f"spade_memory.server.shell.{module}"), function)
+    return verb
 
 
 def add_arguments(parser: argparse.ArgumentParser, name: str) -> None:

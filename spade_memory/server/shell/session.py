@@ -1,5 +1,8 @@
 """How a shell command runs: log in as the agent it acts for, run the verb, log out, and
-turn every failure a person can mend into one line on stderr (exit status 1)."""
+turn every failure a person can mend into one line on stderr (exit status 1).
+
+The login is a bare slixmpp connection (``client.stanza_login``), not a SPADE agent: a
+verb is one or two requests, and importing SPADE would take longer than they do."""
 
 from __future__ import annotations
 
@@ -13,18 +16,21 @@ from contextlib import asynccontextmanager
 from pydantic import ValidationError
 from rich.console import Console
 
-from spade_memory.client.login import log_in
-from spade_memory.client.memory_client import MemoryClient
+from spade_memory.client import stanza_login
+from spade_memory.client.memory_client import MemoryClient, service_jids
+from spade_memory.client.stanza_transport import StanzaTransport
 from spade_memory.protocol.errors import MemoryServiceError, MemoryTimeout
 from spade_memory.server.shell.errors import ShellError, field_problem
 from spade_memory.xmpp.connect_errors import (
+    AgentStartError,
     ConnectionRefused,
     HostUnreachable,
     TlsFailure,
     UnknownHost,
     WrongDomain,
+    WrongPassword,
 )
-from spade_memory.xmpp.lifecycle import AgentStartError, WrongPassword, stop_agent
+from spade_memory.xmpp.envelope import bare
 
 NAMED_FAILURES = (ConnectionRefused, HostUnreachable, TlsFailure, UnknownHost, WrongDomain)
 """Login failures whose sentence already says what to do."""
@@ -79,8 +85,12 @@ async def logged_in(args: argparse.Namespace) -> AsyncIterator[MemoryClient]:
     password = os.environ.get(PASSWORD_ENV)
     if not password:
         raise ShellError(f"set {PASSWORD_ENV} to the password of {args.jid}")
-    agent = await log_in(args.jid, password, port=args.port, timeout=args.timeout)
+    connection = await stanza_login.connect(
+        args.jid, password, port=args.port, timeout=args.timeout
+    )
     try:
-        yield agent.memory
+        domain = bare(args.jid).partition("@")[2]
+        transport = StanzaTransport(connection, service_jids(domain), timeout=args.timeout)
+        yield MemoryClient(transport=transport)
     finally:
-        await stop_agent(agent)
+        await stanza_login.disconnect(connection)
