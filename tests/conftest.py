@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import compileall
 import itertools
 import os
 import re
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import spade_memory
 from spade_memory.base_memory.retrieval.embeddings import Embedder, load_embedder
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import (
@@ -42,9 +44,15 @@ a loaded machine (other test runs beside this one) slows a start, it does not st
 _EXIT_LOOPS: list[asyncio.AbstractEventLoop] = []
 
 
-def pytest_sessionstart() -> None:
+def pytest_sessionstart(session: pytest.Session) -> None:
     """Prepare the embedding model once, before the services the tests start (each would
-    otherwise prepare its own copy at the same time on a new machine)."""
+    otherwise prepare its own copy at the same time on a new machine); and, once for the
+    run, the package's bytecode: an installed package has it, and a process the tests
+    start (hundreds of services and commands) would otherwise compile every module of
+    the package again where the environment forbids writing it (``PYTHONDONTWRITEBYTECODE``,
+    as on this project's CI): a quarter of a second of each start."""
+    if not hasattr(session.config, "workerinput"):  # the controller, before any worker
+        compileall.compile_dir(Path(spade_memory.__file__).parent, quiet=1)
     load_embedder()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Protocol
@@ -150,13 +150,17 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     return first if first in COMMANDS else None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``spade-memory`` with ``argv`` (default: the process's arguments); returns its
-    exit status. Raises ``SystemExit`` for ``--help``, ``--version`` and a mistyped
-    command or flag (status 2, one line), as argparse does."""
+def main(argv: Sequence[str] | None = None, imported: Callable[[], None] | None = None) -> int:
+    """Run ``spade-memory`` with ``argv`` (default: the process's arguments), calling
+    ``imported`` once the command's modules are loaded, before it runs; returns its exit
+    status. Raises ``SystemExit`` for ``--help``, ``--version`` and a mistyped command
+    or flag (status 2, one line), as argparse does."""
     words = list(sys.argv[1:] if argv is None else argv)
     command = chosen_command(words)
-    args = build_parser(command).parse_args(words)
+    parser = build_parser(command)
+    if imported is not None:
+        imported()
+    args = parser.parse_args(words)
     from spade_memory.storage.private import private_umask
 
     private_umask()  # every file it writes holds memories or credentials
