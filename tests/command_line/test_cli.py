@@ -1,4 +1,5 @@
-"""The `spade-memory` command as a user runs it."""
+"""The `spade-memory` command as a user runs it: in a process of its own, and its import
+commands through its entry point in this process."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from spade_memory.interaction.store import InteractionStore
 from spade_memory.protocol.notes import ExportConversation
 from spade_memory.testing import MemoryServiceProcess, free_port, free_ports
+from tests.support.command_line import in_process
 from tests.support.prosody import ProsodyProcess
 
 
@@ -115,10 +117,10 @@ def test_import_interactions_from_a_spade_llm_file(tmp_path: Path) -> None:
     }
     path = tmp_path / "legacy_localhost_interactions.json"
     path.write_text(json.dumps(legacy))
-    result = spade_memory("import-interactions", str(path), "--data-dir", str(tmp_path / "data"))
+    result = in_process("import-interactions", str(path), "--data-dir", str(tmp_path / "data"))
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{path}: imported 2 notes\n"
-    again = spade_memory("import-interactions", str(path), "--data-dir", str(tmp_path / "data"))
+    again = in_process("import-interactions", str(path), "--data-dir", str(tmp_path / "data"))
     assert again.stdout == f"{path}: nothing new; its 2 notes were imported before\n"
 
     async def exported() -> dict[str, object]:
@@ -156,13 +158,13 @@ def test_spade_llm_files_are_imported_by_their_own_names_once(tmp_path: Path) ->
         "bob_localhost_base_memory.db",
     ]
     data = tmp_path / "data"
-    first = spade_memory("import-base-memory", *map(str, files), "--data-dir", str(data))
+    first = in_process("import-base-memory", *map(str, files), "--data-dir", str(data))
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines() == [
         f"{files[0]}: imported 2 memories",
         f"{files[1]}: imported 1 memories",
     ]
-    second = spade_memory("import-base-memory", *map(str, files), "--data-dir", str(data))
+    second = in_process("import-base-memory", *map(str, files), "--data-dir", str(data))
     assert second.stdout.splitlines() == [
         f"{files[0]}: nothing new; its 2 memories were imported before",
         f"{files[1]}: nothing new; its 1 memories were imported before",
@@ -183,14 +185,14 @@ def test_spade_llm_files_are_imported_by_their_own_names_once(tmp_path: Path) ->
 
     interactions = tmp_path / "alice_localhost_interactions.json"
     for expected in ("imported 1 notes", "nothing new; its 1 notes were imported before"):
-        result = spade_memory("import-interactions", str(interactions), "--data-dir", str(data))
+        result = in_process("import-interactions", str(interactions), "--data-dir", str(data))
         assert result.stdout == f"{interactions}: {expected}\n"
 
     shutil.copy(files[0], data)  # spade_llm's file where the service runs: it says so
     service = MemoryServiceProcess(data)
     service.start()
     try:
-        busy = spade_memory("import-base-memory", str(files[0]), "--data-dir", str(data))
+        busy = in_process("import-base-memory", str(files[0]), "--data-dir", str(data))
     finally:
         service.stop()
     said = "".join(service.output)
@@ -198,7 +200,7 @@ def test_spade_llm_files_are_imported_by_their_own_names_once(tmp_path: Path) ->
     assert "`spade-memory import-base-memory FILE…` imports them" in said
     assert busy.returncode == 1
     assert busy.stderr.startswith(f"spade-memory: cannot import: {data} is in use by a running")
-    not_spade_llm = spade_memory("import-base-memory", str(interactions), "--data-dir", str(data))
+    not_spade_llm = in_process("import-base-memory", str(interactions), "--data-dir", str(data))
     assert not_spade_llm.returncode == 1
     assert not_spade_llm.stderr.startswith(f"spade-memory: cannot import: {interactions}:")
 
@@ -206,7 +208,7 @@ def test_spade_llm_files_are_imported_by_their_own_names_once(tmp_path: Path) ->
 def test_import_interactions_rejects_a_malformed_file(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text('{"agent_id": "x@localhost", "interactions": {"c1": [{"content": 5}]}}')
-    result = spade_memory("import-interactions", str(path), "--data-dir", str(tmp_path))
+    result = in_process("import-interactions", str(path), "--data-dir", str(tmp_path))
     assert result.returncode == 1
     assert "cannot import" in result.stderr and "Traceback" not in result.stderr
 

@@ -1,6 +1,7 @@
 """``spade-memory demo --check`` and the demo's start: a misconfigured model is one line
 naming the model, the endpoint and the variable to set, with a non-zero exit and no
-traceback; an endpoint that answers like OpenAI's passes."""
+traceback; an endpoint that answers like OpenAI's passes. The checks run through the
+command's entry point in this process; a demo that runs, in a process of its own."""
 
 from __future__ import annotations
 
@@ -15,20 +16,29 @@ import pytest
 from aiohttp import web
 
 from spade_memory.testing import free_port
+from tests.support.command_line import Ran, in_process
 
 MODEL = "openai/tiny-test-model"
+
+
+PROVIDER_VARIABLES = tuple(
+    name for name in os.environ if name.startswith("SPADE_MEMORY_LLM_") or name.endswith("_API_KEY")
+)
+"""Unset for every command here: a developer's OPENAI_API_KEY must not help."""
+
+
+def checked(*arguments: str, environment: Mapping[str, str]) -> Ran:
+    """``spade-memory ARGUMENTS`` through its entry point in this process (a check, or a
+    demo that stops at its check), with only the model variables given."""
+    return in_process(*arguments, env=environment, unset=PROVIDER_VARIABLES)
 
 
 def spade_memory(
     *arguments: str, environment: Mapping[str, str]
 ) -> subprocess.CompletedProcess[str]:
-    """``spade-memory ARGUMENTS`` in a process of its own, with only the model variables
-    given (none of the provider's own: a developer's OPENAI_API_KEY must not help)."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith("SPADE_MEMORY_LLM_") and not name.endswith("_API_KEY")
-    }
+    """``spade-memory ARGUMENTS`` in a process of its own (a demo that runs: its service
+    takes the process's signals), with only the model variables given."""
+    env = {name: value for name, value in os.environ.items() if name not in PROVIDER_VARIABLES}
     env.update(environment)
     return subprocess.run(
         [sys.executable, "-m", "spade_memory", *arguments],
@@ -36,7 +46,7 @@ def spade_memory(
     )  # fmt: skip
 
 
-def assert_one_line_failure(ran: subprocess.CompletedProcess[str], *named: str) -> str:
+def assert_one_line_failure(ran: Ran | subprocess.CompletedProcess[str], *named: str) -> str:
     """A non-zero exit, no traceback, and one line on stderr holding each of ``named``."""
     assert ran.returncode == 1, (ran.stdout, ran.stderr)
     assert "Traceback" not in ran.stdout + ran.stderr
@@ -50,7 +60,7 @@ def assert_one_line_failure(ran: subprocess.CompletedProcess[str], *named: str) 
 def test_an_endpoint_that_is_down() -> None:
     endpoint = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     for command in (("demo", "--check"), ("demo",)):  # the demo checks before it starts
-        ran = spade_memory(
+        ran = checked(
             *command,
             environment={"SPADE_MEMORY_LLM_MODEL": MODEL, "SPADE_MEMORY_LLM_BASE_URL": endpoint},
         )
@@ -59,7 +69,7 @@ def test_an_endpoint_that_is_down() -> None:
 
 
 def test_no_api_key() -> None:
-    ran = spade_memory("demo", "--check", environment={"SPADE_MEMORY_LLM_MODEL": MODEL})
+    ran = checked("demo", "--check", environment={"SPADE_MEMORY_LLM_MODEL": MODEL})
     line = assert_one_line_failure(
         ran, MODEL, "the provider's default endpoint", "SPADE_MEMORY_LLM_API_KEY"
     )
@@ -67,9 +77,7 @@ def test_no_api_key() -> None:
 
 
 def test_a_model_name_litellm_does_not_know() -> None:
-    ran = spade_memory(
-        "demo", "--check", environment={"SPADE_MEMORY_LLM_MODEL": "no-provider-model"}
-    )
+    ran = checked("demo", "--check", environment={"SPADE_MEMORY_LLM_MODEL": "no-provider-model"})
     assert_one_line_failure(ran, "no-provider-model", "SPADE_MEMORY_LLM_MODEL")
 
 
@@ -127,7 +135,7 @@ async def openai_like() -> AsyncIterator[OpenAILike]:
 async def test_an_endpoint_that_answers_passes(openai_like: OpenAILike) -> None:
     endpoint, received = openai_like.url, openai_like.received
     ran = await asyncio.to_thread(
-        spade_memory,
+        checked,
         "demo", "--check",
         environment={"SPADE_MEMORY_LLM_MODEL": MODEL, "SPADE_MEMORY_LLM_BASE_URL": endpoint},
     )  # fmt: skip
@@ -140,7 +148,7 @@ async def test_an_endpoint_that_answers_passes(openai_like: OpenAILike) -> None:
 
 
 def test_the_scripted_model_needs_no_check() -> None:
-    ran = spade_memory("demo", "--check", environment={})
+    ran = checked("demo", "--check", environment={})
     assert ran.returncode == 0, ran.stderr
     assert "scripted" in ran.stdout
 

@@ -151,7 +151,7 @@ async def test_a_stopped_memory_agent_gives_a_clear_sentence_and_the_turn_goes_o
     )
     assistant = MemoryLLMAgent(
         jid, "assistant-secret", provider, port=memory_service.port,
-        agent_base_memory=base, interaction_memory=notes, memory_timeout=5.0,
+        agent_base_memory=base, interaction_memory=notes, memory_timeout=2.0,
         recall=Recall(timeout=0.5),
     )  # fmt: skip
     await start(assistant)
@@ -162,7 +162,7 @@ async def test_a_stopped_memory_agent_gives_a_clear_sentence_and_the_turn_goes_o
         answer = await user.ask(jid, "Where does the API live?", "c")
         assert answer == (
             f"search_memories was not done: memory is unavailable right now ({base} did not"
-            " answer within 5 s). Continue without it."
+            " answer within 2 s). Continue without it."
         )
         assert recalled(provider.prompts[2]) == ""  # recall timed out; the turn went on
         assert await user.ask(jid, "Still there?", "c") == "still here"
