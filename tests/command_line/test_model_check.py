@@ -134,8 +134,8 @@ async def openai_like() -> AsyncIterator[OpenAILike]:
 
 async def test_an_endpoint_that_answers_passes(openai_like: OpenAILike) -> None:
     endpoint, received = openai_like.url, openai_like.received
-    ran = await asyncio.to_thread(
-        checked,
+    ran = await asyncio.to_thread(  # a process: litellm's HTTP clients outlive a loop
+        spade_memory,
         "demo", "--check",
         environment={"SPADE_MEMORY_LLM_MODEL": MODEL, "SPADE_MEMORY_LLM_BASE_URL": endpoint},
     )  # fmt: skip

@@ -20,7 +20,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,10 +56,31 @@ def in_process(
         _environment(env or {}, unset),
         _streams(io.StringIO(stdin or ""), out, err),
         _kept_process_state(),
-        ThreadPoolExecutor(1, thread_name_prefix="spade-memory-command") as pool,
     ):
-        status = pool.submit(_status_of, list(argv)).result(timeout=RAN_WITHIN)
+        status = _in_a_thread(list(argv))
     return Ran(status, out.getvalue(), err.getvalue())
+
+
+def _in_a_thread(argv: list[str]) -> int:
+    """``main(argv)``'s status, run in a daemon thread of its own; raises ``TimeoutError``
+    past ``RAN_WITHIN`` (a command that hangs fails its test, and its thread, left
+    behind, keeps neither the run nor the interpreter's exit waiting)."""
+    outcome: list[int | BaseException] = []
+
+    def command() -> None:
+        try:
+            outcome.append(_status_of(argv))
+        except BaseException as error:  # handed to the test
+            outcome.append(error)
+
+    thread = threading.Thread(target=command, name="spade-memory-command", daemon=True)
+    thread.start()
+    thread.join(RAN_WITHIN)
+    if not outcome:
+        raise TimeoutError(f"spade-memory {' '.join(argv)} still running after {RAN_WITHIN:.0f}s")
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
 
 
 def in_a_process(
