@@ -33,8 +33,6 @@ from spade_memory.protocol.spaces import (
 if TYPE_CHECKING:
     from spade_memory.client.changes import ChangeRouter, SpaceChanges
 
-    pass
-
 
 class SpaceCalls(Calls):
     """Spaces at the base memory agent: create, grant, revoke, leave, list, describe,
