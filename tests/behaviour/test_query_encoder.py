@@ -37,9 +37,14 @@ QUESTIONS = {  # question → the memory it is about
 def test_the_table_is_made_once_and_its_queries_find_what_the_models_find(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SPADE_MEMORY_CACHE", str(tmp_path / "cache"))
+    assert isinstance(embedder, MiniLMEmbedder) and embedder.model is not None
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / embedder.model.name).symlink_to(embedder.model)  # prepared: test_backfill's
+    monkeypatch.setenv("SPADE_MEMORY_CACHE", str(cache))
     made = load_embedder()
     assert isinstance(made, MiniLMEmbedder) and made.query_table is not None
+    assert made.model == cache / embedder.model.name  # the linked model, not prepared again
     assert made.query_table.parent == tmp_path / "cache"
     written = made.query_table.stat().st_mtime_ns
     again = load_embedder()

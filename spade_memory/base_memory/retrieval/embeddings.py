@@ -14,6 +14,7 @@ import functools
 import importlib.resources
 import importlib.util
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -185,7 +186,8 @@ def _query_table(model: Path, name: str) -> Path | None:
         return target
     try:
         with once_per_machine(f"distilling the query encoder for this machine ({target})"):
-            model_itself = MiniLMEmbedder(model, name)
+            # once per machine, before the service serves: every core (half the wait)
+            model_itself = MiniLMEmbedder(model, name, threads=os.cpu_count() or 1)
             distil(*model_itself._model(), model_itself.embed, target)
     except OSError as error:
         logger.warning("search queries will run the model (%s)", error)
