@@ -297,7 +297,7 @@ def running_postgres(bin_dir: Path | None = None) -> Iterator[PostgresServer]:
         server.start()
         yield server
     finally:
-        server.stop()
+        server.stop("immediate")  # its folder goes next: no checkpoint to write first
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -14,12 +14,14 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spade_memory.http.address import HttpAddress, http_address
 from spade_memory.server.secrets_given import Refused, secret
-from spade_memory.web.app import WebView, web_app
-from spade_memory.web.viewers import Deployment
+
+if TYPE_CHECKING:  # the view's modules (aiohttp, jinja2, SPADE) load when it is served:
+    from spade_memory.web.app import WebView  # `run` without --web needs none of them
+    from spade_memory.web.viewers import Deployment
 
 DEFAULT_ADDRESS = "127.0.0.1:8470"
 METRICS_TOKEN_ENV = "SPADE_MEMORY_METRICS_TOKEN"
@@ -41,6 +43,8 @@ def view(
 ) -> WebView:
     """The view of ``deployment`` at ``address`` (Secure cookies beyond this machine;
     ``/metrics`` only with ``metrics_token``)."""
+    from spade_memory.web.app import WebView, web_app
+
     app = web_app(
         deployment,
         secure_cookies=secure_cookies or not address.loopback,
@@ -93,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )  # fmt: skip
     logging.getLogger("slixmpp").setLevel(logging.DEBUG if args.debug else logging.CRITICAL)
+    from spade_memory.web.viewers import Deployment
+
     deployment = Deployment(args.domain, args.port, args.timeout)
     try:
         token = metrics_token(args.metrics_token_file)
