@@ -392,14 +392,15 @@ async def test_a_stall_of_the_memory_agents_reaches_no_caller_as_resource_constr
     tmp_path: Path,
 ) -> None:
     """SIGSTOP the service for longer than a call's time (GC, a swapped VM, a stuck disk)
-    while a client stores every 100 ms with default settings: calls may time out, but the
-    agent's in-flight limit never refuses one (the client counts a timed-out request as
-    in flight until its late reply), and every acknowledged store is kept."""
+    while a client stores every 50 ms, on the service's default limits: calls may time
+    out, but the agent's in-flight limit never refuses one (the client counts a timed-out
+    request as in flight until its late reply), and every acknowledged store is kept."""
     service = MemoryServiceProcess(tmp_path / "data")
     service.start()
     assert service.process is not None
     pid = service.process.pid
-    client = await start_client(unique_jid("steady"), service.port)
+    # a call's time: 2.5 s a send, sent twice (5 s); the stall lasts 6 s
+    client = await start_client(unique_jid("steady"), service.port, memory_timeout=2.5)
     acknowledged: list[str] = []
     refused: list[ResourceConstraint] = []
 
@@ -421,7 +422,7 @@ async def test_a_stall_of_the_memory_agents_reaches_no_caller_as_resource_constr
             if n == 140:
                 os.kill(pid, signal.SIGCONT)
             calls.append(asyncio.create_task(store(n)))
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.05)
         await asyncio.gather(*calls)
         assert refused == []
         assert len(acknowledged) >= 20
