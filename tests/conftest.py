@@ -83,7 +83,7 @@ _PARAMETERS = {
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its kind (its folder), and with ``prosody`` or ``postgres``
     when it needs that server: ``-m "not prosody"`` runs without Debian's Prosody,
-    ``tests/behaviour`` runs one kind."""
+    ``tests/behaviour`` runs one kind. The tests marked ``long`` run first."""
     for item in items:
         folder = item.path.relative_to(Path(__file__).parent).parts[0]
         if folder in KINDS:
@@ -96,6 +96,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 marks.add(mark)
         for mark in sorted(marks):
             item.add_marker(mark)
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: the
+    # long ones first, so the workers fill the minutes beside them with the other files
 
 
 INSTALL_HINT = re.compile(r"`apt-get install ([\w.+-]+)`")

@@ -1,9 +1,10 @@
-"""The resilience runs of ``benchmarks/resilience.py`` as checks.
+"""The crash runs of ``benchmarks/resilience.py`` as checks.
 
-The full-size runs (16 x 1,000 stores; 30 s of load with two server
-restarts; five SIGKILLs and 10,000 acknowledged writes) are the ``slow``
-tier: ``python -m pytest -m slow``, which CI runs too. One short crash run
-is in the default tier.
+The full-size run (five SIGKILLs and 10,000 acknowledged writes) is in the ``slow``
+tier: ``python -m pytest -m slow``, which CI runs too; one short crash run is in the
+default tier. The load run and the restarts run are in ``test_resilience_load`` and
+``test_resilience_restarts``: a file each, so the slow tier's workers run them side by
+side.
 """
 
 from __future__ import annotations
@@ -11,14 +12,7 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
-from benchmarks.resilience import (
-    print_crash,
-    print_load,
-    print_restart,
-    run_crash,
-    run_load,
-    run_restart,
-)
+from benchmarks.resilience import print_crash, run_crash
 
 console = Console(width=120)
 
@@ -29,23 +23,6 @@ async def test_acknowledged_writes_survive_a_sigkill_of_the_memory_agents() -> N
     assert result.kills == 1 and result.acked_at_kill[0] >= 150 and result.total_acked >= 300
     assert result.acked["memories"] and result.acked["notes"] and result.acked["working memory"]
     assert result.ok, result.missing
-
-
-@pytest.mark.slow
-async def test_sixteen_clients_store_a_thousand_each() -> None:
-    result = await run_load(clients=16, stores=1000)
-    print_load(console, result)
-    assert result.stored == 16_000 and result.errors == 0 and result.locked == 0
-    assert result.embedding_seconds is not None  # and every memory got its vector
-
-
-@pytest.mark.slow
-async def test_two_server_restarts_under_load() -> None:
-    result = await run_restart(clients=4, seconds=30, restarts=2)
-    print_restart(console, result)
-    assert result.sent == result.answered + result.failed_typed and result.untyped == 0
-    assert result.stored_twice == 0 and result.acked_missing == 0
-    assert len(result.reconnect_s) == 2 and max(result.reconnect_s) <= 10
 
 
 @pytest.mark.slow
