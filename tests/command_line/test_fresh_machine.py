@@ -35,8 +35,8 @@ def test_one_line_names_the_packages_of_skipped_tests(tmp_path: Path) -> None:
     ``-rs``."""
     env = {**os.environ, "PATH": path_without(tmp_path / "bin", DEBIAN_ONLY)}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "tests/wire/test_plain_peers.py", "-k", "go_sendxmpp"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1",
+         "tests/wire/test_plain_peers.py", "-k", "go_sendxmpp"],  # one worker: one test
         cwd=ROOT, env=env, capture_output=True, text=True, check=False, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
