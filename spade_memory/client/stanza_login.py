@@ -19,6 +19,7 @@ from slixmpp.exceptions import IqError, IqTimeout
 from slixmpp.stanza import Iq
 
 from spade_memory.xmpp.connect_errors import not_connected, refused_password
+from spade_memory.xmpp.output_task import end_output_task
 from spade_memory.xmpp.reachability import PROBE_SECONDS, probe
 
 CLOSE_SECONDS = 2.0
@@ -120,8 +121,4 @@ async def disconnect(client: ClientXMPP) -> None:
     client.disconnect()
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(asyncio.shield(closed), CLOSE_SECONDS)
-    task = getattr(client, "_run_out_filters", None)
-    if task is not None and not task.done():  # cancelled on disconnect, never awaited
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
-            await asyncio.wait_for(task, 1.0)
+    await end_output_task(client)

@@ -5,6 +5,6 @@ slixmpp; ``envelope`` is its part that needs no SPADE), ``xml_escape`` and
 bare JSON), ``adhoc`` (XEP-0050 commands), ``discovery`` (XEP-0030), ``reconnect``,
 ``liveness`` and ``lifecycle`` (start, stay connected, stop without hangs), ``notices``
 (the base memory's change notices). It imports ``protocol``, slixmpp and SPADE
-(``envelope``, ``connect_errors`` and ``reachability`` need no SPADE, for the shell's
-login); no store, no service.
+(``envelope``, ``connect_errors``, ``output_task`` and ``reachability`` need no SPADE,
+for the shell's login); no store, no service.
 """

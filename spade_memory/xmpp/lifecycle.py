@@ -25,6 +25,7 @@ from spade_memory.xmpp.connect_errors import (
     not_connected,
     refused_password,
 )
+from spade_memory.xmpp.output_task import end_output_task
 from spade_memory.xmpp.reachability import PROBE_SECONDS, probe
 
 __all__ = ["AgentStartError", "WakesWhenKilled", "WrongPassword", "start_agent", "stop_agent"]
@@ -71,7 +72,7 @@ async def stop_agent(agent: Agent, behaviours_timeout: float = 2.0) -> None:
     if agent.is_alive():
         await agent.stop()
     _stop_pings(agent)
-    await _end_output_task(agent)
+    await end_output_task(agent.client)
     deadline = asyncio.get_running_loop().time() + behaviours_timeout
     while any(behaviour.is_running for behaviour in behaviours):
         if asyncio.get_running_loop().time() > deadline:
@@ -102,19 +103,8 @@ async def _abort(agent: Agent) -> None:
     client.abort()
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(asyncio.shield(closed), 2.0)
-    await _end_output_task(agent)
+    await end_output_task(agent.client)
     await asyncio.sleep(0)
-
-
-async def _end_output_task(agent: Agent) -> None:
-    """Wait for slixmpp's outgoing-stanza task to end: it is cancelled on disconnect
-    but not awaited, and was reported "destroyed but pending" when collected."""
-    task = getattr(agent.client, "_run_out_filters", None)
-    if task is None or task.done():
-        return
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError):
-        await asyncio.wait_for(task, 1.0)
 
 
 def _stop_pings(agent: Agent) -> None:
