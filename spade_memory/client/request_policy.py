@@ -13,7 +13,7 @@ import asyncio
 import random
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -33,6 +33,7 @@ from spade_memory.protocol.ops import Op, Record, describe
 from spade_memory.xmpp.envelope import Failure, bare
 
 R = TypeVar("R", bound=Record)
+A = TypeVar("A")
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,32 @@ class RequestPolicy(ABC):
             pool.answered(bare(target))
         else:
             pool.silent(target)
+
+    async def in_turn(
+        self,
+        to: str,
+        targets: Sequence[str],
+        send: Callable[[str], Awaitable[None]],
+        answer: asyncio.Future[A],
+        replier: Callable[[A], str],
+    ) -> A | None:
+        """Send one request (``send(target)``, the same request id each time) to
+        ``targets`` (``to``'s agents, from ``targets(to)``) in turn, ``attempts`` times and
+        at least once to each, until ``answer`` is set; ``replier`` names who answered.
+
+        Returns the answer, or None when none came within ``timeout`` of any send.
+        """
+        for attempt in range(max(self.attempts, len(targets))):
+            target = targets[attempt % len(targets)]
+            await send(target)
+            try:
+                reply = await asyncio.wait_for(asyncio.shield(answer), self.timeout)
+            except asyncio.TimeoutError:
+                self.heard(to, target, answered=False)
+                continue
+            self.heard(to, replier(reply), answered=True)
+            return reply
+        return None
 
     @abstractmethod
     async def exchange(

@@ -71,24 +71,17 @@ class StanzaTransport(RequestPolicy):
         answer: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = _Waiting(tuple(bare(t) for t in targets), answer)
         body = op.model_dump_json(exclude_none=True, by_alias=True)
+
+        async def send(target: str) -> None:
+            stanza: Stanza = self.client.make_message(mto=target, mbody=body, mtype="chat")
+            stanza.xml.append(metadata_form(request_metadata(), request_id))
+            stanza["thread"] = request_id
+            stanza.send()
+
         try:
-            for attempt in range(max(self.attempts, len(targets))):
-                target = targets[attempt % len(targets)]
-                self._send(target, body, request_id)
-                try:
-                    reply = await asyncio.wait_for(asyncio.shield(answer), self.timeout)
-                except asyncio.TimeoutError:
-                    self.heard(to, target, answered=False)
-                    continue
-                self.heard(to, reply.sender, answered=True)
-                return reply
+            reply = await self.in_turn(to, targets, send, answer, lambda got: got.sender)
         finally:
             del self._waiting[request_id]
-        hold.release()
-        return None
-
-    def _send(self, to: str, body: str, request_id: str) -> None:
-        stanza: Stanza = self.client.make_message(mto=to, mbody=body, mtype="chat")
-        stanza.xml.append(metadata_form(request_metadata(), request_id))
-        stanza["thread"] = request_id
-        stanza.send()
+        if reply is None:
+            hold.release()
+        return reply

@@ -147,16 +147,13 @@ class XmppTransport(RequestPolicy):
         targets = self.targets(str(request.to))
         repliers = tuple(wire.bare(target) for target in targets)
         self._router.pending[request_id] = _Pending(request, repliers, answer)
-        for attempt in range(max(self.attempts, len(targets))):
-            target = targets[attempt % len(targets)]
+
+        async def send(target: str) -> None:
             request.to = target
             await self._router.send(_from_this_connection(self.agent, request))
-            try:
-                reply = await asyncio.wait_for(asyncio.shield(answer), self.timeout)
-            except asyncio.TimeoutError:
-                self.heard(str(request.to), target, answered=False)
-                continue
-            self.heard(str(request.to), str(reply.sender), answered=True)
+
+        reply = await self.in_turn(targets[0], targets, send, answer, lambda got: str(got.sender))
+        if reply is not None:
             self._router.pending.pop(request_id, None)
             return reply
         late = asyncio.create_task(self._late_reply(request_id, answer, hold))
