@@ -63,7 +63,7 @@ class ChangeRouter(WakesWhenKilled):
             logger.warning("a malformed change notice from %s was dropped", notice.sender)
             return
         for stream in self.streams.get(change.space or "", ()):
-            stream.queue.put_nowait(change)
+            stream.queue.put_nowait((wire.bare(notice.sender), change))
 
 
 class SpaceChanges:
@@ -84,7 +84,11 @@ class SpaceChanges:
         self.cursor = after
         """The newest change yielded (or caught up to)."""
         self.incomplete = False
-        self.queue: asyncio.Queue[Change] = asyncio.Queue()
+        self.queue: asyncio.Queue[tuple[str, Change]] = asyncio.Queue()
+        """Each notice with the base memory agent that sent it."""
+        self._teller: str | None = None
+        """The agent of the last notice: one agent tells its changes in their order,
+        two agents of a pool may not (the one that committed first may tell later)."""
         self.resync = asyncio.Event()
         self._started = False
         self._ready: list[Change] = []
@@ -120,13 +124,24 @@ class SpaceChanges:
             return change
 
     async def _next_notice(self) -> Change | None:
-        """The next notice, or None when a resync interrupts the wait."""
+        """The next notice, or None when a resync interrupts the wait. A notice from
+        another agent of the pool than the last one, newer than the cursor, is read after
+        a catch-up from the cursor: a change the first agent committed before it but had
+        not told yet would otherwise be passed over."""
         waiting = asyncio.ensure_future(self.queue.get())
         resync = asyncio.ensure_future(self.resync.wait())
         done, _ = await asyncio.wait({waiting, resync}, return_when=asyncio.FIRST_COMPLETED)
         resync.cancel()
         if waiting in done:
-            return waiting.result()
+            teller, change = waiting.result()
+            switched = self._teller is not None and teller != self._teller
+            self._teller = teller
+            if switched and self.cursor is not None and change.seq > self.cursor:
+                await self._catch_up()
+                self._ready.append(change)  # yielded in seq order with what came before
+                self._ready.sort(key=lambda ready: ready.seq)
+                return None
+            return change
         waiting.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await waiting
