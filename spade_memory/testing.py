@@ -23,6 +23,8 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from spade_memory.warm_start import WarmProcess
+
 READY_LINE = "spade-memory is ready"
 
 
@@ -80,14 +82,18 @@ class ChildProcess:
         self.output: list[str] = []
         self.output_at: list[float] = []
         """When each output line arrived (``time.monotonic()``)."""
-        self.process: subprocess.Popen[str] | None = None
+        self.process: subprocess.Popen[str] | WarmProcess | None = None
         self._reader: threading.Thread | None = None
 
-    def start(self, timeout: float = 30.0) -> None:
-        self.process = subprocess.Popen(
+    def _launch(self) -> subprocess.Popen[str] | WarmProcess:
+        """Start the command, its output and errors in one text stream."""
+        return subprocess.Popen(
             self.command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env=self.env,
         )  # fmt: skip
+
+    def start(self, timeout: float = 30.0) -> None:
+        self.process = self._launch()
         lines: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, args=(lines,), daemon=True)
         self._reader.start()
@@ -136,13 +142,21 @@ class ChildProcess:
         if self._reader is not None:
             self._reader.join(timeout=5)
             self._reader = None
-        if self.process.stdout is not None:
+        if isinstance(self.process, WarmProcess):
+            self.process.close()
+        elif self.process.stdout is not None:
             self.process.stdout.close()
         self.process = None
 
 
 class MemoryServiceProcess(ChildProcess):
-    """``spade-memory run`` on free ports with its own data directory."""
+    """``spade-memory run`` on free ports with its own data directory.
+
+    ``warm``: fork it from a process with its modules loaded (``warm_start``) rather
+    than start an interpreter that imports them (the test suite's default); a
+    ``command`` changed from ``python -m spade_memory`` starts from scratch."""
+
+    warm: bool = False
 
     def __init__(
         self,
@@ -160,6 +174,11 @@ class MemoryServiceProcess(ChildProcess):
             "--port", str(self.port), "--s2s-port", str(self.s2s_port), *extra_args,
         ]  # fmt: skip
         super().__init__(command, READY_LINE, env)
+
+    def _launch(self) -> subprocess.Popen[str] | WarmProcess:
+        if not self.warm or self.command[:3] != [sys.executable, "-m", "spade_memory"]:
+            return super()._launch()  # cold, or a command of the test's own
+        return WarmProcess(self.command[3:], self.env)
 
 
 class ProsodyProcess(ChildProcess):

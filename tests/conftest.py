@@ -33,6 +33,10 @@ from tests.support.stores import Location
 __all__ = ["xmpp_server"]  # fixtures of other modules, for every test
 pytest_plugins = ["tests.support.leftovers"]  # no task outlives the test that started it
 
+# The tests' services fork from a process with their modules loaded: a start without its
+# imports (spade_memory.warm_start). SPADE_MEMORY_COLD_START=1 starts each from scratch.
+MemoryServiceProcess.warm = os.environ.get("SPADE_MEMORY_COLD_START") != "1"
+
 # spade_llm imports litellm, which otherwise fetches a price list from the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -83,7 +87,7 @@ _PARAMETERS = {
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its kind (its folder), and with ``prosody`` or ``postgres``
     when it needs that server: ``-m "not prosody"`` runs without Debian's Prosody,
-    ``tests/behaviour`` runs one kind. The tests marked ``long`` run first."""
+    ``tests/behaviour`` runs one kind. The files are scheduled as ``SCHEDULE`` says."""
     for item in items:
         folder = item.path.relative_to(Path(__file__).parent).parts[0]
         if folder in KINDS:
@@ -96,8 +100,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 marks.add(mark)
         for mark in sorted(marks):
             item.add_marker(mark)
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: the
-    # long ones first, so the workers fill the minutes beside them with the other files
+    items.sort(key=_scheduled)
+
+
+SCHEDULE = ("wire", "interop", "browser", "command_line", "behaviour")
+"""The kinds in the order the workers take their files: the ``long`` tests first, then
+the kinds whose files wait longest on services and servers, the many short files of
+``behaviour`` last, so that the workers end together rather than one after the rest."""
+
+
+def _scheduled(item: pytest.Item) -> tuple[bool, int]:
+    folder = item.path.relative_to(Path(__file__).parent).parts[0]
+    kind = SCHEDULE.index(folder) if folder in SCHEDULE else len(SCHEDULE)
+    return item.get_closest_marker("long") is None, kind  # a stable sort: files stay whole
 
 
 INSTALL_HINT = re.compile(r"`apt-get install ([\w.+-]+)`")

@@ -18,6 +18,8 @@ from spade_memory.base_memory.retrieval.ranking import Ranking
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.protocol.memories import MemoryList, SearchMemories, Stored, StoreMemory
 
+pytestmark = pytest.mark.long  # the table distilled on every core: over a minute here
+
 ALICE = "alice@localhost"
 MEMORIES = [
     "The family dog is called Rex and loves the beach",
