@@ -44,10 +44,14 @@ def main() -> None:
         for start in range(args.starts):
             for warm in (False, True):
                 times[warm].append(timed_start(Path(tmp) / f"{start}-{warm}", warm))
+    medians = {
+        warm: [statistics.median(column) for column in zip(*runs, strict=True)]
+        for warm, runs in times.items()
+    }
+    cold_ready, cold_end = medians[False]
     table = Table("start of spade-memory run", "to ready, s (median)", "to stopped, s", "ratio")
-    cold_ready, cold_end = (statistics.median(t[i] for t in times[False]) for i in (0, 1))
     for warm, name in ((False, "from scratch (baseline)"), (True, "forked, modules loaded")):
-        ready, end = (statistics.median(t[i] for t in times[warm]) for i in (0, 1))
+        ready, end = medians[warm]
         table.add_row(name, f"{ready:.2f}", f"{end:.2f}", f"{end / cold_end:.2f}x")
     Console().print(table)
     Console().print(

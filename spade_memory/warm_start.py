@@ -16,6 +16,7 @@ imported again in the child: a script keeps its work under ``if __name__ ==
 
 from __future__ import annotations
 
+import functools
 import gc
 import multiprocessing
 import os
@@ -31,16 +32,13 @@ PRELOAD = ("spade_memory.server.run_command", "spade_memory.warm_start")
 """What the forkserver imports once: ``run``'s modules (the rest of the package's
 command line is small), and this module, whose ``_child`` each child runs."""
 
-_context: Any = None
 
-
+@functools.cache
 def _forkserver() -> Any:
     """This process's forkserver context, its preload set once."""
-    global _context
-    if _context is None:
-        _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload(list(PRELOAD))
-    return _context
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOAD))
+    return context
 
 
 class WarmProcess:
@@ -61,6 +59,9 @@ class WarmProcess:
         )  # fmt: skip
         try:
             self._process.start()
+        except BaseException:
+            ours.close()
+            raise
         finally:
             theirs.close()
         self._socket = ours

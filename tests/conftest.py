@@ -89,8 +89,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     when it needs that server: ``-m "not prosody"`` runs without Debian's Prosody,
     ``tests/behaviour`` runs one kind. The files are scheduled as ``SCHEDULE`` says."""
     for item in items:
-        folder = item.path.relative_to(Path(__file__).parent).parts[0]
-        if folder in KINDS:
+        if (folder := _folder(item)) in KINDS:
             item.add_marker(folder)
         fixtures = set(getattr(item, "fixturenames", ()))
         marks = {mark for mark, starting in NEEDS.items() if fixtures & set(starting)}
@@ -109,8 +108,13 @@ the kinds whose files wait longest on services and servers, the many short files
 ``behaviour`` last, so that the workers end together rather than one after the rest."""
 
 
+def _folder(item: pytest.Item) -> str:
+    """The folder of ``tests`` that holds the test: its kind, for the kinds' folders."""
+    return item.path.relative_to(Path(__file__).parent).parts[0]
+
+
 def _scheduled(item: pytest.Item) -> tuple[bool, int]:
-    folder = item.path.relative_to(Path(__file__).parent).parts[0]
+    folder = _folder(item)
     kind = SCHEDULE.index(folder) if folder in SCHEDULE else len(SCHEDULE)
     return item.get_closest_marker("long") is None, kind  # a stable sort: files stay whole
 
