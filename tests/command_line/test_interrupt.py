@@ -169,6 +169,13 @@ sys.exit(main(["run", "--data-dir", sys.argv[2], "--port", sys.argv[3]]))
 """
 
 
+def _as_from_a_terminal() -> None:
+    """SIGINT as a terminal's Ctrl-C finds it: a suite started in the background of a
+    shell without job control (``cmd &``) hands its children SIGINT ignored, and Python
+    then leaves it ignored (the other commands here take the signal themselves)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_while_the_command_imports(tmp_path: Path) -> None:
     """The command's own modules are still being imported (held there by a finder, so
     the signal cannot miss that moment): one line and status 130, no traceback."""
@@ -177,6 +184,7 @@ def test_ctrl_c_while_the_command_imports(tmp_path: Path) -> None:
         [sys.executable, "-c", IN_IMPORTS, str(marker), str(tmp_path / "data"),
          str(free_port())],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_as_from_a_terminal,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
@@ -189,7 +197,7 @@ def test_ctrl_c_while_the_command_imports(tmp_path: Path) -> None:
     finally:
         if child.poll() is None:
             child.kill()
-            child.wait()
+            child.communicate()  # and its pipes closed
     assert child.returncode == 130, stderr
     assert stderr.splitlines() == ["spade-memory: interrupted"], stderr
 
