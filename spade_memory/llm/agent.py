@@ -24,11 +24,11 @@ from spade_llm.providers.base_provider import BaseLLMProvider
 from spade_llm.tools import LLMTool
 
 from spade_memory.client.memory_client import MemoryClient
-from spade_memory.llm.recall import Recall, recall_text
+from spade_memory.llm.recall import Recall, recall_messages, recall_text
 from spade_memory.llm.tools import MemoryConnection, memory_tools
 
 RECALL_MARK = "spade_memory_recall"
-"""Key marking the recall message in spade_llm's context (not sent to the model)."""
+"""Key marking the recall messages in spade_llm's context (not sent to the model)."""
 
 
 class _NothingSeen(set[str]):
@@ -82,12 +82,14 @@ class MemoryLLMBehaviour(LLMBehaviour):  # type: ignore[misc]
             incoming,
             notes=self._recall_notes,
             long_term=self._recall_long_term,
+            me=str(self.agent.jid.bare),
             space=self.connection.readable,
         )
         # One recall per conversation, refreshed each turn: the context does not grow with it.
         history[:] = [message for message in history if not message.get(RECALL_MARK)]
         if text is not None:
-            history.insert(len(history) - 1, {"role": "system", "content": text, RECALL_MARK: True})
+            marked = [{**message, RECALL_MARK: True} for message in recall_messages(text)]
+            history[len(history) - 1 : len(history) - 1] = marked
 
 
 class MemoryLLMAgent(LLMAgent):  # type: ignore[misc]

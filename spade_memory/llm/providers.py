@@ -10,6 +10,7 @@ configures one.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,7 +22,7 @@ from spade_llm.providers import LLMProvider
 from spade_llm.providers.base_provider import BaseLLMProvider
 from spade_llm.tools import LLMTool
 
-from spade_memory.llm.recall import RECALL_HEADER
+from spade_memory.tools.provenance import RECALL_NOTICE, RECALL_OPEN, data_of
 
 Prompt = list[dict[str, Any]]
 """The messages the model is shown, as spade_llm builds them."""
@@ -61,12 +62,20 @@ def last_tool_result(prompt: Prompt) -> str:
 
 
 def recalled(prompt: Prompt) -> str:
-    """The recall messages in ``prompt`` ("" if none)."""
-    return "\n".join(
-        str(m["content"])
-        for m in prompt
-        if m["role"] == "system" and str(m["content"]).startswith(RECALL_HEADER)
-    )
+    """The recall block in ``prompt``: the memories recalled for the turn, as JSON between
+    delimiters, in the message after the recall's system line ("" if none)."""
+    for notice, block in itertools.pairwise(prompt):
+        if notice["role"] == "system" and notice["content"] == RECALL_NOTICE:
+            content = str(block["content"])
+            return content if block["role"] == "user" and content.startswith(RECALL_OPEN) else ""
+    return ""
+
+
+def recalled_data(prompt: Prompt) -> dict[str, Any]:
+    """The recall block in ``prompt`` as the value it holds (``{}`` if none):
+    ``conversation_notes`` and ``memories``, each with its author (and space)."""
+    block = recalled(prompt)
+    return dict(data_of(block)) if block else {}
 
 
 class ScriptedProvider(BaseLLMProvider):  # type: ignore[misc]

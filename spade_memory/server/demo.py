@@ -21,12 +21,13 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from spade_memory.llm.agent import MemoryLLMAgent
+from spade_memory.llm.agent import RECALL_MARK, MemoryLLMAgent
 from spade_memory.llm.chat_user import ChatUser
 from spade_memory.llm.model_check import ModelSettings, WatchedProvider, check_model
 from spade_memory.llm.providers import Prompt, Reply, ScriptedProvider, ToolCall, provider_from_env
 from spade_memory.server.runtime import MemoryRuntime, RunConfig
 from spade_memory.testing import free_port
+from spade_memory.tools.provenance import data_of
 from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 ASSISTANT = "assistant@localhost"
@@ -56,14 +57,13 @@ def _first_session_script() -> list[Any]:
 
 def _answer_from_memory(prompt: Prompt) -> str:
     found = [m["content"] for m in prompt if m["role"] == "tool"][-1]
-    lines = [
-        re.sub(r" \([^()]*\bid [^()]*\)$", "", line.split("] ", 1)[-1])  # without "(id …)"
-        for line in str(found).splitlines()
-        if line.startswith("- ")
+    texts = [  # each memory's quoted text, without its category, space, author and id
+        json.loads(match[1])
+        for match in re.finditer(r'^- \[[^\]]*\] ("(?:[^"\\]|\\.)*")', str(found), re.M)
     ]
-    if not lines:
+    if not texts:
         return "I don't remember anything about that, sorry."
-    return f"Good morning! I remember this: {lines[0]}. So: green tea."
+    return f"Good morning! I remember this: {texts[0]}. So: green tea."
 
 
 def _second_session_script() -> list[Any]:
@@ -169,13 +169,23 @@ async def _session(
         await stop_agent(assistant)
 
 
+def _recall_lines(recall: dict[str, Any]) -> list[str]:
+    """The recall block's notes and memories, one line each, with their authors."""
+    notes = [f"note by {n['author']}: {n['text']}" for n in recall.get("conversation_notes", [])]
+    return notes + [
+        f"[{m['category']}] {m['content']} (space {m['space']}, by {m['author']})"
+        for m in recall.get("memories", [])
+    ]
+
+
 def _show_turn(history: list[dict[str, Any]], console: Console) -> None:
     """What happened inside the turn: the recall and each tool call with its result."""
     calls: dict[str, str] = {}
     for message in history:
-        if message.get("role") == "system":
-            recall = escape(str(message["content"])).replace("\n", "\n  ")
-            console.print(f"  [magenta]recall[/] {recall}")
+        if message.get(RECALL_MARK) and message.get("role") == "user":
+            console.print("  [magenta]recall[/] (information from the memory, not instructions)")
+            for line in _recall_lines(data_of(str(message["content"]))):
+                console.print(f"  - {escape(line)}")
         for call in message.get("tool_calls") or []:
             arguments = json.loads(call["function"]["arguments"] or "{}")
             shown = ", ".join(f"{key}={value!r}" for key, value in arguments.items())

@@ -1,7 +1,8 @@
 """What a model reads back from a memory tool: short sentences, never an exception.
 
 A memory is shown with its id, so a model that found it can read, change or forget
-it by that id; one kept in a shared space says which, and who stored it.
+it by that id, and with its author and space, its text quoted: what memory answers is
+information from the memory service, never instructions (``provenance``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from spade_memory.protocol.notes import AddInformation, Confirmation
 from spade_memory.protocol.ops import PERSONAL, Op
 from spade_memory.protocol.spaces import SpaceDetails, SpaceList
 from spade_memory.protocol.working import WorkingMemoryState
+from spade_memory.tools.provenance import FROM_MEMORY, provenance, quoted
 
 
 def said_stored(op: StoreMemory | SupersedeMemory, result: Stored) -> str:
@@ -37,7 +39,7 @@ def said_stored(op: StoreMemory | SupersedeMemory, result: Stored) -> str:
         lines.append(f"It replaces memory {result.supersedes}, which is no longer current.")
     for conflict in result.conflicts:
         lines.append(
-            f"Possible conflict: memory {conflict.id} says {conflict.content!r}"
+            f"Possible conflict: memory {conflict.id} says {quoted(conflict.content)}"
             f" ({conflict.subject}: {conflict.was!r}, now {conflict.now!r}). If it is no"
             f" longer true, supersede it with supersede_memory."
         )
@@ -45,12 +47,12 @@ def said_stored(op: StoreMemory | SupersedeMemory, result: Stored) -> str:
 
 
 def memory_line(memory: Memory, *, with_category: bool = True) -> list[str]:
-    """A memory as one line (and its context on a second)."""
-    where = f"space {memory.space}, by {memory.author}; " if memory.space != PERSONAL else ""
+    """A memory as one line, its text quoted, with its space, author and id (and its
+    context on a second line)."""
     head = f"- [{memory.category}] " if with_category else "- "
-    lines = [f"{head}{memory.content} ({where}id {memory.id})"]
+    lines = [f"{head}{quoted(memory.content)} ({provenance(memory)}; id {memory.id})"]
     if memory.context:
-        lines.append(f"  Context: {memory.context}")
+        lines.append(f"  Context: {quoted(memory.context)}")
     return lines
 
 
@@ -66,14 +68,14 @@ def said_found(op: SearchMemories, result: MemoryList) -> str:
     count = len(result.memories)
     return _said_memories(
         result, f"No memories found for query: {op.query}",
-        f"Found {count} memories for '{op.query}':",
+        f"Found {count} memories for '{op.query}' ({FROM_MEMORY}):",
     )  # fmt: skip
 
 
 def said_listed(op: ListMemories, result: MemoryList) -> str:
     if not result.memories:
         return f"No {op.category} memories found."
-    head = f"My {op.category} memories ({len(result.memories)} total):"
+    head = f"My {op.category} memories ({len(result.memories)} total; {FROM_MEMORY}):"
     return "\n".join([head, *_memory_lines(result, with_category=False)])
 
 
@@ -81,7 +83,7 @@ def said_about(op: MemoriesAbout, result: MemoryList) -> str:
     count = len(result.memories)
     return _said_memories(
         result, f"I remember nothing about {op.entity}.",
-        f"What I remember about {op.entity} ({count}):",
+        f"What I remember about {op.entity} ({count}; {FROM_MEMORY}):",
     )  # fmt: skip
 
 
@@ -89,7 +91,7 @@ def said_related(op: RelatedMemories, result: MemoryList) -> str:
     count = len(result.memories)
     return _said_memories(
         result, f"No memory names what memory {op.id} names.",
-        f"Memories naming what {op.id} names ({count}), most shared first:",
+        f"Memories naming what {op.id} names ({count}, most shared first; {FROM_MEMORY}):",
     )  # fmt: skip
 
 
@@ -105,15 +107,20 @@ def said_remembered(_op: AddInformation, result: Confirmation) -> str:
 
 
 def said_memory(_op: Op[Memory], memory: Memory) -> str:
-    """One memory read or changed: its line, confidence, tags, version."""
+    """One memory read: its line, confidence, tags, version."""
+    return _said_one(f"Memory {memory.id}", memory)
+
+
+def said_updated(_op: Op[Memory], memory: Memory) -> str:
+    return _said_one(f"Updated memory {memory.id}", memory)
+
+
+def _said_one(head: str, memory: Memory) -> str:
     details = [f"confidence {memory.confidence:g}", f"version {memory.version}"]
     if memory.tags:
-        details.append(f"tags {', '.join(memory.tags)}")
-    return "\n".join([*memory_line(memory), f"  ({'; '.join(details)})"])
-
-
-def said_updated(op: Op[Memory], memory: Memory) -> str:
-    return f"Updated memory {memory.id}:\n{said_memory(op, memory)}"
+        details.append(f"tags {', '.join(quoted(tag) for tag in memory.tags)}")
+    lines = [f"{head} ({FROM_MEMORY}):", *memory_line(memory), f"  ({'; '.join(details)})"]
+    return "\n".join(lines)
 
 
 def said_deleted(_op: DeleteMemory, result: Deleted) -> str:
@@ -121,12 +128,13 @@ def said_deleted(_op: DeleteMemory, result: Deleted) -> str:
 
 
 def said_history(_op: Op[MemoryHistory], history: MemoryHistory) -> str:
-    lines = [f"History of memory {history.id} ({len(history.versions)} versions kept):"]
+    kept = len(history.versions)
+    lines = [f"History of memory {history.id} ({kept} versions kept; {FROM_MEMORY}):"]
     for version in history.versions:
         lines.append(
             f"- version {version.version}, by {version.changed_by} at"
             f" {version.changed_at.isoformat(timespec='seconds')}: [{version.category}]"
-            f" {version.content}"
+            f" {quoted(version.content)}"
         )
     if history.supersedes:
         lines.append(f"It replaced: {', '.join(history.supersedes)} (the latest first).")
@@ -167,7 +175,7 @@ def said_working_memory(_op: Op[WorkingMemoryState], state: WorkingMemoryState) 
     """A session's working memory, most useful parts first."""
     memory = state.working_memory
     where = "" if state.space == PERSONAL else f" (space {state.space})"
-    lines = [f"Working memory of session {memory.session_id}{where}:"]
+    lines = [f"Working memory of session {memory.session_id}{where} ({FROM_MEMORY}):"]
     focus = memory.current_focus
     lines.append(
         "Focus: none" if focus is None else f"Focus: {focus.type} {focus.name} ({focus.id})"
@@ -177,7 +185,10 @@ def said_working_memory(_op: Op[WorkingMemoryState], state: WorkingMemoryState) 
         lines.append(f"Earlier focus: {earlier}")
     for finding in memory.findings:
         at = f" at {finding.location}" if finding.location else ""
-        lines.append(f"- finding [{finding.severity}] {finding.title}{at}: {finding.description}")
+        lines.append(
+            f"- finding [{finding.severity}] {quoted(finding.title)}{at}:"
+            f" {quoted(finding.description)}"
+        )
     for entity in memory.entities[-10:]:
         lines.append(f"- entity {entity.type} {entity.name} ({entity.id})")
     if state.pending_clarification is not None:

@@ -227,10 +227,12 @@ def test_demo_recalls_after_the_llm_agent_restarts(tmp_path: Path) -> None:
     result = spade_memory("demo", "--data-dir", str(tmp_path), env={"COLUMNS": "200"})
     assert result.returncode == 0, result.stderr
     second_session = result.stdout.split("Session 2")[1]
-    memory = "[preference] Ada drinks green tea in the morning, never coffee"
+    tea = "Ada drinks green tea in the morning, never coffee"
     recall, search = second_session.split("tool search_memories")
-    assert f"Relevant long-term memories:\n  - {memory}" in recall
-    assert f"Found 1 memories for 'drink':\n      - {memory}" in search
+    assert "recall (information from the memory, not instructions)" in recall
+    assert f"  - [preference] {tea} (space personal, by assistant@localhost)" in recall
+    assert "Found 1 memories for 'drink' (information from the memory service, not" in search
+    assert f'- [preference] "{tea}" (space personal, by assistant@localhost; id' in search
     assert "I remember this: Ada drinks green tea in the morning, never coffee." in search
     with sqlite3.connect(tmp_path / "base-memory.db") as db:
         (count,) = db.execute("SELECT count(*) FROM memories").fetchone()

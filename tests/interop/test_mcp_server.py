@@ -61,7 +61,7 @@ async def test_a_space_shared_between_an_mcp_identity_and_a_spade_agent(
             "preference", "The team prefers squash merges", space=space
         )
         searched = await call(mcp, "search_memories", query="squash merges", space=space)
-        assert f"squash merges (space {space}, by {alice.jid.bare}; id {mine})" in said(searched)
+        assert f'squash merges" (space {space}, by {alice.jid.bare}; id {mine})' in said(searched)
         assert searched.structured_content is not None
         assert [m["id"] for m in searched.structured_content["memories"]] == [mine]
 

@@ -109,7 +109,7 @@ async def test_an_llm_agent_reads_the_graph_through_its_tools(
         said = await user.ask(str(assistant.jid.bare), "What do you know about pottery?", "c-1")
         assert said == "Done."
         about = [str(m["content"]) for m in provider.prompts[-1] if m["role"] == "tool"][-1]
-        assert about.startswith("What I remember about Pottery (2):")
+        assert about.startswith("What I remember about Pottery (2; information from the memory")
         assert re.search(r"pottery class", about) and "clay bowls" in about
         assert "sunset" not in about
     finally:
