@@ -23,10 +23,43 @@ class HttpAddress:
             return ipaddress.ip_address(self.host).is_loopback
         return False
 
+    @property
+    def private(self) -> bool:
+        """Whether this is 127.0.0.1 or ::1 exactly: the addresses that may be served
+        without a token (the MCP SDK's check of Host covers those, not the rest of
+        127.0.0.0/8, which a page's DNS name can be made to point at)."""
+        return self.host in ("127.0.0.1", "::1")
+
+    @property
+    def any_address(self) -> bool:
+        """Whether it listens on every address (0.0.0.0 or ::): no Host is its own."""
+        return self.host in ("0.0.0.0", "::")
+
+    @property
+    def authority(self) -> str:
+        """``host:port`` as a Host header names it (an IPv6 host in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
     def url(self, path: str = "/") -> str:
         """The address as a URL ending in ``path``."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}{path}"
+        return f"http://{self.authority}{path}"
+
+
+def allowed_hosts(address: HttpAddress, names: tuple[str, ...] = ()) -> list[str]:
+    """The Host headers a request to ``address`` may carry: the address itself (and
+    ``localhost`` for a loopback one) and each of ``names`` (``NAME`` or ``NAME:PORT``,
+    as clients or a proxy in front reach it; a name without a port also stands for
+    itself at the address's port). A page that pointed its own DNS name here (DNS
+    rebinding) sends its own name, and is refused."""
+    hosts = [address.authority]
+    if address.loopback:
+        hosts.append(f"localhost:{address.port}")
+    for name in names:
+        hosts.append(name.lower())
+        if not name.rpartition(":")[2].isdigit() or name.endswith("]"):
+            hosts.append(f"{name.lower()}:{address.port}")
+    return list(dict.fromkeys(hosts))
 
 
 def http_address(given: str, option: str = "--http") -> HttpAddress:

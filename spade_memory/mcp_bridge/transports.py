@@ -20,8 +20,9 @@ from typing import Any
 import anyio
 import uvicorn
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 
-from spade_memory.http.address import HttpAddress, bound_socket
+from spade_memory.http.address import HttpAddress, allowed_hosts, bound_socket
 from spade_memory.mcp_bridge.server import MemoryBridge
 
 logger = logging.getLogger("spade_memory.mcp")
@@ -29,6 +30,11 @@ MCP_PATH = "/mcp"
 """Where the streamable HTTP endpoint answers."""
 
 ASGIApp = Callable[[Any, Any, Any], Any]
+
+MAX_SESSIONS = 32
+"""Open HTTP sessions at most (the SDK's own default is 10,000); a client asking for
+one more is answered 503 until one ends or has been idle for ``SESSION_IDLE_SECONDS``."""
+SESSION_IDLE_SECONDS = 30 * 60
 
 
 async def _until_signal(on_signal: Callable[[], Any]) -> None:
@@ -62,7 +68,7 @@ class BearerToken:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and not self._authorized(scope):
@@ -81,7 +87,24 @@ class BearerToken:
 
     def _authorized(self, scope: Any) -> bool:
         given = dict(scope.get("headers", ())).get(b"authorization", b"")
-        return hmac.compare_digest(given, self.expected)
+        scheme, _, credentials = given.strip().partition(b" ")
+        # the scheme is case-insensitive (RFC 9110, section 11.1); the token is not
+        return scheme.lower() == b"bearer" and hmac.compare_digest(
+            credentials.strip(), self.expected
+        )
+
+
+def transport_security(
+    address: HttpAddress, names: tuple[str, ...] = ()
+) -> TransportSecuritySettings:
+    """The SDK's check of Host and Origin, on for every address (the SDK turns it on for
+    127.0.0.1, localhost and ::1 only): a page in a browser that made its DNS name point
+    here is refused (421 for its Host, 403 for its Origin)."""
+    hosts = allowed_hosts(address, names)
+    origins = [f"{scheme}://{host}" for host in hosts for scheme in ("http", "https")]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
 
 
 class _QuietServer(uvicorn.Server):
@@ -98,17 +121,24 @@ async def serve_http(
     address: HttpAddress,
     token: str | None,
     ready: Callable[[], None] = lambda: None,
+    *,
+    hosts: tuple[str, ...] = (),
+    max_sessions: int = MAX_SESSIONS,
 ) -> None:
     """Serve streamable HTTP at ``address`` until SIGINT or SIGTERM, then log out.
 
-    ``token``: the bearer token every request must carry (None: none asked, which only a
-    loopback address may do; the caller checks). ``ready`` is called once it listens.
-    Raises ``OSError`` when the address cannot be bound (before anything is served).
+    ``token``: the bearer token every request must carry (None: none asked, which only
+    127.0.0.1 and ::1 may do; the caller checks). ``hosts``: the names clients reach it
+    by besides the address (``allowed_hosts``); ``max_sessions``: open sessions at most.
+    ``ready`` is called once it listens. Raises ``OSError`` when the address cannot be
+    bound (before anything is served).
     """
     listening = bound_socket(address)
     app: ASGIApp = bridge.server.streamable_http_app(
-        streamable_http_path=MCP_PATH, host=address.host
-    )
+        streamable_http_path=MCP_PATH, host=address.host,
+        transport_security=transport_security(address, hosts),
+        max_sessions=max_sessions, session_idle_timeout=SESSION_IDLE_SECONDS,
+    )  # fmt: skip
     if token is not None:
         app = BearerToken(app, token)
     config = uvicorn.Config(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import os
 import sys
@@ -48,7 +49,17 @@ def add_arguments(mcp: argparse.ArgumentParser, name: str = "mcp") -> None:
     mcp.add_argument(
         "--http", metavar="[HOST:]PORT",
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST:"
-        f" 127.0.0.1; any other needs a bearer token: ${TOKEN_ENV} or --token-file)",
+        f" 127.0.0.1; any but 127.0.0.1 and ::1 needs a bearer token: ${TOKEN_ENV} or"
+        " --token-file)",
+    )  # fmt: skip
+    mcp.add_argument(
+        "--allowed-host", action="append", default=[], metavar="NAME[:PORT]",
+        help="with --http, a name clients reach it by (the Host they send), besides its"
+        " address; once per name (required with 0.0.0.0 or ::)",
+    )  # fmt: skip
+    mcp.add_argument(
+        "--max-sessions", type=_positive, default=32, metavar="N",
+        help="with --http, open MCP sessions at most (32); one more is answered 503",
     )  # fmt: skip
     mcp.add_argument(
         "--token-file", type=Path, metavar="FILE",
@@ -95,14 +106,26 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as problem:
         print(f"spade-memory mcp: {problem}", file=sys.stderr)
         return 2
-    if token is None and not address.loopback:
+    if token is None and not address.private:
+        where = "is reachable from other machines" if not address.loopback else (
+            "is not 127.0.0.1 or ::1, the addresses served without a token"
+        )  # fmt: skip
         print(
-            f"spade-memory mcp: --http {args.http} is reachable from other machines: set"
-            f" {TOKEN_ENV} (or --token-file) to the bearer token its clients must send",
+            f"spade-memory mcp: --http {args.http} {where}: set {TOKEN_ENV} (or --token-file)"
+            " to the bearer token its clients must send",
             file=sys.stderr,
         )
         return 2
-    return _serve_http(account, args.conversation, address, token)
+    if address.any_address and not args.allowed_host:
+        print(
+            f"spade-memory mcp: --http {args.http} listens on every address: name the host"
+            " its clients reach it by with --allowed-host NAME[:PORT] (requests for any other"
+            " Host are refused)",
+            file=sys.stderr,
+        )
+        return 2
+    hosts = tuple(args.allowed_host)
+    return _serve_http(account, args.conversation, address, token, hosts, args.max_sessions)
 
 
 def _account(args: argparse.Namespace) -> Account:
@@ -162,9 +185,16 @@ def _serve_stdio(account: Account, conversation: str | None) -> int:
     return 0
 
 
+def _positive(given: str) -> int:
+    if not given.isdigit() or int(given) < 1:
+        raise argparse.ArgumentTypeError(f"takes a whole number of at least 1, not {given!r}")
+    return int(given)
+
+
 def _serve_http(
-    account: Account, conversation: str | None, address: HttpAddress, token: str | None
-) -> int:
+    account: Account, conversation: str | None, address: HttpAddress, token: str | None,
+    hosts: tuple[str, ...], max_sessions: int,
+) -> int:  # fmt: skip
     import anyio
 
     from spade_memory.mcp_bridge.server import MemoryBridge
@@ -178,7 +208,11 @@ def _serve_http(
         print(f"spade-memory mcp: serving {where} as {account.jid} ({guarded})", file=sys.stderr)
 
     try:
-        anyio.run(serve_http, bridge, address, token, ready)
+        anyio.run(
+            functools.partial(
+                serve_http, bridge, address, token, ready, hosts=hosts, max_sessions=max_sessions
+            )
+        )
     except OSError as error:
         print(f"spade-memory mcp: {error}", file=sys.stderr)
         return 1

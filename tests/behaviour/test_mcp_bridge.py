@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from spade_memory.http.address import http_address
+from spade_memory.http.address import allowed_hosts, http_address
 from spade_memory.mcp_bridge.resources import Resource, parse
 from spade_memory.mcp_bridge.tools import TOOLS, Done, failure
 from spade_memory.mcp_bridge.transports import BearerToken
@@ -80,23 +80,35 @@ def test_a_tool_error_carries_the_typed_failure() -> None:
 
 
 @pytest.mark.parametrize(
-    ("given", "host", "port", "loopback"),
+    ("given", "host", "port", "loopback", "private"),
     [
-        ("8765", "127.0.0.1", 8765, True),
-        (":8765", "127.0.0.1", 8765, True),
-        ("localhost:80", "localhost", 80, True),
-        ("0.0.0.0:8765", "0.0.0.0", 8765, False),
-        ("[::1]:8765", "::1", 8765, True),
-        ("[::]:8765", "::", 8765, False),
-        ("192.168.1.7:8765", "192.168.1.7", 8765, False),
-        ("memory.example.org:443", "memory.example.org", 443, False),
+        ("8765", "127.0.0.1", 8765, True, True),
+        (":8765", "127.0.0.1", 8765, True, True),
+        ("localhost:80", "localhost", 80, True, False),
+        ("127.0.0.2:80", "127.0.0.2", 80, True, False),
+        ("0.0.0.0:8765", "0.0.0.0", 8765, False, False),
+        ("[::1]:8765", "::1", 8765, True, True),
+        ("[::]:8765", "::", 8765, False, False),
+        ("192.168.1.7:8765", "192.168.1.7", 8765, False, False),
+        ("memory.example.org:443", "memory.example.org", 443, False, False),
     ],
 )
 def test_an_http_address_defaults_to_this_machine(
-    given: str, host: str, port: int, loopback: bool
+    given: str, host: str, port: int, loopback: bool, private: bool
 ) -> None:
+    """``private``: served without a token (127.0.0.1 and ::1 exactly)."""
     address = http_address(given)
     assert (address.host, address.port, address.loopback) == (host, port, loopback)
+    assert address.private is private
+
+
+def test_the_hosts_served_are_the_address_and_the_names_given() -> None:
+    assert allowed_hosts(http_address("[::1]:8765")) == ["[::1]:8765", "localhost:8765"]
+    given = ("memory.example.org", "proxy.example.org:443", "[2001:db8::1]")
+    assert allowed_hosts(http_address("0.0.0.0:8765"), given) == [
+        "0.0.0.0:8765", "memory.example.org", "memory.example.org:8765",
+        "proxy.example.org:443", "[2001:db8::1]", "[2001:db8::1]:8765",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("given", ["", "host:", "host:http", "8765:", "70000", "0"])
@@ -112,7 +124,14 @@ async def test_the_bearer_token_is_checked_before_anything_is_served() -> None:
         served.append(scope["path"])
 
     guarded = BearerToken(app, "s3cret")
-    for headers in ([], [(b"authorization", b"Bearer wrong")], [(b"authorization", b"s3cret")]):
+    refused = (
+        [],
+        [(b"authorization", b"Bearer wrong")],
+        [(b"authorization", b"s3cret")],
+        [(b"authorization", b"Basic s3cret")],
+        [(b"authorization", b"Bearer s3cret2")],
+    )
+    for headers in refused:
         sent: list[dict[str, Any]] = []
 
         async def send(message: dict[str, Any], sent: list[dict[str, Any]] = sent) -> None:
@@ -126,3 +145,8 @@ async def test_the_bearer_token_is_checked_before_anything_is_served() -> None:
         None, None,
     )  # fmt: skip
     assert served == ["/mcp"]
+    await guarded(
+        {"type": "http", "path": "/mcp", "headers": [(b"authorization", b"BEARER s3cret")]},
+        None, None,
+    )  # fmt: skip
+    assert served == ["/mcp", "/mcp"]  # the scheme in any case (RFC 9110)

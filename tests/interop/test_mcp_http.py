@@ -36,21 +36,25 @@ MODES: list[Mode] = ["legacy", "auto"]
 
 
 class McpHttpProcess(ChildProcess):
-    """``spade-memory mcp --http 127.0.0.1:PORT`` as ``jid``, with a bearer token."""
+    """``spade-memory mcp --http HOST:PORT`` as ``jid``, with a bearer token."""
 
-    def __init__(self, service_port: int, jid: str, *options: str, token: str | None = TOKEN):
+    def __init__(
+        self, service_port: int, jid: str, *options: str, token: str | None = TOKEN,
+        host: str = "127.0.0.1",
+    ) -> None:  # fmt: skip
         self.jid = jid
+        self.host = host
         self.http_port = free_port()
         env = {"SPADE_MEMORY_AGENT_PASSWORD": PASSWORD}
         if token is not None:
             env["SPADE_MEMORY_MCP_TOKEN"] = token
-        command = server_command(service_port, jid, "--http", f"127.0.0.1:{self.http_port}",
+        command = server_command(service_port, jid, "--http", f"{host}:{self.http_port}",
                                  *options)  # fmt: skip
         super().__init__(command, "spade-memory mcp: serving", env)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}/mcp"
+        return f"http://{self.host}:{self.http_port}/mcp"
 
 
 @pytest.fixture(scope="module")
@@ -104,15 +108,18 @@ async def test_two_sessions_hear_an_agents_store(
         await second.wait_for(uri)
 
 
-@pytest.mark.parametrize("token", [None, "wrong-token"])
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token", f"Basic {TOKEN}"])
 async def test_http_without_the_token_is_refused(
-    mcp_http: McpHttpProcess, token: str | None
+    mcp_http: McpHttpProcess, authorization: str | None
 ) -> None:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    headers = {"Authorization": authorization} if authorization else {}
     async with httpx2.AsyncClient(headers=headers) as http:
         raw = await http.post(mcp_http.url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert raw.status_code == 401
     assert raw.json()["error"]["message"] == "Unauthorized: a bearer token is required"
+    token = authorization.split()[-1] if authorization else None
+    if authorization and authorization.startswith("Basic"):
+        return  # the SDK's client sends its token as Bearer
     with pytest.raises(BaseException) as refused:
         async with over_http(mcp_http.url, token) as mcp:
             await mcp.list_tools()
@@ -128,18 +135,105 @@ def _leaves(error: BaseException) -> list[BaseException]:
     return [error] if inner is None else [leaf for each in inner for leaf in _leaves(each)]
 
 
-def test_another_address_without_a_token_does_not_start() -> None:
+async def test_the_bearer_scheme_is_case_insensitive(mcp_http: McpHttpProcess) -> None:
+    headers = {"Authorization": f"bearer {TOKEN}", **ACCEPT}
+    async with httpx2.AsyncClient(headers=headers) as http:
+        opened = await http.post(mcp_http.url, json=INITIALIZE)
+    assert opened.status_code == 200 and opened.headers["mcp-session-id"]
+
+
+def refused_start(*options: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``spade-memory mcp`` with ``options`` (and ``token``), expected to refuse to start."""
     environment = {k: v for k, v in os.environ.items() if k != "SPADE_MEMORY_MCP_TOKEN"}
-    done = subprocess.run(
-        [*server_command(free_port(), "a@localhost", "--http", "0.0.0.0:8765")],
+    if token is not None:
+        environment["SPADE_MEMORY_MCP_TOKEN"] = token
+    return subprocess.run(
+        [*server_command(free_port(), "a@localhost", *options)],
         capture_output=True, text=True, timeout=60,
         env={**environment, "SPADE_MEMORY_AGENT_PASSWORD": PASSWORD},
     )  # fmt: skip
-    assert done.returncode == 2
-    assert done.stderr == (
+
+
+def test_another_address_without_a_token_does_not_start() -> None:
+    done = refused_start("--http", "0.0.0.0:8765")
+    assert (done.returncode, done.stderr) == (2, (
         "spade-memory mcp: --http 0.0.0.0:8765 is reachable from other machines: set"
         " SPADE_MEMORY_MCP_TOKEN (or --token-file) to the bearer token its clients must send\n"
-    )
+    ))  # fmt: skip
+    done = refused_start("--http", "127.0.0.2:8765")  # on this machine, beyond the SDK's check
+    assert (done.returncode, done.stderr) == (2, (
+        "spade-memory mcp: --http 127.0.0.2:8765 is not 127.0.0.1 or ::1, the addresses served"
+        " without a token: set SPADE_MEMORY_MCP_TOKEN (or --token-file) to the bearer token"
+        " its clients must send\n"
+    ))  # fmt: skip
+
+
+def test_every_address_needs_the_names_clients_use() -> None:
+    done = refused_start("--http", "0.0.0.0:8765", token=TOKEN)
+    assert (done.returncode, done.stderr) == (2, (
+        "spade-memory mcp: --http 0.0.0.0:8765 listens on every address: name the host its"
+        " clients reach it by with --allowed-host NAME[:PORT] (requests for any other Host are"
+        " refused)\n"
+    ))  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def guarded_http(memory_service: MemoryServiceProcess) -> Iterator[McpHttpProcess]:
+    """On 127.0.0.2, which the SDK's own Host check leaves out, with two sessions at most
+    and one more name clients may use."""
+    server = McpHttpProcess(
+        memory_service.port, unique_jid("mcp-guarded"), "--max-sessions", "2",
+        "--allowed-host", "memory.example.org", host="127.0.0.2",
+    )  # fmt: skip
+    server.start(timeout=120)
+    yield server
+    server.stop()
+
+
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+async def end_session(http: httpx2.AsyncClient, url: str, opened: httpx2.Response) -> int:
+    """End the session ``opened`` opened; returns the answer's status."""
+    ended = await http.delete(url, headers={"mcp-session-id": opened.headers["mcp-session-id"]})
+    return ended.status_code
+
+
+async def test_a_foreign_host_or_origin_is_refused_on_any_address(
+    guarded_http: McpHttpProcess,
+) -> None:
+    """A page whose DNS name was pointed here (DNS rebinding) sends its own Host and
+    Origin: refused, token or not; the address itself and the names given are served."""
+    own = f"127.0.0.2:{guarded_http.http_port}"
+    headers = {"Authorization": f"Bearer {TOKEN}", **ACCEPT}
+    async with httpx2.AsyncClient(headers=headers) as http:
+        foreign_host = await http.post(
+            guarded_http.url, json=INITIALIZE, headers={"Host": "attacker.example"}
+        )
+        foreign_origin = await http.post(
+            guarded_http.url, json=INITIALIZE,
+            headers={"Host": own, "Origin": "http://attacker.example"},
+        )  # fmt: skip
+        named = await http.post(
+            guarded_http.url, json=INITIALIZE,
+            headers={"Host": "memory.example.org", "Origin": "https://memory.example.org"},
+        )  # fmt: skip
+        await end_session(http, guarded_http.url, named)
+    assert (foreign_host.status_code, foreign_host.text) == (421, "Invalid Host header")
+    assert (foreign_origin.status_code, foreign_origin.text) == (403, "Invalid Origin header")
+    assert named.status_code == 200
+
+
+async def test_open_sessions_are_bounded(guarded_http: McpHttpProcess) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}", **ACCEPT}
+    async with httpx2.AsyncClient(headers=headers) as http:
+        opened = [await http.post(guarded_http.url, json=INITIALIZE) for _ in range(3)]
+        assert [answer.status_code for answer in opened] == [200, 200, 503]
+        assert await end_session(http, guarded_http.url, opened[0]) == 200
+        again = await http.post(guarded_http.url, json=INITIALIZE)  # room again
+        assert again.status_code == 200
+        for answer in (opened[1], again):
+            await end_session(http, guarded_http.url, answer)
 
 
 def test_a_busy_port_is_one_line(mcp_http: McpHttpProcess) -> None:
