@@ -77,7 +77,7 @@ QUOTA_USE = Gauge(
 )
 WEB_LOGINS = Counter(
     "spade_memory_web_logins",
-    "Logins to the web view, by outcome (ok, refused)",
+    "Logins to the web view, by outcome (ok, refused, slowed)",
     ["outcome"],
     registry=REGISTRY,
 )

@@ -177,6 +177,7 @@ def add_arguments(run: argparse.ArgumentParser, name: str = "run") -> None:
         help="serve the web view there too (a bare port is on 127.0.0.1; see `spade-memory"
         " web`)",
     )  # fmt: skip
+    web_command.add_allowed_host_option(run, "--web-allowed-host")
     web_command.add_metrics_option(run)
     run.add_argument(
         "--debug", action="store_true", help="show the traceback of a failure to start or stop"
@@ -221,7 +222,13 @@ def run(args: argparse.Namespace) -> int:
         spaces_db=args.spaces_db,
         database=args.database or None,
         web=args.web,
+        web_hosts=tuple(args.allowed_host),
     )
+    if args.web is not None:
+        problem = web_command.unnamed(args.web, config.web_hosts, "--web-allowed-host")
+        if problem is not None:
+            print(f"spade-memory: {problem}", file=sys.stderr)
+            return 2
     try:
         config.metrics_token = web_command.metrics_token(args.metrics_token_file)
     except Refused as problem:

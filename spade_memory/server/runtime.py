@@ -87,6 +87,8 @@ class RunConfig:
     (unless ``spaces_db``) the spaces (``--database``; None: SQLite files)."""
     web: HttpAddress | None = None
     """Where to serve the web view too (``--web``; None: nowhere)."""
+    web_hosts: tuple[str, ...] = ()
+    """The names the web view is reached by besides its address (``--web-allowed-host``)."""
     metrics_token: str | None = None
     """The bearer token of the web view's ``/metrics`` (None: no ``/metrics``)."""
 
@@ -271,7 +273,10 @@ class MemoryRuntime:
         from spade_memory.web.viewers import Deployment
 
         config = self.config
-        served = view(Deployment(config.domain, config.port), address, False, config.metrics_token)
+        served = view(
+            Deployment(config.domain, config.port), address, False, config.metrics_token,
+            config.web_hosts,
+        )  # fmt: skip
         try:
             await served.start()
         except OSError as error:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spade_memory.http.address import HttpAddress, http_address
+from spade_memory.http.address import HttpAddress, allowed_hosts, http_address
 from spade_memory.server.secrets_given import Refused, secret
 
 if TYPE_CHECKING:  # the view's modules (aiohttp, jinja2, SPADE) load when it is served:
@@ -40,17 +40,40 @@ def view(
     address: HttpAddress,
     secure_cookies: bool = False,
     metrics_token: str | None = None,
+    hosts: tuple[str, ...] = (),
 ) -> WebView:
     """The view of ``deployment`` at ``address`` (Secure cookies beyond this machine;
-    ``/metrics`` only with ``metrics_token``)."""
+    ``/metrics`` only with ``metrics_token``; ``hosts``: the names it is reached by
+    besides its address, the only other Host headers it answers)."""
     from spade_memory.web.app import WebView, web_app
 
     app = web_app(
         deployment,
         secure_cookies=secure_cookies or not address.loopback,
         metrics_token=metrics_token,
+        hosts=allowed_hosts(address, hosts),
     )
     return WebView(app, address)
+
+
+def unnamed(address: HttpAddress, hosts: tuple[str, ...], option: str) -> str | None:
+    """Why the view cannot serve ``address`` with ``hosts`` (it listens on every address
+    and no name was given: no Host would be its own), or None."""
+    if address.any_address and not hosts:
+        return (
+            f"the web view at {address.authority} listens on every address: name the host"
+            f" people reach it by with {option} NAME[:PORT]"
+        )
+    return None
+
+
+def add_allowed_host_option(parser: Any, option: str = "--allowed-host") -> None:
+    """``--allowed-host`` (``run``: ``--web-allowed-host``), once per name."""
+    parser.add_argument(
+        option, action="append", default=[], metavar="NAME[:PORT]", dest="allowed_host",
+        help="a name people reach the web view by (the Host their browser sends), besides"
+        " its address; once per name (required with 0.0.0.0 or ::)",
+    )  # fmt: skip
 
 
 def metrics_token(file: Path | None) -> str | None:
@@ -85,6 +108,7 @@ def add_arguments(web: argparse.ArgumentParser, name: str = "web") -> None:
         "--secure-cookies", action="store_true",
         help="mark cookies Secure on this machine's address too (behind an HTTPS proxy)",
     )  # fmt: skip
+    add_allowed_host_option(web)
     add_metrics_option(web)
     web.add_argument("--debug", action="store_true", help="log what every request does")
 
@@ -105,7 +129,12 @@ def run(args: argparse.Namespace) -> int:
     except Refused as problem:
         print(f"spade-memory web: {problem}", file=sys.stderr)
         return 2
-    served = view(deployment, args.http, args.secure_cookies, token)
+    hosts = tuple(args.allowed_host)
+    nameless = unnamed(args.http, hosts, "--allowed-host")
+    if nameless is not None:
+        print(f"spade-memory web: {nameless}", file=sys.stderr)
+        return 2
+    served = view(deployment, args.http, args.secure_cookies, token, hosts)
     try:
         asyncio.run(_serve(served, deployment))
     except OSError as error:

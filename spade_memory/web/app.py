@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 import aiohttp_jinja2
@@ -20,10 +20,12 @@ from spade_memory.http.address import HttpAddress, bound_socket
 from spade_memory.web import live, metrics_page, pages
 from spade_memory.web.charts import SEARCH_TIMES, SearchTimes
 from spade_memory.web.guard import (
+    ALLOWED_HOSTS,
     METRICS_TOKEN,
     SECURE_COOKIES,
     VIEWERS,
     error_pages,
+    known_host,
     security_headers,
     viewer_required,
 )
@@ -41,14 +43,18 @@ give, not a parser's."""
 
 
 def web_app(
-    deployment: Deployment, *, secure_cookies: bool = False, metrics_token: str | None = None
-) -> web.Application:
+    deployment: Deployment, *, secure_cookies: bool = False, metrics_token: str | None = None,
+    hosts: Iterable[str] = (),
+) -> web.Application:  # fmt: skip
     """The view's application (``secure_cookies``: mark its cookies Secure even over plain
     HTTP, as behind a proxy that terminates HTTPS; ``metrics_token``: the bearer token of
-    ``/metrics``, which is off without one)."""
+    ``/metrics``, which is off without one; ``hosts``: the Host headers it answers,
+    ``http.address.allowed_hosts``)."""
     app = web.Application(
-        middlewares=[security_headers, error_pages, viewer_required], client_max_size=MAX_BODY
+        middlewares=[security_headers, error_pages, known_host, viewer_required],
+        client_max_size=MAX_BODY,
     )
+    app[ALLOWED_HOSTS] = frozenset(host.lower() for host in hosts)
     app[VIEWERS] = Viewers(deployment)
     app[SECURE_COOKIES] = secure_cookies
     app[SEARCH_TIMES] = SearchTimes()

@@ -1,5 +1,7 @@
 """What every page needs against a hostile browser or a mistaken one.
 
+- a Host of its own: a request naming another host (a page that pointed its DNS name
+  here) is 421 (``known_host``);
 - a viewer: a page without a live session is the login page (``viewer_required``);
 - CSRF: every POST carries the session's token (the login form, a token bound to a
   cookie of its own), compared in constant time; a wrong one is 403 and changes nothing;
@@ -35,6 +37,8 @@ SECURE_COOKIES: web.AppKey[bool] = web.AppKey("secure_cookies", bool)
 VIEWER: web.RequestKey[Viewer | None] = web.RequestKey("viewer")
 TOKEN_LENGTH = len(secrets.token_urlsafe(32))
 METRICS_TOKEN: web.AppKey[str | None] = web.AppKey("metrics_token", str)
+ALLOWED_HOSTS: web.AppKey[frozenset[str]] = web.AppKey("allowed_hosts", frozenset)
+"""The Host headers the view answers (empty: any, for an application not yet bound)."""
 OPEN_PATHS = ("/login", "/static/", "/metrics")
 """What a browser without a session may ask for (``/metrics`` asks for its own token)."""
 HEADERS = {
@@ -111,6 +115,17 @@ async def security_headers(request: web.Request, handler: Handler) -> web.Stream
         for name, value in HEADERS.items():
             response.headers.setdefault(name, value)
     return response
+
+
+@web.middleware
+async def known_host(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """421 for a request whose Host is not one of the view's."""
+    hosts = request.app[ALLOWED_HOSTS]
+    if hosts and request.headers.get("Host", "").lower() not in hosts:
+        raise web.HTTPMisdirectedRequest(
+            text="This address does not serve that host name; use the view's own address."
+        )
+    return await handler(request)
 
 
 @web.middleware

@@ -51,8 +51,13 @@ async def login_page(request: web.Request) -> web.StreamResponse:
     return _login_form(request, None)
 
 
-def _login_form(request: web.Request, problem: str | None, jid: str = "") -> web.Response:
+def _login_form(
+    request: web.Request, problem: str | None, jid: str = "", retry_after: float | None = None
+) -> web.Response:
     response = web.Response(status=401 if problem else 200)
+    if retry_after is not None:  # slowed: Too Many Requests, and when to try again
+        response.set_status(429)
+        response.headers["Retry-After"] = str(max(1, round(retry_after)))
     token = login_token(request, response)
     page = aiohttp_jinja2.render_string(
         "login.html", request, {"csrf": token, "problem": problem, "jid": jid, "viewer": None}
@@ -66,9 +71,9 @@ async def log_in(request: web.Request) -> web.StreamResponse:
     form = await checked_form(request, request.cookies.get(LOGIN_COOKIE))
     jid, password = str(form.get("jid", "")), str(form.get("password", ""))
     try:
-        key, _viewer = await request.app[VIEWERS].log_in(jid, password)
+        key, _viewer = await request.app[VIEWERS].log_in(jid, password, request.remote or "")
     except LoginRefused as refused:
-        return _login_form(request, str(refused), jid[:200])
+        return _login_form(request, str(refused), jid[:200], refused.retry_after)
     response = _see_other("/")
     set_cookie(request, response, SESSION_COOKIE, key)
     response.del_cookie(LOGIN_COOKIE, path="/")

@@ -16,9 +16,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from slixmpp.jid import JID, InvalidJID
+
 from spade_memory.client.login import LoginAgent, log_in
 from spade_memory.client.memory_client import MemoryClient
 from spade_memory.metrics.figures import WEB_LOGINS
+from spade_memory.web.throttle import LoginThrottle
 from spade_memory.xmpp.connect_errors import AgentStartError, WrongPassword
 from spade_memory.xmpp.lifecycle import stop_agent
 
@@ -28,7 +31,12 @@ MAX_JID = 3071
 
 
 class LoginRefused(Exception):
-    """A login that did not happen; its text is what the login page shows."""
+    """A login that did not happen; its text is what the login page shows
+    (``retry_after``: seconds to wait before the next attempt, when it was slowed)."""
+
+    def __init__(self, text: str, retry_after: float | None = None) -> None:
+        super().__init__(text)
+        self.retry_after = retry_after
 
 
 @dataclass
@@ -42,6 +50,8 @@ class Viewer:
     seen: float = field(default_factory=time.monotonic)
     feeds: dict[str, Any] = field(default_factory=dict)
     """The change feeds of the spaces it has open (``live``), by space."""
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the session has ended: its live streams close."""
 
     @property
     def memory(self) -> MemoryClient:
@@ -60,25 +70,51 @@ class Deployment:
     """Seconds a session lives without a page."""
     lifetime: float = 12 * 3600.0
     """Seconds a session lives in all."""
+    sessions_per_account: int = 8
+    """Sessions one account keeps; a new login ends its oldest."""
+    max_sessions: int = 256
+    """Sessions of every account together; a login beyond is refused until one ends."""
+    streams_per_session: int = 8
+    """Live streams (space pages open) of one session; one more is answered 429."""
+    free_failures: int = 5
+    """Failed logins of an account, or from an address, before the next must wait."""
+    first_wait: float = 1.0
+    """Seconds the first slowed login waits; each failure more doubles it (to 15 min)."""
+    keepalive: float = 20.0
+    """Seconds between a quiet stream's comments; each also checks the space is still
+    the viewer's to read."""
 
 
 class Viewers:
     """The logged-in sessions, by their key (the cookie's value)."""
 
-    def __init__(self, deployment: Deployment) -> None:
+    def __init__(self, deployment: Deployment, throttle: LoginThrottle | None = None) -> None:
         self.deployment = deployment
+        self.throttle = throttle or LoginThrottle(deployment.free_failures, deployment.first_wait)
         self._sessions: dict[str, Viewer] = {}
 
-    async def log_in(self, jid: str, password: str) -> tuple[str, Viewer]:
-        """Log ``jid`` in to the deployment.
+    async def log_in(self, jid: str, password: str, address: str = "") -> tuple[str, Viewer]:
+        """Log ``jid`` in to the deployment, for a browser at ``address``.
 
         Returns the new session's key and its viewer; raises ``LoginRefused`` saying why
-        (another domain, a refused password, no XMPP server).
+        (another domain, a refused password, no XMPP server, too many failed attempts or
+        sessions).
         """
         jid = self._account(jid)
         if not password:
             raise LoginRefused("give the account's password")
         where = self.deployment
+        if len(self._sessions) >= where.max_sessions and not await self.sweep():
+            raise LoginRefused(
+                f"the web view serves {where.max_sessions} sessions at most; try again later"
+            )
+        wait = self.throttle.begin(jid, address)
+        if wait > 0:
+            WEB_LOGINS.labels("slowed").inc()
+            raise LoginRefused(
+                f"too many failed logins of this account or from this address: try again in"
+                f" {wait:.0f} s", retry_after=wait,
+            )  # fmt: skip
         try:
             agent = await log_in(
                 jid, password, port=where.port, timeout=where.timeout, register=False
@@ -89,12 +125,22 @@ class Viewers:
         except AgentStartError:
             logger.warning("a login of %s found no XMPP server at port %d", jid, where.port)
             raise LoginRefused("the deployment's XMPP server does not answer; try again") from None
+        self.throttle.succeeded(jid, address)
         WEB_LOGINS.labels("ok").inc()
         key = secrets.token_urlsafe(32)
         viewer = Viewer(str(agent.jid.bare), agent)
+        await self._make_room_for(viewer.jid)
         self._sessions[key] = viewer
         logger.info("%s logged in to the web view", jid)
         return key, viewer
+
+    async def _make_room_for(self, jid: str) -> None:
+        """End the oldest sessions of ``jid`` until a new one is within its bound."""
+        mine = sorted(
+            (viewer.started, key) for key, viewer in self._sessions.items() if viewer.jid == jid
+        )
+        for _started, key in mine[: max(0, len(mine) - self.deployment.sessions_per_account + 1)]:
+            await self.log_out(key)
 
     def _account(self, given: str) -> str:
         """The bare JID of ``given`` (a name alone is of the deployment's domain); raises
@@ -108,7 +154,11 @@ class Viewers:
             local, domain = given, self.deployment.domain
         if not local or domain.lower() != self.deployment.domain.lower():
             raise LoginRefused(f"only accounts of {self.deployment.domain} log in here")
-        return f"{local}@{self.deployment.domain}"
+        try:
+            return str(JID(f"{local}@{self.deployment.domain}").bare)
+        except InvalidJID:
+            example = f"alice@{self.deployment.domain}"
+            raise LoginRefused(f"give an account of the deployment, such as {example}") from None
 
     def find(self, key: str | None) -> Viewer | None:
         """The session of ``key`` if it exists and has not expired (its use renews its
@@ -149,6 +199,7 @@ class Viewers:
 async def _stop(viewer: Viewer) -> None:
     """End the viewer's live feeds (each unsubscribes while its account is still logged
     in), then log it out: each bounded, so a stop never hangs."""
+    viewer.ended.set()
     feeds = [feed.task for feed in viewer.feeds.values() if feed.task is not None]
     viewer.feeds.clear()
     for task in feeds:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import aiohttp
 
@@ -21,7 +22,7 @@ TOKEN = re.compile(r'name="csrf" value="([^"]+)"')
 
 
 @asynccontextmanager
-async def web_view(xmpp_port: int, **deployment: float) -> AsyncIterator[str]:
+async def web_view(xmpp_port: int, **deployment: Any) -> AsyncIterator[str]:
     """The view of the deployment at ``xmpp_port``, served here; yields its base URL."""
     address = HttpAddress("127.0.0.1", free_port())
     served = view(Deployment("localhost", xmpp_port, **deployment), address)

@@ -18,6 +18,11 @@ document.addEventListener("DOMContentLoaded", () => {
       });
     });
     events.addEventListener("open", () => { status.textContent = "Live: changes appear here."; });
+    // the session ended or the space is no longer readable: no reconnecting
+    events.addEventListener("end", () => {
+      events.close();
+      status.textContent = "Live updates have ended: reload the page.";
+    });
   }
   for (const form of document.querySelectorAll("form[data-confirm]")) {
     form.addEventListener("submit", (event) => {
