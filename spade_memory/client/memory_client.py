@@ -135,12 +135,13 @@ class SpaceMemory:
         self.name = name
 
     async def store_memory(
-        self, category: Category, content: str, context: str | None = None,
-        confidence: float = 1.0,
+        self, category: Category | None, content: str, context: str | None = None,
+        confidence: float = 1.0, **described: Any,
     ) -> str | None:  # fmt: skip
-        """Store a memory in the space (writers and admins)."""
+        """Store a memory in the space (writers and admins); ``described`` as the client's
+        ``store_memory`` takes it (``tags``, ``metadata``, ``source``, ``ttl_seconds``, …)."""
         return await self.client.store_memory(
-            category, content, context, confidence, space=self.name
+            category, content, context, confidence, space=self.name, **described
         )
 
     async def search_memories(

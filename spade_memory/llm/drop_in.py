@@ -9,8 +9,8 @@ unchanged against memory that many agents share. What differs, and why:
   file on the same disk); here each call is a round trip, so ``await`` it.
 - The owner is the JID the connection logged in as (the agent's own, or ``agent_id``
   with a password), never a value in the call: ``agent_id`` names who logs in.
-- Empty content is refused (``ValueError``): spade_llm stores it, and nothing can ever
-  find it again.
+- Empty content (and an empty note) is refused (``ValueError``): spade_llm stores it,
+  and nothing can ever find it again.
 - Search ranks with BM25 (and meaning search when on) over words; spade_llm matches the
   query as one substring (``LIKE``), so a query of several words finds more here. A query
   none of whose words a memory holds finds nothing, as spade_llm's (meaning search alone
@@ -259,7 +259,10 @@ class AgentInteractionMemory(_Connected):
         super().__init__(agent_id, agent=agent, password=password, port=port, timeout=timeout)
 
     async def add_information(self, conversation_id: str, information: str) -> str:
-        """Note ``information``; spade_llm's confirmation sentence."""
+        """Note ``information``; spade_llm's confirmation sentence. Raises ``ValueError``
+        for empty information (as ``store_memory`` does for empty content)."""
+        if not information.strip():
+            raise ValueError("empty information is not noted: nothing could ever find it")
         said = await self._run(lambda c: c.add_information(conversation_id, information))
         assert said is not None
         return said

@@ -112,6 +112,18 @@ async def test_recall_is_bounded_and_replaced_each_turn(services: dict[str, obje
     assert [m["role"] for m in recall_messages(block)] == ["system", "user"]
 
 
+async def test_a_space_stores_what_the_client_stores(services: dict[str, object]) -> None:
+    """``client.space(name)`` takes what ``store_memory`` takes (tags, source, …)."""
+    alice = client_of(ALICE, services)
+    await alice.create_space("tagged")
+    stored = await alice.space("tagged").store_memory(
+        "fact", "Releases are tagged vX.Y.Z", tags=["release"], source="RELEASING.md"
+    )
+    assert stored is not None
+    memory = await alice.space("tagged").get_memory(stored)
+    assert memory is not None and (memory.tags, memory.source) == (["release"], "RELEASING.md")
+
+
 def test_a_tool_answer_quotes_each_memory_with_its_author_and_space() -> None:
     now = datetime.now(UTC)
     forged = Memory(

@@ -91,3 +91,23 @@ def test_a_backup_into_a_folder_that_exists_is_refused_in_one_line(tmp_path: Pat
         " one first)\n"
     )
     assert list(there.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        (
+            "a@b@c",
+            "--jid 'a@b@c' is not an XMPP address (second @ found before parsing the"
+            " resource): give name@domain, such as assistant@localhost",
+        ),
+        ("notajid", "--jid 'notajid' names no account: did you mean notajid@localhost?"),
+    ],
+)
+def test_a_malformed_jid_is_one_line(
+    given: str, said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPADE_MEMORY_AGENT_PASSWORD", "secret")
+    result = spade_memory("memories", "stats", "--jid", given, "--port", "1")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [f"spade-memory: {said}"], result.stderr

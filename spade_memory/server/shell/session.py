@@ -76,12 +76,28 @@ async def _logged_in_run(verb: Verb, args: argparse.Namespace, console: Console)
         return await verb(client, args, console)
 
 
+def account(given: str) -> str:
+    """``given`` as the JID an agent logs in with (``name@domain``, a resource kept);
+    raises ``ShellError`` saying what is wrong, and what was likely meant."""
+    from slixmpp.jid import JID, InvalidJID
+
+    try:
+        jid = JID(given)
+    except InvalidJID as problem:
+        raise ShellError(f"--jid {given!r} is not an XMPP address ({problem}):"
+                         " give name@domain, such as assistant@localhost") from None  # fmt: skip
+    if not jid.local:
+        raise ShellError(f"--jid {given!r} names no account: did you mean {given}@localhost?")
+    return str(jid)
+
+
 @asynccontextmanager
 async def logged_in(args: argparse.Namespace) -> AsyncIterator[MemoryClient]:
     """The client of an agent logged in as ``args.jid`` (its password from the
     environment), stopped on the way out; raises ``ShellError`` when either is missing."""
     if not args.jid:
         raise ShellError(f"say which agent to act as: --jid name@domain, or set {JID_ENV}")
+    args.jid = account(args.jid)
     password = os.environ.get(PASSWORD_ENV)
     if not password:
         raise ShellError(f"set {PASSWORD_ENV} to the password of {args.jid}")
