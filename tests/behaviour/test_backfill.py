@@ -15,16 +15,16 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
 
 from spade_memory.base_memory.retrieval import backfill, model_file
-from spade_memory.base_memory.retrieval.dense import ExactIndex, Vector, fuse
+from spade_memory.base_memory.retrieval.dense import ExactIndex, fuse
 from spade_memory.base_memory.retrieval.embeddings import Embedder, MiniLMEmbedder
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.protocol.memories import (
@@ -34,33 +34,13 @@ from spade_memory.protocol.memories import (
     StoreMemory,
     UpdateMemory,
 )
+from spade_memory.storage.connection import Transacting
+from tests.support.stores import HeldInBackground
 
+T = TypeVar("T")
 ALICE = "alice@localhost"
 DOG = "The family dog is called Rex and loves the beach"
 QUESTION = "what is the name of our puppy"  # no word in common with DOG
-
-
-class HeldInBackground:
-    """The real model, but the background thread's calls wait until ``release``."""
-
-    def __init__(self, model: Embedder) -> None:
-        self.model, self.name, self.dimensions = model, model.name, model.dimensions
-        self.entered, self._gate = threading.Event(), threading.Event()
-
-    def embed(self, texts: Sequence[str]) -> Vector:
-        if threading.current_thread().name.startswith("spade-memory-embed"):
-            self.entered.set()
-            assert self._gate.wait(timeout=60), "the test never released the gate"
-        return self.model.embed(texts)
-
-    def embed_queries(self, queries: Sequence[str]) -> list[Vector | None] | None:
-        return self.model.embed_queries(queries)
-
-    def load(self) -> None:
-        self.model.load()
-
-    def release(self) -> None:
-        self._gate.set()
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +127,43 @@ async def test_a_text_changed_while_it_was_embedded_gets_the_new_vector(
     await store.apply(ALICE, UpdateMemory(id=memory_id, content=DOG))
     embedder.release()
     await store.embedded()
+    assert await found(store, QUESTION) == [DOG]
+    assert await found(store, "when do we pay the tax office") == []
+
+
+class ChangedOnceCommitted:
+    """The store's transactions as the background sees them, but the first one it commits
+    is followed at once by a change of the memory's text: committed, and noted, before
+    the background is back from its own commit."""
+
+    def __init__(self, tx: Transacting, change: Callable[[], Awaitable[object]]) -> None:
+        self._tx, self._change = tx, change
+        self.changed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tx, name)
+
+    async def inline(self, body: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
+        result = await self._tx.inline(body)
+        if not self.changed:
+            self.changed = True
+            await self._change()
+        return result
+
+
+async def test_a_text_changed_just_after_its_vector_was_committed_gets_a_new_one(
+    held: tuple[LongTermStore, HeldInBackground],
+) -> None:
+    store, embedder = held
+    memory_id = await put(store, "Quarterly taxes are due on the fifteenth")
+    changing = ChangedOnceCommitted(
+        store._backfill._tx,  # type: ignore[union-attr]
+        lambda: store.apply(ALICE, UpdateMemory(id=memory_id, content=DOG)),
+    )
+    store._backfill._tx = changing  # type: ignore[union-attr]
+    embedder.release()
+    await store.embedded()
+    assert changing.changed
     assert await found(store, QUESTION) == [DOG]
     assert await found(store, "when do we pay the tax office") == []
 

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from spade_memory.base_memory.graph import links as graph_links
+from spade_memory.base_memory.retrieval import backfill
 from spade_memory.base_memory.retrieval.embeddings import Embedder
 from spade_memory.base_memory.store import pg_tables as pg_schema
 from spade_memory.base_memory.store.long_term import LongTermStore
@@ -37,9 +38,10 @@ from spade_memory.protocol.working import (
 )
 from spade_memory.protocol.working_memory import EntityRef, Finding
 from spade_memory.testing import PostgresServer
-from tests.support.stores import query
+from tests.support.stores import HeldInBackground, query
 
 ALICE = "alice@localhost"
+PUPPY = "Our puppy is called Biscuit"  # no word in common with the questions asked
 
 
 @pytest.fixture
@@ -211,6 +213,48 @@ async def test_vectors_one_agent_commits_reach_the_others_cached_index(
     finally:
         await first.close()
         await second.close()
+
+
+async def test_a_text_another_agent_changes_while_it_is_embedded_gets_the_new_vector(
+    url: str, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another agent's change of a memory is under way (its row locked, its vector
+    deleted, not committed) when this agent's background is about to write the old
+    text's vector: the write waits for the change, sees the new text, and the memory
+    is embedded again; its old meaning finds nothing."""
+    import asyncpg
+
+    monkeypatch.setattr(backfill, "ON_DEMAND", 0)  # only the background embeds
+    held = HeldInBackground(embedder)
+    store = await LongTermStore.open(url, embedder=held)
+    other = await asyncpg.connect(url)
+    try:
+        taxes = await store.apply(
+            ALICE, StoreMemory(category="fact", content="Quarterly taxes are due on the fifteenth")
+        )
+        assert isinstance(taxes, Stored)
+        await asyncio.to_thread(held.entered.wait, 30)  # the old text is being embedded
+        change = other.transaction()
+        await change.start()
+        seq = await other.fetchval("SELECT seq FROM memories WHERE id = $1 FOR UPDATE", taxes.id)
+        await other.execute("UPDATE memories SET content = $1 WHERE seq = $2", PUPPY, seq)
+        await other.execute("DELETE FROM embeddings WHERE seq = $1", seq)
+        held.release()
+        for _ in range(300):  # until the write waits for the change (or wrote without it)
+            (waiting,) = await query(
+                url, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND datname = current_database()",
+            )  # fmt: skip
+            if waiting != (0,) or await query(url, "SELECT seq FROM embeddings"):
+                break
+            await asyncio.sleep(0.1)
+        await change.commit()
+        await store.embedded()
+        assert await found_ids(store, "what is the name of our dog") == [taxes.id]
+        assert await found_ids(store, "when do we pay the tax office") == []
+    finally:
+        await other.close()
+        await store.close()
 
 
 async def test_agents_opening_a_store_of_older_graph_rules_together_link_it_once(

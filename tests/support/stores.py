@@ -1,12 +1,16 @@
 """Stores for the tests: reading a store's file or database beside it (what it really
 holds), marking it as made by an older version, watching the statements it runs, and
-storing and searching as one owner."""
+storing and searching as one owner, and a model whose background calls wait for the
+test."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from spade_memory.base_memory.retrieval.dense import Vector
+from spade_memory.base_memory.retrieval.embeddings import Embedder
 from spade_memory.base_memory.store import pg_tables
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.base_memory.store.tables import MIGRATIONS
@@ -121,3 +125,26 @@ async def search(
     result = await store.apply(owner, SearchMemories(query=query, **more))  # type: ignore[arg-type]
     assert isinstance(result, MemoryList)
     return result
+
+
+class HeldInBackground:
+    """The real model, but the background thread's calls wait until ``release``."""
+
+    def __init__(self, model: Embedder) -> None:
+        self.model, self.name, self.dimensions = model, model.name, model.dimensions
+        self.entered, self._gate = threading.Event(), threading.Event()
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        if threading.current_thread().name.startswith("spade-memory-embed"):
+            self.entered.set()
+            assert self._gate.wait(timeout=60), "the test never released the gate"
+        return self.model.embed(texts)
+
+    def embed_queries(self, queries: Sequence[str]) -> list[Vector | None] | None:
+        return self.model.embed_queries(queries)
+
+    def load(self) -> None:
+        self.model.load()
+
+    def release(self) -> None:
+        self._gate.set()

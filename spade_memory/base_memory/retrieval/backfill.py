@@ -14,12 +14,18 @@ row, or with another model's), so a crash between a commit and its embedding
 loses nothing. A search first embeds the waiting memories of the spaces it
 reads, at normal priority, when they are few (``ON_DEMAND``): a memory
 stored just before a search is found by meaning too.
+
+A vector is kept only for the text it was made from: the text is read again as the
+vector is written, with the row held where other transactions write beside us (so a
+change either waits for the vector, then deletes it, or is seen first), and a memory
+noted again while its vector was being written waits for the next one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import sqlite3
@@ -54,10 +60,14 @@ RETRY_AFTER_SECONDS = 5.0
 class VectorBackfill:
     """Embeds memories committed without a vector, and keeps the ranking's cache current."""
 
-    def __init__(self, tx: Transacting, ranking: Ranking) -> None:
-        self._tx, self._ranking = tx, ranking
+    def __init__(self, tx: Transacting, ranking: Ranking, share_row: str = "") -> None:
+        self._tx, self._ranking, self._share_row = tx, ranking, share_row
         self.waiting: dict[int, str] = {}
         """Memory seq → its space's key, for every memory that has no vector yet."""
+        self._noted: dict[int, int] = {}
+        """Memory seq → when it was last noted (a count): a vector written for a memory
+        noted again meanwhile may be of its old text, so the memory still waits."""
+        self._notes = itertools.count()
         self._texts: dict[int, str] = {}
         """The text to embed of waiting memories, when the write that noted them knew it."""
         self._by_space: dict[str, set[int]] = {}
@@ -96,6 +106,7 @@ class VectorBackfill:
                 self._waiting_since = self._last_noted
             self.waiting.update(seqs)
             for seq, space in seqs.items():
+                self._noted[seq] = next(self._notes)
                 self._texts.pop(seq, None)
                 self._by_space.setdefault(space, set()).add(seq)
             self._texts.update(texts or {})
@@ -163,6 +174,7 @@ class VectorBackfill:
         runs in a thread of the lowest priority; otherwise like a search's query."""
         if self._tx.out_of_service is not None:
             raise sqlite3.DatabaseError(str(self._tx.out_of_service))
+        noted = {seq: self._noted.get(seq) for seq in seqs}
         texts = {seq: (self.waiting[seq], self._texts[seq]) for seq in seqs if seq in self._texts}
         if unknown := [seq for seq in seqs if seq not in texts]:
             read = await self._tx.inline(lambda db: self._texts_in(db, unknown))
@@ -183,9 +195,12 @@ class VectorBackfill:
         assert self._ranking.embedder is not None
         model = self._ranking.embedder.name
 
-        async def write(db: Database) -> tuple[dict[int, tuple[str, str]], dict[int, Any]]:
-            now = await self._texts_in(db, list(embedded))
-            kept = {seq: vector for seq, vector in embedded.items() if now.get(seq) == texts[seq]}
+        async def write(
+            db: Database, part: dict[int, Any]
+        ) -> tuple[dict[int, tuple[str, str]], dict[int, Any]]:
+            # held to the commit where others write beside us: a change waits, or is seen
+            now = await self._texts_in(db, list(part), self._share_row)
+            kept = {seq: vector for seq, vector in part.items() if now.get(seq) == texts[seq]}
             if (in_database := self._ranking.in_database) is not None:
                 from spade_memory.base_memory.retrieval.pgvector import as_vector
 
@@ -205,8 +220,16 @@ class VectorBackfill:
                 )
             return now, kept
 
-        now, kept = await self._tx.inline(write)
-        # no await from here on: a change committed after ours notes its memory again later
+        now: dict[int, tuple[str, str]] = {}
+        kept: dict[int, Any] = {}
+        # where others write beside us, one memory per transaction: a row held while
+        # waiting for another is how two transactions deadlock
+        for part in [{s: v} for s, v in embedded.items()] if self._share_row else [embedded]:
+            part_now, part_kept = await self._tx.inline(functools.partial(write, part=part))
+            now.update(part_now)
+            kept.update(part_kept)
+        # no await from here on; a change committed after ours (even one whose note came
+        # before we got here: releasing the connection may take a trip) noted it again
         for seq in embedded.keys() - now.keys():
             self._forget(seq)
         for seq in now.keys() - kept.keys():  # changed meanwhile: read it again next time,
@@ -214,6 +237,8 @@ class VectorBackfill:
                 del self._texts[seq]
         by_space: dict[str, dict[int, Any]] = {}
         for seq, vector in kept.items():
+            if self._noted.get(seq) != noted[seq]:
+                continue  # changed since we read it: it waits for the new text's vector
             self._forget(seq)
             by_space.setdefault(texts[seq][0], {})[seq] = vector
         for space, vectors_of_space in by_space.items():
@@ -222,17 +247,21 @@ class VectorBackfill:
     def _forget(self, seq: int) -> None:
         space = self.waiting.pop(seq, None)
         self._texts.pop(seq, None)
+        self._noted.pop(seq, None)
         if space is not None and (of_space := self._by_space.get(space)) is not None:
             of_space.discard(seq)
             if not of_space:
                 del self._by_space[space]
 
     @staticmethod
-    async def _texts_in(db: Database, seqs: list[int]) -> dict[int, tuple[str, str]]:
-        """seq → (space key, text to embed) of those of ``seqs`` that still exist."""
+    async def _texts_in(
+        db: Database, seqs: list[int], lock: str = ""
+    ) -> dict[int, tuple[str, str]]:
+        """seq → (space key, text to embed) of those of ``seqs`` that still exist (their
+        rows read with ``lock``, the engine's ``share_row``, when about to be written)."""
         rows = await db.execute_fetchall(
             f"SELECT seq, space, content, context FROM memories"
-            f" WHERE seq IN ({placeholders(seqs)})",
+            f" WHERE seq IN ({placeholders(seqs)}){lock}",
             seqs,
         )
         return {

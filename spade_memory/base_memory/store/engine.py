@@ -29,6 +29,10 @@ class Engine:
     """What reading a memory about to change adds: on PostgreSQL the row is locked to
     the commit, so another agent changing it waits and then sees it as this write left
     it."""
+    share_row: str
+    """What the background embedding's reading of a memory's text adds: on PostgreSQL the
+    row is held to the commit, so a change by another transaction either waits for the
+    vector and then replaces it, or is seen, and the old text's vector is not written."""
     skip_locked: str
     """What a purge's selection adds: on PostgreSQL, rows another agent is purging stay
     its own (two purges would otherwise both record the same deletion)."""
@@ -40,6 +44,7 @@ SQLITE = Engine(
     name="sqlite",
     single_writer=True,
     lock_row="",
+    share_row="",
     skip_locked="",
     newest_change="SELECT seq FROM sqlite_sequence WHERE name = 'changes'",
 )
@@ -47,6 +52,7 @@ POSTGRESQL = Engine(
     name="postgresql",
     single_writer=False,
     lock_row=" FOR UPDATE",
+    share_row=" FOR SHARE",
     skip_locked=" FOR UPDATE SKIP LOCKED",
     newest_change="SELECT pg_sequence_last_value(pg_get_serial_sequence('changes', 'seq'))",
 )

@@ -128,7 +128,11 @@ class LongTermStore(AppliesOps):
         """The SQLite file (None on PostgreSQL)."""
         # a large space's vectors are read in the background from the SQLite file
         self.ranking = Ranking(embedder, self.path, self.engine.name)
-        self._backfill = None if embedder is None else VectorBackfill(self._tx, self.ranking)
+        self._backfill = (
+            None
+            if embedder is None
+            else VectorBackfill(self._tx, self.ranking, self.engine.share_row)
+        )
         self.limits = limits or Limits()
         """Its quotas (memories and bytes per author and per shared space)."""
         self.work_items = work_items or WorkItems()
