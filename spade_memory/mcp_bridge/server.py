@@ -130,8 +130,8 @@ class MemoryBridge:
         resource = resources.parse(uri)
         if resource is None:
             detail = _detail(Condition.ITEM_NOT_FOUND, "not a resource of this server")
-            raise MCPError(types.INVALID_PARAMS, f"no such resource: {uri}", detail)
-        with _as_mcp_error():
+            raise MCPError(RESOURCE_NOT_FOUND, f"no such resource: {uri}", detail)
+        with _as_mcp_error(not_found=RESOURCE_NOT_FOUND):
             return await resources.read(await self.link.client(), resource)
 
     async def subscribe(
@@ -166,6 +166,11 @@ class MemoryBridge:
             self.watchers.unlisten(uris)
 
 
+RESOURCE_NOT_FOUND = -32002
+"""The JSON-RPC code the MCP specification names for a resource that is not there (the
+SDK defines none)."""
+
+
 def _connection(ctx: Context) -> Any:
     """The MCP connection a request came on (a session of ``resources/subscribe``). The
     SDK's request context offers no public way to it; its ``Connection`` is public."""
@@ -177,14 +182,16 @@ def _detail(condition: Condition, text: str) -> dict[str, Any]:
 
 
 @contextmanager
-def _as_mcp_error() -> Iterator[None]:
-    """A typed failure of the memory service as a JSON-RPC error carrying it."""
+def _as_mcp_error(not_found: int = types.INVALID_PARAMS) -> Iterator[None]:
+    """A typed failure of the memory service as a JSON-RPC error carrying it
+    (``not_found``: the code of item-not-found)."""
     try:
         yield
     except MemoryServiceError as error:
-        code = (
-            types.INVALID_PARAMS
-            if error.condition in (Condition.ITEM_NOT_FOUND, Condition.BAD_REQUEST)
-            else types.INTERNAL_ERROR
-        )
+        if error.condition is Condition.ITEM_NOT_FOUND:
+            code = not_found
+        elif error.condition is Condition.BAD_REQUEST:
+            code = types.INVALID_PARAMS
+        else:
+            code = types.INTERNAL_ERROR
         raise MCPError(code, str(error), _detail(error.condition, error.text)) from None

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from mcp import Client, types
+from mcp import Client, MCPError, types
 
 from spade_memory.llm.tools import memory_tools
 from spade_memory.protocol.working_memory import Finding
@@ -155,8 +155,12 @@ async def test_forbidden_ops_are_tool_errors_with_the_services_condition(
             "someone's": await call(mcp, "get_memory", id=private),
             "stranger": await call(mcp, "space_info", space="no-such-space"),
         }
-        with pytest.raises(Exception, match="item-not-found"):
+        with pytest.raises(MCPError, match="item-not-found") as unreadable:
             await mcp.read_resource("memory://spaces/no-such-space/recent")
+        with pytest.raises(MCPError, match="no such resource") as unknown:
+            await mcp.read_resource("memory://nothing/here")
+        # the specification's code for a resource that is not there, for either
+        assert (unreadable.value.code, unknown.value.code) == (-32002, -32002)
         conditions = {}
         for what, result in refused.items():
             assert result.is_error, what
