@@ -13,6 +13,7 @@ import pytest
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.beads.engine import BeadsEngine
 from spade_memory.beads.engines import open_engine
+from tests.support.in_process import in_process_services
 from tests.support.paths import SUPPORT
 from tests.support.stores import Location
 
@@ -25,6 +26,13 @@ async def store(location: Location) -> AsyncIterator[LongTermStore]:
     opened = await LongTermStore.open(location("memory.db"))
     yield opened
     await opened.close()
+
+
+@pytest.fixture
+async def services(tmp_path: Path) -> AsyncIterator[dict[str, object]]:
+    """The memory services by name, for the client's in-process transport."""
+    async with in_process_services(tmp_path) as by_name:
+        yield by_name
 
 
 @pytest.fixture

@@ -3,39 +3,15 @@ with no XMPP (real services on real SQLite files)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from spade_memory import BadRequest, ItemNotFound, MemoryClient, StoreMemory
-from spade_memory.base_memory.service import BaseMemoryService
-from spade_memory.base_memory.store.long_term import LongTermStore
-from spade_memory.client import InProcessTransport
-from spade_memory.interaction.context_dir import ContextDirectory
-from spade_memory.interaction.service import InteractionMemoryService
-from spade_memory.interaction.store import InteractionStore
-from spade_memory.protocol.services import BASE_MEMORY, INTERACTION_MEMORY
+from spade_memory import BadRequest, ItemNotFound, StoreMemory
+from spade_memory.protocol.services import BASE_MEMORY
+from tests.support.in_process import client_of, in_process_services
 
 ALICE, BOB = "alice@example.org", "bob@example.org"
-
-
-@pytest.fixture
-async def services(tmp_path: Path) -> AsyncIterator[dict[str, object]]:
-    memories = await LongTermStore.open(tmp_path / "base-memory.db")
-    notes = await InteractionStore.open(tmp_path / "interaction-memory.db")
-    try:
-        yield {
-            BASE_MEMORY: BaseMemoryService(memories),
-            INTERACTION_MEMORY: InteractionMemoryService(notes, ContextDirectory(tmp_path / "ctx")),
-        }
-    finally:
-        await notes.close()
-        await memories.close()
-
-
-def client_of(owner: str, services: dict[str, object]) -> MemoryClient:
-    return MemoryClient(transport=InProcessTransport(services, owner))  # type: ignore[arg-type]
 
 
 async def test_the_calls_work_without_xmpp(services: dict[str, object]) -> None:
@@ -60,15 +36,20 @@ async def test_the_owner_is_the_transports_identity(services: dict[str, object])
     assert await alice.get_memory(stored) is not None
 
 
-async def test_batches_and_refusals_come_back_typed(services: dict[str, object]) -> None:
+async def test_batches_and_refusals_come_back_typed(
+    services: dict[str, object], tmp_path: Path
+) -> None:
     alice = client_of(ALICE, services)
     outcomes = await alice.batch(
         alice.jids[BASE_MEMORY],
         [StoreMemory(category="fact", content="one"), StoreMemory(category="fact", content="two")],
     )
     assert [type(o).__name__ for o in outcomes] == ["Stored", "Stored"]
-    with pytest.raises(BadRequest, match="spaces are not served"):
-        await alice.grant("team", BOB, "reader")  # this service was given no directory
+    with pytest.raises(ItemNotFound, match="no space 'team'"):
+        await alice.grant("team", BOB, "reader")
+    async with in_process_services(tmp_path / "plain", spaces=False) as plain:
+        with pytest.raises(BadRequest, match="spaces are not served"):
+            await client_of(ALICE, plain).grant("team", BOB, "reader")  # no directory
     with pytest.raises(ItemNotFound):
         await alice.beads.memory_stats()  # no beads sync service in this process
 

@@ -253,6 +253,15 @@ def test_run_refuses_what_it_cannot_start_in_a_sentence(tmp_path: Path) -> None:
     assert result.returncode == 1 and "unknown memory service 'nonsense'" in result.stderr
 
 
+def test_every_address_needs_the_names_people_use() -> None:
+    """The web view bound to every address must be told the host names it answers to."""
+    for command in (["web", "--http", "0.0.0.0:8470"], ["run", "--web", "0.0.0.0:8470"]):
+        done = in_process(*command, "--port", str(free_port()))
+        assert done.returncode == 2, done.stderr
+        (line,) = done.stderr.splitlines()
+        assert "listens on every address: name the host people reach it by" in line
+
+
 def test_a_data_directory_it_cannot_use_is_one_sentence(tmp_path: Path) -> None:
     a_file = tmp_path / "memories.db"
     a_file.write_text("")

@@ -5,11 +5,8 @@ Logins are real XMPP logins to ``spade-memory run`` in another process."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 
-from spade_memory.testing import MemoryServiceProcess, free_port
+from spade_memory.testing import MemoryServiceProcess
 from tests.support.harness import ClientAgent
 from tests.support.web_clients import browser, csrf_of, log_in, page, web_view
 
@@ -106,14 +103,3 @@ async def test_another_host_name_and_a_malformed_account_get_one_line(
             assert answer.status == 401
         status, login = await page(session, f"{base}/login")
         assert status == 200 and "Traceback" not in login
-
-
-def test_every_address_needs_the_names_people_use() -> None:
-    for command in (["web", "--http", "0.0.0.0:8470"], ["run", "--web", "0.0.0.0:8470"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "spade_memory", *command, "--port", str(free_port())],
-            capture_output=True, text=True, timeout=60, env=dict(os.environ),
-        )  # fmt: skip
-        assert done.returncode == 2, done.stderr
-        (line,) = done.stderr.splitlines()
-        assert "listens on every address: name the host people reach it by" in line
