@@ -182,7 +182,7 @@ def load_embedder(model_queries: bool = False) -> Embedder | None:
 def _query_table(model: Path, name: str) -> Path | None:
     """The table distilled from ``model`` (made now if it is not cached yet), or None."""
     target = table_file(name)
-    if target.is_file() and readable(target, MiniLMEmbedder.dimensions):
+    if readable(target, MiniLMEmbedder.dimensions):  # missing and damaged alike: made
         return target
     try:
         with once_per_machine(f"distilling the query encoder for this machine ({target})"):

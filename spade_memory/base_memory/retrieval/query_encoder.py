@@ -91,7 +91,7 @@ def distil(session: Any, tokenizer: Any, embed: Embed, target: Path) -> None:
 
 def readable(table: Path, dimensions: int) -> bool:
     """Whether ``table`` is a table ``distil`` wrote for vectors of ``dimensions``
-    (a damaged or foreign file is not, and is made again)."""
+    (a missing, damaged or foreign file is not, and is made again)."""
     import numpy as np
 
     try:
