@@ -18,6 +18,8 @@ import ssl
 import time
 from xml.sax.saxutils import escape, quoteattr
 
+DECLARATION = "<?xml version='1.0'?>"
+"""What many clients (xmpp.js, go-sendxmpp) write before every stream header."""
 STREAM_OPEN = (
     "<stream:stream to={domain} xmlns='jabber:client'"
     " xmlns:stream='http://etherx.jabber.org/streams' version='1.0'>"
@@ -32,15 +34,20 @@ IQ = r"<(?:\w+:)?iq\b[^>]*?(/>|>.*?</(?:\w+:)?iq>)"
 class RawXMPP:
     """One client connection, read with ``until`` (text up to a pattern)."""
 
-    def __init__(self, port: int, domain: str = "localhost", timeout: float = 60.0) -> None:
+    def __init__(
+        self, port: int, domain: str = "localhost", timeout: float = 60.0, declared: bool = False
+    ) -> None:
+        """``declared``: begin every stream with an XML declaration."""
         self.domain = domain
         self.timeout = timeout
+        self.declared = declared
         self.sock: socket.socket | ssl.SSLSocket = socket.create_connection(
             ("127.0.0.1", port), timeout=timeout
         )
         self.buffer = ""
         self.jid: str | None = None
         self._open()
+        self.header = self.until(r"<stream:stream\b[^>]*>")
         self.until(FEATURES_END)
         self.send("<starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>")
         self.until(r"<(?:\w+:)?proceed\b[^>]*>")
@@ -53,7 +60,8 @@ class RawXMPP:
         self.features = self.until(FEATURES_END)
 
     def _open(self) -> None:
-        self.send(STREAM_OPEN.format(domain=quoteattr(self.domain)))
+        opening = STREAM_OPEN.format(domain=quoteattr(self.domain))
+        self.send(DECLARATION + opening if self.declared else opening)
 
     def send(self, text: str) -> None:
         """Write ``text`` as UTF-8, as it is."""
@@ -98,8 +106,9 @@ class RawXMPP:
         answer = self.until(r"<(?:\w+:)?(success|failure)\b[^>]*?(/>|>.*?</(?:\w+:)?\1>)")
         return "success" in answer.split(">")[0]
 
-    def bind(self) -> str:
-        """Open the authenticated stream, bind a resource, be available; the full JID."""
+    def bind(self, presence: str = "<presence/>") -> str:
+        """Open the authenticated stream, bind a resource, send ``presence`` (available);
+        the full JID."""
         self.buffer = ""
         self._open()
         self.until(FEATURES_END)
@@ -108,7 +117,7 @@ class RawXMPP:
         found = re.search(r"<(?:\w+:)?jid>(.*?)</(?:\w+:)?jid>", answer)
         assert found is not None, answer
         self.jid = found.group(1)
-        self.send("<presence/>")
+        self.send(presence)
         return self.jid
 
     def sync(self) -> None:
@@ -122,12 +131,15 @@ class RawXMPP:
         self.sock.close()
 
 
-def login(port: int, username: str, password: str) -> RawXMPP:
-    """A bound session of ``username``, registered first (an existing account is fine)."""
-    client = RawXMPP(port)
+def login(
+    port: int, username: str, password: str, presence: str = "<presence/>", declared: bool = False
+) -> RawXMPP:
+    """A bound session of ``username``, registered first (an existing account is fine),
+    that sent ``presence``; ``declared`` as ``RawXMPP`` takes it."""
+    client = RawXMPP(port, declared=declared)
     client.register(username, password)
     if not client.authenticate(username, password):
         client.close()
         raise PermissionError(f"{username!r} could not log in")
-    client.bind()
+    client.bind(presence)
     return client

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import re
 import sqlite3
 import time
 import xml.etree.ElementTree as ET
@@ -110,8 +111,25 @@ class CheckedSASL(SASL):  # type: ignore[misc]
         return await super().handle_auth(element)
 
 
+_STREAM = "{http://etherx.jabber.org/streams}stream"
+_XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+_LANGUAGE = re.compile(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*")
+
+
 class CheckedStreamNegotiator(StreamNegotiator):  # type: ignore[misc]
-    """pyjabber's client stream negotiation with ``CheckedSASL``."""
+    """pyjabber's client stream negotiation with ``CheckedSASL``, and a stream header
+    that says which server answers (``from``, RFC 6120 §4.7.1)."""
+
+    async def handle_open_stream(self, elem: ET.Element | None = None) -> Any:
+        if elem is not None and elem.tag == _STREAM:
+            # pyjabber's answer reads the header's ``to`` and ``xml:lang`` under keys its
+            # parser never makes, so its header had no ``from`` (clients such as aioxmpp
+            # refuse it); it answers from this server's domain, whatever was asked
+            read: dict[Any, str] = elem.attrib  # pyjabber reads (namespace, name) keys
+            read[(None, "to")] = AppConfig.app_config.host
+            if _LANGUAGE.fullmatch(lang := elem.attrib.get(_XML_LANG, "")):
+                read[("http://www.w3.org/XML/1998/namespace", "lang")] = lang
+        return await super().handle_open_stream(elem)
 
     async def _handle_ssl(self, element: ET.Element) -> None:
         if self._sasl is None:  # type: ignore[has-type]

@@ -15,7 +15,9 @@ second free port it never uses; ``ports``). Its client connections
 (``streams``) take canonical account names only (``accounts``, ``names``),
 stamp ``from``, route what pyjabber could not without dying, keep offline
 messages within bounds (``stanzas``, ``offline``), and find a bare JID's
-sessions exactly (``connections``). pyjabber's modules are left as they are.
+sessions exactly (``connections``); streams may restart with an XML declaration
+(``streams``), and subscription requests kept for offline accounts survive a restart
+(``presence``). pyjabber's modules are left as they are.
 
 pyjabber keeps global state: one embedded server per process.
 """
@@ -44,6 +46,7 @@ from spade_memory.server.embedded import accounts
 from spade_memory.server.embedded.connections import compare_exactly
 from spade_memory.server.embedded.offline import OfflineLimits, OfflineMessages
 from spade_memory.server.embedded.ports import check_ports
+from spade_memory.server.embedded.presence import keep_pending_subscriptions
 from spade_memory.server.embedded.stanzas import StampingStanzaHandler
 from spade_memory.server.embedded.streams import ClientConnection
 
@@ -95,6 +98,7 @@ class EmbeddedXMPPServer:
         compare_exactly()
         for name in (QueueName.CONNECTIONS, QueueName.MESSAGES, QueueName.SERVERS):
             get_queue(name)
+        keep_pending_subscriptions()
         self._tasks = [
             asyncio.create_task(queue_worker()),
             asyncio.create_task(server_connection_worker()),

@@ -17,6 +17,14 @@ pyjabber's handler, with these differences, each for a fault seen:
 - An iq addressed to a connected client's full JID is delivered to it (pyjabber
   answered every iq itself, so a peer's disco#info or ping never reached the
   agent it named).
+- A stanza is written in the stream's default namespace, as clients write them
+  (``<message>``, slixmpp's serializer); pyjabber's ``ET.tostring`` wrote
+  ``<ns0:message xmlns:ns0="jabber:client">``, which xmpp.js does not read.
+- A message to a bare JID goes to the account's available sessions of the highest
+  priority, an absent priority being 0 and a negative one taking no such message
+  (RFC 6121 §8.5.2.1); pyjabber ranked priorities as text and kept an ended
+  session's, which outranked a new session that stated none: the message waited
+  for the account's next login.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from pyjabber import AppConfig
 from pyjabber.stream.handlers.StanzaHandler import StanzaHandler
 from pyjabber.stream.JID import JID as RoutedJID
 from slixmpp.jid import JID, InvalidJID
+from slixmpp.xmlstream.tostring import tostring
 
 from spade_memory.server.embedded.accounts import account_exists
 from spade_memory.server.embedded.names import speaker_refusal
@@ -87,7 +96,7 @@ class StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
             await super().handle_msg(element)  # another server's: pyjabber's s2s
             return
         routed = RoutedJID(user=to.user, domain=host, resource=to.resource or None)
-        stanza = ET.tostring(element)
+        stanza = written(element)
         sessions = self._connections.get_transport_online(routed) if to.resource else []
         if not sessions and element.attrib.get("type", "normal") in _KEPT_TYPES:
             sessions = self._available(routed)  # RFC 6121 §8.5.3.2.1: as to the bare JID
@@ -110,7 +119,7 @@ class StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
             if to.domain == AppConfig.app_config.host and to.user:
                 routed = RoutedJID(user=to.user, domain=to.domain, resource=to.resource)
                 for session in self._connections.get_transport(routed):
-                    session.transport.write(ET.tostring(element))
+                    session.transport.write(written(element))
                 return
         await super().handle_iq(element)
 
@@ -142,14 +151,15 @@ class StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
         return to
 
     def _available(self, account: RoutedJID) -> list[Any]:
-        """The sessions of ``account`` that take messages to its bare JID (its available
-        resources of the highest priority)."""
-        sessions: list[Any] = []
-        for resource, *_ in self._presenceManager.most_priority(account):
-            sessions += self._connections.get_transport_online(
-                RoutedJID(user=account.user, domain=account.domain, resource=resource)
-            )
-        return sessions
+        """The sessions of ``account`` that take messages to its bare JID: its connected,
+        available ones of the highest priority, if that is not negative."""
+        ranked: list[tuple[int, Any]] = []
+        for resource, *_, priority in self._presenceManager.priority_by_jid(account):
+            full = RoutedJID(user=account.user, domain=account.domain, resource=resource)
+            online = self._connections.get_transport_online(full)
+            ranked += [(_priority(priority), session) for session in online]
+        best = max((rank for rank, _ in ranked), default=-1)
+        return [session for rank, session in ranked if rank == best] if best >= 0 else []
 
     async def _keep(self, element: ET.Element, account: str, stanza: bytes) -> None:
         """Keep a message for an absent account, or tell the sender why not."""
@@ -174,8 +184,24 @@ class StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
         error = ET.SubElement(bounced, "error", {"type": kind})
         ET.SubElement(error, condition, {"xmlns": _STANZAS})
         ET.SubElement(error, "text", {"xmlns": _STANZAS}).text = text
-        self._transport.write(ET.tostring(bounced))
+        self._transport.write(written(bounced))
         logger.debug("bounced a %s of %s: %s", _kind(element), element.attrib.get("from"), text)
+
+
+def written(element: ET.Element) -> bytes:
+    """``element`` as a client stream carries it: in the stream's default namespace
+    (``jabber:client``), each other namespace declared where it starts, no prefixes."""
+    text: str = tostring(element, xmlns="jabber:client")
+    return text.encode()
+
+
+def _priority(stated: str | None) -> int:
+    """A presence's priority as a number (RFC 6121 §4.7.2.3: -128 to 127; absent or
+    unreadable, 0)."""
+    try:
+        return max(-128, min(127, int(stated or 0)))
+    except ValueError:
+        return 0
 
 
 def _unstampable(speaker: RoutedJID) -> str | None:
