@@ -119,24 +119,31 @@ def _scheduled(item: pytest.Item) -> tuple[bool, int]:
     return item.get_closest_marker("long") is None, kind  # a stable sort: files stay whole
 
 
-INSTALL_HINT = re.compile(r"`apt-get install ([\w.+-]+)`")
-"""How a skip names the Debian package that would run the test (``prosody.MISSING``)."""
+INSTALL_HINT = re.compile(r"`(apt-get install|npm ci --prefix) ([\w./+-]+)`")
+"""How a skip names what would run the test: a Debian package (``prosody.MISSING``) or
+the npm packages of a folder of ``tests`` (xmpp.js)."""
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """One line, shown without ``-rs``, for the tests skipped because a Debian package is
-    not installed (Prosody, go-sendxmpp), naming the packages: a fresh machine passes
-    without them, and this says what would run the rest."""
-    counts: Counter[str] = Counter()
+    """One line, shown without ``-rs``, for the tests skipped because a Debian package
+    (Prosody, go-sendxmpp) or an npm client (xmpp.js) is not installed, naming what to
+    install: a fresh machine passes without them, and this says what would run the rest."""
+    counts: Counter[tuple[str, str]] = Counter()
     for report in terminalreporter.stats.get("skipped", []):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
         if found := INSTALL_HINT.search(str(reason)):
-            counts[found.group(1)] += 1
+            counts[found.group(1), found.group(2)] += 1
     if counts:
-        packages, total = " ".join(sorted(counts)), sum(counts.values())
+        total = sum(counts.values())
+        steps = []
+        if debian := sorted(name for tool, name in counts if tool == "apt-get install"):
+            steps.append(f"apt-get install {' '.join(debian)} (Debian/Ubuntu)")
+        steps += [
+            f"npm ci --prefix {name}" for tool, name in sorted(counts) if tool != "apt-get install"
+        ]
         terminalreporter.write_line(
-            f"{total} test{'s' * (total > 1)} skipped: apt-get install {packages} "
-            "(Debian/Ubuntu) runs them; .ci/run installs them",
+            f"{total} test{'s' * (total > 1)} skipped: {' and '.join(steps)} "
+            f"run{'s' * (len(steps) == 1)} them; .ci/run installs them",
             yellow=True,
         )
 
