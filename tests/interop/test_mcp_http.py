@@ -17,10 +17,13 @@ import pytest
 from mcp import MCPError
 
 from spade_memory.llm.tools import memory_tools
-from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.testing import MemoryServiceProcess, free_port
 from tests.support.command_line import hidden as hidden_modules
 from tests.support.harness import ClientAgent, unique_jid
 from tests.support.mcp_clients import (
+    PASSWORD,
+    TOKEN,
+    McpHttpProcess,
     Mode,
     Updates,
     call,
@@ -30,31 +33,7 @@ from tests.support.mcp_clients import (
     subscribe,
 )
 
-PASSWORD = "mcp-http-secret"
-TOKEN = "a-long-random-token"
 MODES: list[Mode] = ["legacy", "auto"]
-
-
-class McpHttpProcess(ChildProcess):
-    """``spade-memory mcp --http HOST:PORT`` as ``jid``, with a bearer token."""
-
-    def __init__(
-        self, service_port: int, jid: str, *options: str, token: str | None = TOKEN,
-        host: str = "127.0.0.1",
-    ) -> None:  # fmt: skip
-        self.jid = jid
-        self.host = host
-        self.http_port = free_port()
-        env = {"SPADE_MEMORY_AGENT_PASSWORD": PASSWORD}
-        if token is not None:
-            env["SPADE_MEMORY_MCP_TOKEN"] = token
-        command = server_command(service_port, jid, "--http", f"{host}:{self.http_port}",
-                                 *options)  # fmt: skip
-        super().__init__(command, "spade-memory mcp: serving", env)
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.http_port}/mcp"
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,11 @@ import subprocess
 import sys
 
 import pytest
+from jsonschema import Draft202012Validator
 from mcp import Client, MCPError, types
 
 from spade_memory.llm.tools import memory_tools
+from spade_memory.mcp_bridge.tools import FAILURE_SCHEMA
 from spade_memory.protocol.working_memory import Finding
 from spade_memory.testing import MemoryServiceProcess, free_port
 from tests.support.harness import ClientAgent, unique_jid
@@ -28,7 +30,7 @@ async def test_the_tools_are_the_spade_tools(
     memory_service: MemoryServiceProcess, mode: Mode
 ) -> None:
     """One source of truth: names, descriptions and input schemas equal the spade_llm
-    tools'; each result's schema is its op's reply's."""
+    tools'; each result's schema admits its op's reply's, or the typed failure."""
     async with over_stdio(memory_service.port, unique_jid("mcp"), PASSWORD, mode=mode) as mcp:
         listed = (await mcp.list_tools()).tools
     spade = memory_tools(extended=True)
@@ -36,7 +38,11 @@ async def test_the_tools_are_the_spade_tools(
     for tool, theirs in zip(listed, spade, strict=True):
         assert tool.description == theirs.description
         assert tool.input_schema == theirs.parameters
-        assert tool.output_schema == theirs.spec.op.result.model_json_schema(mode="serialization")
+        reply = theirs.spec.op.result.model_json_schema(mode="serialization")
+        definitions = reply.pop("$defs", None)
+        assert tool.output_schema is not None and tool.output_schema["type"] == "object"
+        assert tool.output_schema["anyOf"] == [reply, FAILURE_SCHEMA]
+        assert tool.output_schema.get("$defs") == definitions
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -190,6 +196,7 @@ async def test_bad_input_is_a_tool_error_and_nothing_changes(
             await call(mcp, "store_memory", category="fact", content="x", owner="boss@localhost"),
             await call(mcp, "store_memory", category="fact", content="x" * 200_000),
             await call(mcp, "search_memories", query="kept", limit="many"),
+            await call(mcp, "search_memories", query="kept", limit=500),  # the schema: 20
             await call(mcp, "get_memory", id=""),
             await call(mcp, "set_focus", session_id="s", focus={"type": "planet", "id": "x"}),
         ]
@@ -201,10 +208,28 @@ async def test_bad_input_is_a_tool_error_and_nothing_changes(
             await call(mcp, "search_memories", query="'; DROP TABLE memories; --"),
         ]
         listed = await call(mcp, "list_memories", category="fact")
-    assert conditions == ["bad-request"] * 4 + ["resource-constraint"] + ["bad-request"] * 3
+        schemas = {tool.name: tool.output_schema for tool in (await mcp.list_tools()).tools}
+    assert conditions == ["bad-request"] * 4 + ["resource-constraint"] + ["bad-request"] * 4
+    assert "500 is greater than the maximum of 20" in said(bad[6])
+    for name, result in zip(TOOL_NAMES, [stored, *bad[1:], *odd, listed], strict=True):
+        Draft202012Validator(schemas[name]).validate(result.structured_content)
     assert all(not result.is_error for result in odd)
     assert listed.structured_content is not None
     assert [m["content"] for m in listed.structured_content["memories"]] == ["kept as it was"]
+
+
+TOOL_NAMES = [
+    "store_memory",
+    *["store_memory"] * 4,
+    "search_memories",
+    "search_memories",
+    "get_memory",
+    "set_focus",
+    "search_memories",
+    "search_memories",
+    "list_memories",
+]
+"""The tool of each result the test above checks against its output schema."""
 
 
 def check(port: int, jid: str) -> subprocess.CompletedProcess[str]:

@@ -1,6 +1,6 @@
 """xmpp.js (``@xmpp/client`` from npm), a client nobody here wrote, logs in to the memory
 service on SPADE's embedded server and on Prosody, runs the JSON protocol, and reads the
-agent's disco#info, ad-hoc command list and ping answers (``xmppjs/peer.mjs``).
+agent's disco#info, ad-hoc command list and ping answers (``js/xmpp_peer.mjs``).
 
 On the embedded server it could not log in once (an XML declaration at a stream restart)
 nor read a routed stanza (written ``<ns0:message>``): issue 77."""
@@ -20,8 +20,8 @@ from tests.support.paths import ROOT
 from tests.support.prosody import ACCOUNTS, register_on
 from tests.support.raw_xmpp import login
 
-PEER = ROOT / "tests" / "interop" / "xmppjs"
-INSTALL = "`npm ci --prefix tests/interop/xmppjs`"
+PEER = ROOT / "tests" / "interop" / "js"
+INSTALL = "`npm ci --prefix tests/interop/js`"
 
 
 def test_xmppjs_logs_in_and_is_served(any_memory_service: MemoryServiceProcess) -> None:
@@ -33,7 +33,7 @@ def test_xmppjs_logs_in_and_is_served(any_memory_service: MemoryServiceProcess) 
         login(any_memory_service.port, name, password).close()
     env = {**os.environ, "NODE_TLS_REJECT_UNAUTHORIZED": "0", "NODE_NO_WARNINGS": "1"}
     done = subprocess.run(
-        ["node", str(PEER / "peer.mjs"), str(any_memory_service.port), name, password],
+        ["node", str(PEER / "xmpp_peer.mjs"), str(any_memory_service.port), name, password],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

@@ -21,6 +21,8 @@ import httpx2
 from mcp import Client, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
 
+from spade_memory.testing import ChildProcess, free_port
+
 Mode = Literal["legacy", "auto"]
 CLIENT = types.Implementation(name="test-assistant", version="1.0")
 WAIT = 60.0
@@ -46,6 +48,10 @@ class Updates:
             while uri not in self.uris:
                 self._arrived = anyio.Event()
                 await self._arrived.wait()
+
+
+PASSWORD = "mcp-http-secret"
+TOKEN = "a-long-random-token"
 
 
 def server_command(port: int, jid: str, *options: str) -> list[str]:
@@ -121,3 +127,25 @@ def said(result: types.CallToolResult) -> str:
 
 async def call(client: Client, name: str, **arguments: Any) -> types.CallToolResult:
     return await client.call_tool(name, arguments)
+
+
+class McpHttpProcess(ChildProcess):
+    """``spade-memory mcp --http HOST:PORT`` as ``jid``, with a bearer token."""
+
+    def __init__(
+        self, service_port: int, jid: str, *options: str, token: str | None = TOKEN,
+        host: str = "127.0.0.1",
+    ) -> None:  # fmt: skip
+        self.jid = jid
+        self.host = host
+        self.http_port = free_port()
+        env = {"SPADE_MEMORY_AGENT_PASSWORD": PASSWORD}
+        if token is not None:
+            env["SPADE_MEMORY_MCP_TOKEN"] = token
+        command = server_command(service_port, jid, "--http", f"{host}:{self.http_port}",
+                                 *options)  # fmt: skip
+        super().__init__(command, "spade-memory mcp: serving", env)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.http_port}/mcp"
