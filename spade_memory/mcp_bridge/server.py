@@ -78,8 +78,9 @@ class MemoryBridge:
     # -- tools ----------------------------------------------------------------------
 
     async def list_tools(
-        self, _ctx: Context, _params: types.PaginatedRequestParams | None
+        self, _ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        _first_page_only(params)
         return types.ListToolsResult(tools=TOOLS)
 
     async def call_tool(
@@ -104,15 +105,17 @@ class MemoryBridge:
     # -- resources ------------------------------------------------------------------
 
     async def list_resources(
-        self, _ctx: Context, _params: types.PaginatedRequestParams | None
+        self, _ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
+        _first_page_only(params)
         with _as_mcp_error():
             found = await resources.listed(await self.link.client())
         return types.ListResourcesResult(resources=found)
 
     async def list_templates(
-        self, _ctx: Context, _params: types.PaginatedRequestParams | None
+        self, _ctx: Context, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
+        _first_page_only(params)
         return types.ListResourceTemplatesResult(resource_templates=resources.TEMPLATES)
 
     async def read_resource(
@@ -167,6 +170,18 @@ class MemoryBridge:
 
 
 RESOURCE_NOT_FOUND = -32002
+
+
+def _first_page_only(params: types.PaginatedRequestParams | None) -> None:
+    """Every list fits one page and no answer gives a cursor, so any cursor is one this
+    server never gave: invalid params (-32602), as the specification says, rather than
+    the first page again. Raises ``MCPError``."""
+    if params is not None and params.cursor is not None:
+        raise MCPError(
+            types.INVALID_PARAMS, f"unknown cursor {params.cursor!r}: lists have one page"
+        )
+
+
 """The JSON-RPC code the MCP specification names for a resource that is not there (the
 SDK defines none)."""
 

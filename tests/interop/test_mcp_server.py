@@ -207,6 +207,10 @@ async def test_bad_input_is_a_tool_error_and_nothing_changes(
             await call(mcp, "search_memories", query='kept" OR content MATCH "*'),
             await call(mcp, "search_memories", query="'; DROP TABLE memories; --"),
         ]
+        for listing in (mcp.list_tools, mcp.list_resources, mcp.list_resource_templates):
+            with pytest.raises(MCPError, match="unknown cursor") as unknown:
+                await listing(cursor="made-up")  # no answer gives one: -32602, not page one
+            assert unknown.value.code == -32602
         listed = await call(mcp, "list_memories", category="fact")
         schemas = {tool.name: tool.output_schema for tool in (await mcp.list_tools()).tools}
     assert conditions == ["bad-request"] * 4 + ["resource-constraint"] + ["bad-request"] * 4
