@@ -42,3 +42,10 @@ class MemoryMixin:
         with contextlib.suppress(AttributeError):
             await super()._hook_plugin_after_connection(*args, **kwargs)  # type: ignore[misc]
         self.memory = MemoryClient(self, **self._memory_options)
+
+    async def stop(self) -> None:
+        """Stop following spaces (each follower unsubscribes while the agent can still
+        send), then stop the agent as SPADE does."""
+        if getattr(self, "memory", None) is not None:
+            await self.memory.stop_following()
+        await super().stop()  # type: ignore[misc]

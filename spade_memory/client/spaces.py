@@ -45,6 +45,7 @@ class SpaceCalls(Calls):
     """
 
     _change_router: ChangeRouter | None = None
+    _followers: set[asyncio.Task[None]] | None = None
 
     @property
     def _base(self) -> str:
@@ -147,8 +148,8 @@ class SpaceCalls(Calls):
         """Call ``callback`` with each change of the space committed after this returns
         (or after the cursor ``after``). It returns once the base memory agent has
         acknowledged the subscription, so a store made right after the call is heard:
-        the task that calls ``callback``; cancel it and await it to stop (it unsubscribes
-        as it ends).
+        the task that calls ``callback``; cancel it to stop (it unsubscribes as it ends,
+        awaited or not, and at the latest when the agent stops: ``stop_following``).
 
         Raises the subscription's typed error (``ItemNotFound`` for a space the sender is
         not a member of).
@@ -161,4 +162,22 @@ class SpaceCalls(Calls):
             raise
         from spade_memory.client.changes import follow
 
-        return asyncio.create_task(follow(stream, callback))
+        follower = asyncio.create_task(follow(stream, callback))
+        if self._followers is None:
+            self._followers = set()
+        self._followers.add(follower)
+        follower.add_done_callback(self._followers.discard)
+        # let it reach its ``try``: a task cancelled before its first step never runs its
+        # ``finally``, and the subscription would outlive it
+        await asyncio.sleep(0)
+        return follower
+
+    async def stop_following(self, timeout: float = 5.0) -> None:
+        """Cancel every ``on_change`` follower of this client and wait (up to ``timeout``
+        seconds) while each unsubscribes: an agent that stops calls it first, while it
+        can still send."""
+        followers = list(self._followers or ())
+        for follower in followers:
+            follower.cancel()
+        if followers:
+            await asyncio.wait(followers, timeout=timeout)
