@@ -15,12 +15,10 @@ from spade.behaviour import CyclicBehaviour
 from spade_memory.base_memory.governance import Governance, Told
 from spade_memory.protocol.errors import MemoryServiceError
 from spade_memory.serving.drains import Drains
+from spade_memory.xmpp.notices import PROPOSALS_ONTOLOGY
 from spade_memory.xmpp.wire import Envelope
 
 logger = logging.getLogger("spade_memory.base_memory")
-PROPOSALS_ONTOLOGY = "spade-memory-proposals"
-"""The metadata a SPADE agent matches the proposal messages by (other clients show a
-plain chat message)."""
 SWEEP_EVERY_SECONDS = 60.0
 """How often the sweep looks for proposals whose time is up (or whose write is due)."""
 

@@ -37,6 +37,7 @@ from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.ops import Op
 from spade_memory.xmpp import wire, xml_escape
 from spade_memory.xmpp.lifecycle import WakesWhenKilled
+from spade_memory.xmpp.notices import PROPOSALS_ONTOLOGY
 from spade_memory.xmpp.reconnect import keep_connected
 
 LATE_REPLY_GRACE = 60.0
@@ -55,7 +56,8 @@ class ReplyRouter(WakesWhenKilled):
     """Hands each memory reply to the call waiting for its request id.
 
     A reply is taken only from the agent the request went to (or its pool); late
-    duplicates and replies nobody waits for are dropped.
+    duplicates, replies nobody waits for and the proposals' chat messages (no request
+    id) are dropped.
     """
 
     def __init__(self) -> None:
@@ -119,7 +121,10 @@ class XmppTransport(RequestPolicy):
         self.agent = agent
         self._router = ReplyRouter()
         self._late: set[asyncio.Task[None]] = set()
-        agent.add_behaviour(self._router, wire.reply_template())
+        # the proposals' chat messages too: a client reads proposals with its calls, and
+        # SPADE warns of a message no behaviour takes, body and all
+        proposals = wire.notice_template(PROPOSALS_ONTOLOGY)
+        agent.add_behaviour(self._router, wire.reply_template() | proposals)
 
     async def exchange(
         self, to: str, op: Op[Any], request_id: str, hold: asyncio.Semaphore

@@ -18,6 +18,9 @@ EVENTS_ONTOLOGY = "spade-memory-events"
 """Ontology of the base memory agent's change notices."""
 SESSION_EVENTS_ONTOLOGY = "spade-memory-session-events"
 """Ontology of the interaction memory agent's notices of changed working sessions."""
+PROPOSALS_ONTOLOGY = "spade-memory-proposals"
+"""Ontology of the base memory agent's chat messages about proposals in governed spaces
+(to admins, and to the writer once decided): other clients show a plain chat message."""
 
 
 def change_notice(to: str) -> Message:

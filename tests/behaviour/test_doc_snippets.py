@@ -357,6 +357,8 @@ def test_block_runs(
         assert status is not None, f"{where}: {what} ran over {BLOCK_TIMEOUT:.0f}s:\n{printed}"
         assert status == 0, f"{where}: {what} exited with status {status}:\n{printed}"
         assert "Traceback (most recent call last)" not in printed, f"{where}: {what}:\n{printed}"
+        # a reply or notice that reached no behaviour: SPADE's warning, a program's leak
+        assert "No behaviour matched" not in printed, f"{where}: {what}:\n{printed}"
 
 
 def test_every_page_has_code_that_runs() -> None:

@@ -8,7 +8,7 @@ import uuid
 from spade.behaviour import CyclicBehaviour
 from spade.template import Template
 
-from spade_memory.base_memory.proposal_notices import PROPOSALS_ONTOLOGY
+from spade_memory.xmpp.notices import PROPOSALS_ONTOLOGY
 from tests.support.harness import ClientAgent
 
 
