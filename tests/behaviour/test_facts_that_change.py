@@ -159,7 +159,11 @@ async def test_known_at_answers_with_what_the_store_held_then(store: LongTermSto
     ("old", "new", "superseded", "reported"),
     [
         ("Alice lives in Paris.", "Alice moved to Berlin.", True, False),
-        ("Bob prefers tea.", "Bob prefers coffee.", True, False),
+        ("Bob prefers tea.", "Bob now prefers coffee.", True, False),
+        ("Bob prefers tea.", "Bob prefers coffee instead.", True, False),
+        ("Bob prefers tea.", "Bob prefers coffee.", False, True),  # both may hold: reported
+        # the memories guide's two preferences: a length is no language (issue 76)
+        ("The user prefers answers in Spanish", "The user prefers short answers", False, True),
         ("Carol works at Acme.", "Carol joined Globex.", True, False),
         ("The staging API lives on port 8443.", "The staging API lives on port 9443.", True, False),
         ("Dan likes tea.", "Dan likes coffee.", False, False),  # both may be true
@@ -199,10 +203,10 @@ async def test_conflicts_report_and_off_leave_the_old_memory_current(
 async def test_the_same_words_again_after_a_supersede_are_a_new_current_memory(
     store: LongTermStore,
 ) -> None:
-    tea = await put(store, "Gina prefers tea.")
-    coffee = await put(store, "Gina prefers coffee.")
+    tea = await put(store, "Gina lives in Oslo.")
+    coffee = await put(store, "Gina moved to Bergen.")
     assert coffee.supersedes == tea.id
-    back = await put(store, "Gina prefers tea.")
+    back = await put(store, "Gina lives in Oslo.")
     assert not back.deduplicated and back.id != tea.id and back.supersedes == coffee.id
     assert await found(store, RecentMemories()) == [back.id]
 
@@ -284,17 +288,20 @@ async def test_on_the_held_out_pairs_the_store_supersedes_precisely(
     store: LongTermStore,
 ) -> None:
     """Each held-out pair stored by its own agent, through the store: what it supersedes
-    on its own is right at least nine times in ten and finds seven in ten."""
-    right = said = relevant = 0
+    on its own is right at least nine times in ten, and seven updates in ten are found
+    (superseded when sure, reported otherwise)."""
+    right = said = relevant = found = 0
     for number, pair in enumerate(held_out_pairs()):
         owner = f"agent{number}@localhost"
         old = await put(store, pair["old"], owner=owner)
         new = await put(store, pair["new"], owner=owner)
         superseded = new.supersedes == old.id
+        reported = old.id in {conflict.id for conflict in new.conflicts}
         said += superseded
         relevant += pair["supersedes"]
         right += superseded and pair["supersedes"]
-    assert relevant >= 40 and right / said >= 0.9 and right / relevant >= 0.7
+        found += (superseded or reported) and pair["supersedes"]
+    assert relevant >= 40 and right / said >= 0.9 and found / relevant >= 0.7
 
 
 async def test_consolidation_merges_the_same_fact_in_other_words(store: LongTermStore) -> None:

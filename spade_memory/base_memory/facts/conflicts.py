@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 from spade_memory.base_memory.facts.frames import Frame
 
-_MANY_VALUED = frozenset({"uses", "is on"})
+_MANY_VALUED = frozenset({"uses", "is on", "prefers"})
 """Attributes that may hold several values at once: a change is confident only when the
-new sentence says something changed."""
+new sentence says something changed. A preference is one of them: "prefers short
+answers" says nothing against "prefers answers in Spanish", and a supersede there hid
+what an agent stored; "now prefers", "prefers … instead" say one replaced the other."""
 
 
 @dataclass(frozen=True, slots=True)
