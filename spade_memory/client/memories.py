@@ -102,8 +102,9 @@ class BaseMemoryCalls(Calls):
         ``valid_to``, ``supersedes`` (the id of a memory it replaces) and ``conflicts``
         (``auto``, ``report``, ``off``: see ``store``).
 
-        Returns its id; raises ``ResourceConstraint`` over a quota, ``BadRequest`` for a
-        bad field."""
+        Returns its id (``store`` returns what the store did besides: the memory it
+        superseded and the possible conflicts it only reported); raises
+        ``ResourceConstraint`` over a quota, ``BadRequest`` for a bad field."""
         result = await self.store(category, content, context, confidence, space=space, **described)
         return None if result is None else result.id
 
