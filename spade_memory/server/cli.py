@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, Protocol
 
-from spade_memory.server.parser import Parser
+from spade_memory.server.parser import Parser, unrecognized
 
 
 class CommandModule(Protocol):
@@ -160,7 +160,9 @@ def main(argv: Sequence[str] | None = None, imported: Callable[[], None] | None 
     parser = build_parser(command)
     if imported is not None:
         imported()
-    args = parser.parse_args(words)
+    args, left = parser.parse_known_args(words)
+    if left:
+        unrecognized(parser, args, left)
     from spade_memory.storage.private import private_umask
 
     private_umask()  # every file it writes holds memories or credentials

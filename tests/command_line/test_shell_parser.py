@@ -58,6 +58,14 @@ def test_an_unknown_op_names_the_close_ones() -> None:
             "spade-memory memories list: --category: unknown 'facts'; did you mean 'fact'?"
             " (one of fact, pattern, preference, capability)",
         ),
+        (  # an option the command does not have: its close ones (issue 79)
+            ("run", "--prot", "47010"),
+            "spade-memory run: unknown '--prot'; did you mean '--port' or '--s2s-port'?",
+        ),
+        (
+            ("memories", "stats", "--jdi=a@localhost"),
+            "spade-memory memories stats: unknown '--jdi'; did you mean '--jid'?",
+        ),
     ],
 )
 def test_a_mistyped_verb_is_one_line_with_the_close_names(args: tuple[str, ...], said: str) -> None:
