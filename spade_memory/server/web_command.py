@@ -154,7 +154,21 @@ async def _serve(served: WebView, deployment: Deployment) -> None:
         f" {deployment.domain} (XMPP at port {deployment.port}). Stop with Ctrl-C.",
         file=sys.stderr, flush=True,
     )  # fmt: skip
+    await _tell_if_unreachable(deployment)
     try:
         await stop.wait()
     finally:
         await served.stop()
+
+
+async def _tell_if_unreachable(deployment: Deployment) -> None:
+    """One line when the deployment's XMPP server cannot be reached now (no login can
+    succeed until it can); the view serves all the same, as a server that starts later
+    is found at the next login."""
+    from spade_memory.xmpp.connect_errors import AgentStartError
+    from spade_memory.xmpp.reachability import probe
+
+    try:
+        await probe(deployment.domain, deployment.port, deployment.domain)
+    except AgentStartError as problem:
+        print(f"spade-memory web: no login can succeed yet: {problem}", file=sys.stderr, flush=True)

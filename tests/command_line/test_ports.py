@@ -111,3 +111,21 @@ def test_a_server_s_ports_chosen_together_are_different(monkeypatch: pytest.Monk
     monkeypatch.setattr(testing.random, "randrange", lambda low, high: next(offered))
     port, s2s = free_ports(2)
     assert port == first and s2s != first
+
+
+def test_the_web_view_says_when_no_xmpp_server_answers() -> None:
+    """``spade-memory web`` for a port where nothing listens serves all the same (the
+    server may start later) and says at once why no login can succeed (issue 79)."""
+    xmpp, http = free_ports(2)
+    web = ChildProcess(
+        [sys.executable, "-m", "spade_memory", "web", "--port", str(xmpp), "--http", str(http)],
+        "no login can succeed yet",
+    )
+    web.start(timeout=60)
+    try:
+        (said,) = [line for line in web.output if "no login can succeed yet" in line]
+        assert f"nothing listens on localhost:{xmpp}" in said and "spade-memory run" in said
+        assert any(f"serving http://127.0.0.1:{http}/" in line for line in web.output)
+    finally:
+        web.stop()
+    assert web.output and "Traceback" not in "".join(web.output)
