@@ -104,6 +104,14 @@ def expiring(item: Item, at: datetime | None) -> Item:
     return item.model_copy(update={"expires_at": at})
 
 
+def _same_finding(a: Finding, b: Finding) -> bool:
+    return (a.type, a.title.strip().casefold(), a.location) == (
+        b.type,
+        b.title.strip().casefold(),
+        b.location,
+    )
+
+
 def _live(item: EntityRef | Finding, now: float) -> bool:
     return item.expires_at is None or item.expires_at.timestamp() > now
 
@@ -153,7 +161,11 @@ class WorkingMemory(_Part):
         self.current_focus = None
 
     def add_entity(self, entity: EntityRef) -> None:
-        """Note something the session referred to."""
+        """Note something the session referred to; the same entity (its type and id)
+        referred to again replaces its earlier note, so it is listed once, as recent as
+        its last mention."""
+        same = (entity.type, entity.id)
+        self.entities = [e for e in self.entities if (e.type, e.id) != same]
         self.entities.append(entity)
 
     def recent_entities(self, count: int) -> list[EntityRef]:
@@ -162,7 +174,13 @@ class WorkingMemory(_Part):
         return sorted(live, key=lambda e: e.timestamp, reverse=True)[:count]
 
     def add_finding(self, finding: Finding) -> None:
-        """Note something the session found out."""
+        """Note something the session found out. A finding with the id of one already
+        noted, or the same finding noted again (its type, title and location), replaces
+        that one where it stands, keeping its id: each finding is listed once."""
+        for at, known in enumerate(self.findings):
+            if known.id == finding.id or _same_finding(known, finding):
+                self.findings[at] = finding.model_copy(update={"id": known.id})
+                return
         self.findings.append(finding)
 
     def pending_clarification(self, now: datetime | None = None) -> Clarification | None:

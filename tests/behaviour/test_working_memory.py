@@ -99,3 +99,22 @@ def test_a_merge_keeps_each_focus_once_and_shares_nothing_with_its_inputs() -> N
     merged.findings[0].evidence.append("added to the merged copy")
     assert memory.entities[0].name == "main"
     assert memory.findings[0].evidence == ["test_x fails"]
+
+
+def test_an_entity_or_a_finding_noted_again_is_listed_once() -> None:
+    """Noted twice, an entity (its type and id) or a finding (its id, or its type, title
+    and location) replaces the earlier note: no duplicates (issue 79)."""
+    memory = scenario()
+    later = T0 + timedelta(minutes=5)
+    memory.add_entity(EntityRef(type="function", id="main", name="main()", timestamp=later))
+    memory.add_entity(EntityRef(type="file", id="main", name="main"))  # another type
+    assert [(e.type, e.id, e.name) for e in memory.entities] == [
+        ("function", "main", "main()"), ("file", "main", "main")]  # fmt: skip
+    memory.add_finding(Finding(type="bug", title="Off by one ", location="src/app.py:10",
+                               severity="warning"))  # fmt: skip
+    memory.add_finding(Finding(id="f1", type="bug", title="off by one", location="src/app.py:10",
+                               evidence=["test_y fails too"]))  # fmt: skip
+    memory.add_finding(Finding(type="bug", title="off by one", location="src/app.py:99"))
+    assert [(f.id, f.location) for f in memory.findings] == [
+        ("f1", "src/app.py:10"), (memory.findings[1].id, "src/app.py:99")]  # fmt: skip
+    assert memory.findings[0].evidence == ["test_y fails too"]
