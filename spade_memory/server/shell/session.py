@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -19,7 +20,7 @@ from rich.console import Console
 from spade_memory.client import stanza_login
 from spade_memory.client.memory_client import MemoryClient, service_jids
 from spade_memory.client.stanza_transport import StanzaTransport
-from spade_memory.protocol.errors import MemoryServiceError, MemoryTimeout
+from spade_memory.protocol.errors import MemoryServiceError, MemoryTimeout, PendingApproval
 from spade_memory.server.shell.errors import ShellError, field_problem
 from spade_memory.xmpp.connect_errors import (
     AgentStartError,
@@ -51,6 +52,9 @@ def run_verb(verb: Verb, args: argparse.Namespace) -> int:
         _say(str(error))
     except ValidationError as error:
         _say(field_problem(error))
+    except PendingApproval as waiting:  # filed as designed: not a failure
+        _waiting(waiting, args)
+        return 0
     except MemoryServiceError as error:
         _say(f"{error.condition.value}: {error.text}")
     except MemoryTimeout:
@@ -65,6 +69,20 @@ def run_verb(verb: Verb, args: argparse.Namespace) -> int:
     except AgentStartError as error:
         _say(f"{error}; is `spade-memory run` running there (see --port)?")
     return 1
+
+
+def _waiting(waiting: PendingApproval, args: argparse.Namespace) -> None:
+    """A write kept as a proposal in a governed space: its id, and who decides it (on
+    stdout, as an answer; JSON with ``--json``)."""
+    if getattr(args, "json", False):
+        print(json.dumps({"proposal": waiting.proposal, "state": "pending", "text": waiting.text}))
+        return
+    space = getattr(args, "space", None) or "SPACE"
+    print(
+        f"proposal {waiting.proposal} waits for an admin of {space!r} ({waiting.text});"
+        f" an admin decides it with `spade-memory spaces approve {space} {waiting.proposal}`"
+        " (or reject)"
+    )
 
 
 def _say(sentence: str) -> None:
