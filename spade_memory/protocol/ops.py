@@ -14,6 +14,8 @@ accepted only so that a body claiming someone else can be refused.
 
 from __future__ import annotations
 
+import difflib
+import re
 import types
 import typing
 from abc import ABC, abstractmethod
@@ -186,15 +188,37 @@ def parse_op(adapter: TypeAdapter[T], body: str) -> T:
 
 
 def describe(exc: ValidationError, most: int = 3) -> str:
-    """A short human text for a validation error, without echoing huge inputs."""
+    """A short human text for a validation error, without echoing huge inputs (an
+    unknown op: its name and the close ones, not every op there is)."""
     parts = []
     for error in exc.errors(include_url=False, include_input=False)[:most]:
         where = ".".join(str(p) for p in error["loc"]) or "body"
+        if error["type"] == "union_tag_invalid":
+            parts.append(_unknown_tag(where, error.get("ctx", {})))
+            continue
         parts.append(f"{where}: {error['msg']}")
     more = exc.error_count() - most
     if more > 0:
         parts.append(f"and {more} more")
     return "; ".join(parts)
+
+
+def _unknown_tag(where: str, context: Mapping[str, object]) -> str:
+    """``unknown op 'forget_everything'; did you mean 'forget_memories'?``: the close
+    names of the ones expected, and where the rest are listed."""
+    given = str(context.get("tag", ""))
+    expected = re.findall(r"'([^']*)'", str(context.get("expected_tags", "")))
+    close = difflib.get_close_matches(given, expected, n=3, cutoff=0.5)
+    hint = f"; did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
+    field = str(context.get("discriminator", "'op'")).strip("'")
+    what = "op" if field == "op" else field
+    listed = (
+        " (`spade-memory schema` lists them)"
+        if what == "op"
+        else f" (one of {', '.join(expected)})"
+    )
+    prefix = "" if where == "body" else f"{where}: "
+    return f"{prefix}unknown {what} {given!r}{hint}{listed}"
 
 
 def in_place(

@@ -388,3 +388,18 @@ async def test_bad_details_are_refused_and_change_nothing(
     with pytest.raises(BadRequest):
         parse_op(base_memory_ops, json.dumps(body))
     assert len((await store.apply(ALICE, RecentMemories())).memories) == 1
+
+
+def test_an_unknown_op_is_named_with_the_close_ones_not_every_op() -> None:
+    """A peer's mistyped op: one sentence with its name and the close ones (it was
+    pydantic's list of all thirty tags; issue 79)."""
+    with pytest.raises(BadRequest) as mistyped:
+        parse_op(base_memory_ops, json.dumps({"op": "serch_memories", "query": "x"}))
+    assert mistyped.value.text.startswith(
+        "unknown op 'serch_memories'; did you mean 'search_memories'"
+    )
+    assert "`spade-memory schema` lists them" in mistyped.value.text
+    assert "store_memory" not in mistyped.value.text and "Input tag" not in mistyped.value.text
+    with pytest.raises(BadRequest) as unlike:
+        parse_op(base_memory_ops, json.dumps({"op": "zzz"}))
+    assert unlike.value.text == "unknown op 'zzz' (`spade-memory schema` lists them)"

@@ -121,7 +121,8 @@ async def test_an_unknown_op_or_a_claimed_owner_is_a_typed_failure(peer: PlainPe
     peer.send(to, json.dumps({"op": "drop_everything"}))
     unknown = json.loads((await peer.next_from(to))["body"])
     assert unknown["condition"] == "bad-request"
-    assert "store_memory" in unknown["text"]
+    assert unknown["text"].startswith("unknown op 'drop_everything'")
+    assert "`spade-memory schema` lists them" in unknown["text"]
 
     spoof = {"op": "memory_stats", "owner": "someone-else@localhost"}
     peer.send(to, json.dumps(spoof))
