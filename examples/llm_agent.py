@@ -81,3 +81,6 @@ if __name__ == "__main__":
         asyncio.run(main())
     except AgentStartError as error:  # nothing listens there, a refused password, ...
         sys.exit(f"llm_agent: {error}")
+    except KeyboardInterrupt:  # Ctrl-C: the agents were stopped on the way out
+        print("llm_agent: interrupted", file=sys.stderr)
+        sys.exit(130)

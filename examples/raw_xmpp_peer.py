@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import ssl
+import sys
 import uuid
 from typing import Any
 
@@ -107,4 +108,8 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:  # Ctrl-C: the connection was closed on the way out
+        print("raw_xmpp_peer: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -74,3 +75,20 @@ def test_an_example_with_no_service_says_so_in_one_line() -> None:
     assert len(result.stderr.splitlines()) == 1, result.stderr
     assert "nothing listens on localhost:" in result.stderr
     assert "spade-memory run" in result.stderr
+
+
+def test_ctrl_c_in_the_llm_example_is_one_line(memory_service: MemoryServiceProcess) -> None:
+    """Ctrl-C while the example talks to its agents, or stops them: one line and status
+    130, not a traceback of the cancelled tasks (issue 79)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SPADE_MEMORY_LLM")}
+    example = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "llm_agent.py")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**environment, "SPADE_MEMORY_PORT": str(memory_service.port)},
+    )  # fmt: skip
+    assert example.stdout is not None
+    assert example.stdout.readline() == "1: Got it.\n"  # its agents are running
+    example.send_signal(signal.SIGINT)
+    _, errors = example.communicate(timeout=60)
+    assert example.returncode == 130, errors
+    assert "Traceback" not in errors and errors.splitlines()[-1] == "llm_agent: interrupted"
