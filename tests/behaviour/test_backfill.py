@@ -274,8 +274,14 @@ def test_the_prepared_model_is_made_once_and_agrees_with_the_shipped_one(
     path, name = model_file.prepared_model()
     assert name == model_file.PREPARED_NAME and path.parent == tmp_path / "cache"
     made = path.stat().st_mtime_ns
+    abandoned, at_work = (path.parent / f"{model_file.SCRATCH}{n}" for n in ("old", "new"))
+    for scratch in (abandoned, at_work):  # a Ctrl-C'd preparation's, and a rival's
+        scratch.mkdir()
+        (scratch / "float32.onnx").write_bytes(b"half made")
+    os.utime(abandoned, (0, 0))
     assert model_file.prepared_model() == (path, name)  # kept, not made again
     assert path.stat().st_mtime_ns == made
+    assert not abandoned.exists() and at_work.exists()  # left over: gone at a later start
     prepared = MiniLMEmbedder(path, name)
     texts = [DOG, QUESTION, "Quarterly taxes are due on the fifteenth", "Carol prefers tea"]
     ours, shipped = prepared.embed(texts), model.embed(texts)

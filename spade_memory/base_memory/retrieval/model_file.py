@@ -58,7 +58,8 @@ def prepared_model() -> tuple[Path, str]:
     """The file to run and the model's name: the prepared model (made now if it is not
     in the cache yet, which takes some seconds), or the shipped one if it cannot be."""
     target = cache_dir() / f"{PREPARED_NAME}.onnx"
-    if target.is_file():
+    if target.is_file():  # what a Ctrl-C'd first preparation left goes at a later start
+        _remove_abandoned_scratch(target.parent)
         return target, PREPARED_NAME
     try:
         _prepare(target)
