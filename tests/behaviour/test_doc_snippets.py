@@ -24,6 +24,11 @@ What runs:
 ``<!-- doc-test: skip -->`` on the line before a fence leaves that block out (for a block
 that cannot run here; keep such blocks rare: a skipped block is reported as skipped).
 
+What a page says a block prints is checked: a ```` ```text ```` block right after a line
+ending in ``prints:`` is the output of the runnable block before it, line for line; ``…``
+stands for any text (a last line of ``…`` alone: any further lines), and ids (UUIDs)
+and times (ISO 8601) match any id and any time.
+
 How: importing SPADE, spade_memory and spade_llm takes a process 3 to 10 s, so one
 helper process imports them once and forks a child per block, before any event loop or
 agent exists: each block starts in a fresh process, as ``python block.py`` would, except
@@ -82,6 +87,8 @@ class Block:
     code: str
     line: int
     skipped: bool
+    shows: str | None = None
+    """What the page says it prints (the ``text`` block after a line ending ``prints:``)."""
 
     @property
     def name(self) -> str:
@@ -155,11 +162,59 @@ def runnable(block: Block) -> bool:
     return block.language in ("sh", "bash", "shell") and shell_commands(block.code) is not None
 
 
+PRINTS = re.compile(r"prints:\s*$")
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+_TIME = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?")
+"""An ISO 8601 time, as a page shows one and a program prints one."""
+
+
+def with_outputs(page: str) -> list[Block]:
+    """The page's blocks, each runnable one with what the page says it prints."""
+    blocks = fenced_blocks(page)
+    lines = (DOCS / page).read_text(encoding="utf-8").splitlines()
+    last: Block | None = None
+    for block in blocks:
+        told = next((line for line in reversed(lines[: block.line - 1]) if line.strip()), "")
+        if block.language == "text" and last is not None and PRINTS.search(told):
+            last.shows = block.code
+        elif runnable(block):
+            last = block
+    return blocks
+
+
+def printed_as_shown(shown: str, printed: str) -> bool:
+    """Whether ``printed`` is what a page ``shown``, line for line (``…``: any text; any
+    id for an id, any time for a time)."""
+    wanted = shown.strip("\n").splitlines()
+    got = [line.rstrip() for line in printed.strip("\n").splitlines()]
+    if wanted and wanted[-1] == "…":  # a last line of "…" alone: and more lines
+        wanted, got = wanted[:-1], got[: len(wanted) - 1]
+    return len(wanted) == len(got) and all(
+        re.fullmatch(_pattern(want.rstrip()), line) for want, line in zip(wanted, got, strict=True)
+    )
+
+
+def _pattern(shown: str) -> str:
+    """A shown line as a regular expression: its text as written, but for ``…``, ids and
+    times."""
+    parts = []
+    for piece in re.split(f"({_UUID.pattern}|{_TIME.pattern}|…)", shown):
+        if piece == "…":
+            parts.append(".*?")
+        elif _UUID.fullmatch(piece):
+            parts.append(_UUID.pattern)
+        elif piece and _TIME.fullmatch(piece):
+            parts.append(_TIME.pattern)
+        else:
+            parts.append(re.escape(piece))
+    return "".join(parts)
+
+
 def _params() -> Iterator[object]:
     for page in PAGES:
         if not (DOCS / page).exists():
             continue
-        for block in fenced_blocks(page):
+        for block in with_outputs(page):
             if not runnable(block):
                 continue
             marks = [pytest.mark.skip(reason=f"{SKIP_MARK} at line {block.line - 1}")]
@@ -359,6 +414,10 @@ def test_block_runs(
         assert "Traceback (most recent call last)" not in printed, f"{where}: {what}:\n{printed}"
         # a reply or notice that reached no behaviour: SPADE's warning, a program's leak
         assert "No behaviour matched" not in printed, f"{where}: {what}:\n{printed}"
+    if block.shows is not None:
+        assert printed_as_shown(block.shows, printed), (
+            f"{where} prints:\n{printed}\nwhere the page shows:\n{block.shows}"
+        )
 
 
 def test_every_page_has_code_that_runs() -> None:

@@ -449,6 +449,12 @@ async def test_a_supersede_by_an_existing_memory_links_the_two(store: LongTermSt
     listed = await in_space(store, ALICE, RecentMemories(), "owner")
     assert isinstance(listed, MemoryList) and [m.id for m in listed.memories] == [newer.id]
     assert listed.memories[0].supersedes == older.id
+    # the newer starts where the older ends: a time before the link finds the older alone
+    # (the facts guide's "then" listed both)
+    assert listed.memories[0].valid_from is not None
+    then = RecentMemories(as_of=listed.memories[0].valid_from - timedelta(microseconds=1))
+    was = await in_space(store, ALICE, then, "owner")
+    assert isinstance(was, MemoryList) and [m.id for m in was.memories] == [older.id]
     with pytest.raises(ItemNotFound, match="no current memory"):
         await in_space(store, ALICE, SupersedeMemory(id=newer.id, by="nope"), "owner")
     with pytest.raises(ValueError, match="give the new content, or by"):

@@ -153,9 +153,10 @@ class Writes:
         start = supersede.starts(old, newer.valid_from, now)
         self.ctx.dated = True
         await supersede.close(db, old, newer.id, start, now)
-        await db.execute(
-            "UPDATE memories SET supersedes = COALESCE(supersedes, ?) WHERE seq = ?",
-            (old.id, newer.seq),
+        await db.execute(  # the newer starts where the older ends, unless it says when
+            "UPDATE memories SET supersedes = COALESCE(supersedes, ?),"
+            " valid_from = COALESCE(valid_from, ?) WHERE seq = ?",
+            (old.id, start, newer.seq),
         )
         await changed(db, request, work, "updated", newer.id, newer.owner, place)
         await changed(db, request, work, "updated", old.id, old.owner, place)
