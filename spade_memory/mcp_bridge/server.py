@@ -170,6 +170,8 @@ class MemoryBridge:
 
 
 RESOURCE_NOT_FOUND = -32002
+"""The JSON-RPC code the MCP specification names for a resource that is not there (the
+SDK defines none)."""
 
 
 def _first_page_only(params: types.PaginatedRequestParams | None) -> None:
@@ -180,10 +182,6 @@ def _first_page_only(params: types.PaginatedRequestParams | None) -> None:
         raise MCPError(
             types.INVALID_PARAMS, f"unknown cursor {params.cursor!r}: lists have one page"
         )
-
-
-"""The JSON-RPC code the MCP specification names for a resource that is not there (the
-SDK defines none)."""
 
 
 def _connection(ctx: Context) -> Any:

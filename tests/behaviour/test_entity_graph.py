@@ -432,7 +432,7 @@ async def test_a_memory_superseded_in_its_own_batch_names_nothing(location: Loca
         await store.close()
 
 
-TEA_THEN_COFFEE = ("Gina prefers tea.", "Gina prefers coffee.")
+TEA_THEN_COFFEE = ("Gina prefers tea.", "Gina now prefers coffee.")
 
 
 async def test_an_update_to_a_superseded_memory_links_nothing(location: Location) -> None:

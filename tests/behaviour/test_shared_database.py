@@ -81,7 +81,7 @@ async def test_one_request_id_through_two_agents_at_once_is_applied_once(
 ) -> None:
     note = AddInformation(conversation_id="c1", information="said once")
     for attempt in range(10):  # ten races of each, on fresh ids
-        bug = Finding(id=f"f{attempt}", type="bug", title="leak")
+        bug = Finding(id=f"f{attempt}", type="bug", title=f"leak {attempt}")
         finding = AddFinding(session_id="s1", finding=bug)
         found = await asyncio.gather(
             *(store.apply(ALICE, finding, f"find-{attempt}") for store in two)

@@ -153,13 +153,14 @@ class StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
     def _available(self, account: RoutedJID) -> list[Any]:
         """The sessions of ``account`` that take messages to its bare JID: its connected,
         available ones of the highest priority, if that is not negative."""
-        ranked: list[tuple[int, Any]] = []
+        ranked: dict[int, tuple[int, Any]] = {}  # each session once, by its identity
         for resource, *_, priority in self._presenceManager.priority_by_jid(account):
             full = RoutedJID(user=account.user, domain=account.domain, resource=resource)
-            online = self._connections.get_transport_online(full)
-            ranked += [(_priority(priority), session) for session in online]
-        best = max((rank for rank, _ in ranked), default=-1)
-        return [session for rank, session in ranked if rank == best] if best >= 0 else []
+            for session in self._connections.get_transport_online(full):
+                ranked[id(session)] = (_priority(priority), session)
+        ranked_sessions = list(ranked.values())
+        best = max((rank for rank, _ in ranked_sessions), default=-1)
+        return [session for rank, session in ranked_sessions if rank == best] if best >= 0 else []
 
     async def _keep(self, element: ET.Element, account: str, stanza: bytes) -> None:
         """Keep a message for an absent account, or tell the sender why not."""
