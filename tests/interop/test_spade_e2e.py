@@ -1,10 +1,12 @@
 """SPADE's own end-to-end tests (``tests/test_e2e.py`` of its sdist, fetched from PyPI for
-the installed version) pass against the memory service's embedded XMPP server and against
-Prosody: agents that SPADE's authors wrote connect, message each other over XMPP (bare
-JIDs included) and subscribe to each other's presence. Their only changes: the port, and
-on Prosody (in-band registration closed, as shipped) each account made first with
-prosodyctl (``support/spade_port.py``). (The embedded server's bare-JID delivery after an
-ended session, which once failed SPADE's ``test_msg_via_xmpp`` elsewhere, is
+the installed version) pass against the memory service's embedded XMPP server: agents
+that SPADE's authors wrote connect, message each other over XMPP (bare JIDs included)
+and subscribe to each other's presence. Their only change: the port
+(``support/spade_port.py``).
+
+On Prosody, as shipped here, in-band registration is closed, and SPADE's agents register
+themselves: that server is not run here. (The embedded server's bare-JID delivery after
+an ended session, which once failed SPADE's ``test_msg_via_xmpp`` elsewhere, is
 ``wire/test_embedded_interop.py``'s.)"""
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import pytest
 
 from spade_memory.testing import MemoryServiceProcess
 from tests.support.paths import ROOT
-from tests.support.prosody import ACCOUNTS
 
 SETTINGS = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
 
@@ -41,17 +42,13 @@ def spade_tests(folder: Path) -> Path:
     return next(folder.glob("spade-*/tests"))
 
 
-def test_spades_own_end_to_end_tests_pass_on_both_servers(
-    any_memory_service: MemoryServiceProcess, tmp_path: Path
+def test_spades_own_end_to_end_tests_pass_on_the_embedded_server(
+    memory_service: MemoryServiceProcess, tmp_path: Path
 ) -> None:
     tests = spade_tests(tmp_path)
     (tmp_path / "pytest.ini").write_text(SETTINGS)
     plugin = ROOT / "tests" / "support"  # by its own name: the sdist has a ``tests`` too
-    env = dict(os.environ)
-    server = ACCOUNTS.get(any_memory_service.port)
-    if server is not None:  # Prosody: accounts made with prosodyctl, registration closed
-        env.update(server.env, SPADE_E2E_PROSODYCTL=str(server.prosody_dir / "prosodyctl.sh"))
-    env.update(SPADE_E2E_PORT=str(any_memory_service.port), PYTHONPATH=str(plugin))
+    env = {**os.environ, "SPADE_E2E_PORT": str(memory_service.port), "PYTHONPATH": str(plugin)}
     ran = subprocess.run(
         [sys.executable, "-m", "pytest", "-c", str(tmp_path / "pytest.ini"), "-q",
          "-p", "spade_port", "-p", "no:cacheprovider", "-p", "no:xdist",
