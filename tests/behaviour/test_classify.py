@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +19,7 @@ from spade_memory.base_memory.classify.classifier import (
     Classifier,
     Example,
     classify,
+    default_classifier,
     load_examples,
 )
 from spade_memory.protocol.memories import CATEGORIES, Category
@@ -116,8 +121,9 @@ def test_results_are_deterministic(tuned: Classifier) -> None:
         assert classify(e.text) == classify(e.text)
 
 
-def test_results_do_not_depend_on_the_hash_seed() -> None:
-    """Sets of features iterate in a per-process order: the figures must not follow it."""
+def test_results_do_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
+    """Sets of features iterate in a per-process order: the figures must not follow it
+    (each process trains: its own empty cache)."""
     script = (
         "from spade_memory.base_memory.classify.classifier import classify, load_examples\n"
         "for e in load_examples(): print(classify(e.text))\n"
@@ -125,11 +131,57 @@ def test_results_do_not_depend_on_the_hash_seed() -> None:
     outputs = {
         subprocess.run(
             [sys.executable, "-c", script], capture_output=True, text=True, check=True,
-            timeout=120, env={**os.environ, "PYTHONHASHSEED": seed},
+            timeout=120,
+            env={**os.environ, "PYTHONHASHSEED": seed, "SPADE_MEMORY_CACHE": str(tmp_path / seed)},
         ).stdout
         for seed in ("1", "2")
     }  # fmt: skip
     assert len(outputs) == 1
+    assert all(len(list((tmp_path / seed).glob("classifier-*.json"))) == 1 for seed in "12")
+
+
+@pytest.fixture
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An empty machine cache, and no classifier built in this process yet."""
+    monkeypatch.setenv("SPADE_MEMORY_CACHE", str(tmp_path / "cache"))
+    default_classifier.cache_clear()
+    yield tmp_path / "cache"
+    default_classifier.cache_clear()
+
+
+def test_the_weights_are_trained_once_per_machine_and_read_back_alike(
+    own_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trained = default_classifier()
+    (kept,) = own_cache.glob("classifier-*.json")
+    default_classifier.cache_clear()  # a new process
+
+    def no_training(*_: object) -> Classifier:
+        raise AssertionError("trained again")
+
+    monkeypatch.setattr(Classifier, "train", no_training)
+    read = default_classifier()
+    assert read is not trained
+    for e in EXAMPLES:
+        assert read.classify(e.text, "a context") == trained.classify(e.text, "a context")
+    assert kept.stat().st_size > 10_000
+
+
+def test_a_damaged_or_unwritable_cache_costs_a_training_only(own_cache: Path) -> None:
+    expected = [classify(e.text) for e in EXAMPLES]
+    (kept,) = own_cache.glob("classifier-*.json")
+    kept.write_text('{"weights": [1, 2')  # cut short
+    default_classifier.cache_clear()
+    assert [classify(e.text) for e in EXAMPLES] == expected
+    assert json.loads(kept.read_text())["bias"]  # trained again and written whole
+    for damaged in ('{"weights": 3, "bias": 1}', '{"weights": {}, "bias": []}', "[]", "\x00"):
+        kept.write_text(damaged)
+        default_classifier.cache_clear()
+        assert [classify(e.text) for e in EXAMPLES] == expected
+    shutil.rmtree(own_cache)
+    own_cache.write_text("a file where the cache folder should be")
+    default_classifier.cache_clear()
+    assert [classify(e.text) for e in EXAMPLES] == expected
 
 
 def test_context_is_optional_and_only_a_hint() -> None:

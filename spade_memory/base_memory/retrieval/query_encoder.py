@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spade_memory.base_memory.classify.classifier import load_examples
-from spade_memory.base_memory.retrieval.model_file import cache_dir
+from spade_memory.base_memory.machine_cache import cache_dir
 from spade_memory.storage.fts import STOP_WORDS
 
 if TYPE_CHECKING:
