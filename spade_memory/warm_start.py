@@ -44,28 +44,37 @@ def _forkserver() -> Any:
 class WarmProcess:
     """A forked ``spade-memory`` child, with the part of ``subprocess.Popen`` that
     ``ChildProcess`` and the tests use: ``pid``, ``stdout`` (output and errors, as
-    text), ``poll``, ``wait``, ``send_signal``, ``kill`` and ``returncode`` (negative:
-    the signal that ended it, as ``Popen`` says)."""
+    text), ``stderr`` (errors apart, if asked), ``poll``, ``wait``, ``send_signal``,
+    ``kill`` and ``returncode`` (negative: the signal that ended it, as ``Popen``
+    says)."""
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str]) -> None:
+    def __init__(
+        self, argv: Sequence[str], env: Mapping[str, str], *, errors_apart: bool = False
+    ) -> None:
         """Fork the child running ``spade-memory`` with ``argv`` in ``env`` and this
-        process's working directory. Raises ``OSError`` when the forkserver cannot
-        start or fork."""
+        process's working directory; its errors in ``stdout`` with its output, or in
+        ``stderr`` of their own with ``errors_apart``. Raises ``OSError`` when the
+        forkserver cannot start or fork."""
         self.args = ["spade-memory", *argv]
-        ours, theirs = socket.socketpair()
+        pairs = [socket.socketpair() for _ in range(2 if errors_apart else 1)]
+        theirs = [pair[1] for pair in pairs]
         self._process = _forkserver().Process(
-            target=_child, args=(list(argv), dict(env), os.getcwd(), theirs), daemon=True,
+            target=_child, args=(list(argv), dict(env), os.getcwd(), *theirs), daemon=True,
             name="spade-memory",
         )  # fmt: skip
         try:
             self._process.start()
         except BaseException:
-            ours.close()
+            for ours, _ in pairs:
+                ours.close()
             raise
         finally:
-            theirs.close()
-        self._socket = ours
-        self.stdout: IO[str] | None = ours.makefile("r", encoding="utf-8", errors="replace")
+            for end in theirs:
+                end.close()
+        self._sockets = [ours for ours, _ in pairs]
+        streams = [end.makefile("r", encoding="utf-8", errors="replace") for end in self._sockets]
+        self.stdout: IO[str] | None = streams[0]
+        self.stderr: IO[str] | None = streams[1] if errors_apart else None
         self.pid: int = self._process.pid
 
     @property
@@ -99,20 +108,28 @@ class WarmProcess:
 
     def close(self) -> None:
         """Close the output (once the child is reaped)."""
-        if self.stdout is not None:
-            self.stdout.close()
-        self._socket.close()
+        for stream in (self.stdout, self.stderr):
+            if stream is not None:
+                stream.close()
+        for end in self._sockets:
+            end.close()
         self._process.close()
 
 
-def _child(argv: list[str], env: dict[str, str], cwd: str, output: socket.socket) -> NoReturn:
-    """The forked child: output and errors to ``output``, unbuffered (the
-    ``PYTHONUNBUFFERED`` of a started one), ``env`` and ``cwd`` as its own, then the
-    command. Exits with its status (``SystemExit``, as the command's entry raises)."""
+def _child(
+    argv: list[str], env: dict[str, str], cwd: str, output: socket.socket,
+    errors: socket.socket | None = None,
+) -> NoReturn:  # fmt: skip
+    """The forked child: output to ``output`` and errors to ``errors`` (else to
+    ``output`` too), unbuffered (the ``PYTHONUNBUFFERED`` of a started one), ``env`` and
+    ``cwd`` as its own, then the command. Exits with its status (``SystemExit``, as the
+    command's entry raises)."""
     gc.freeze()  # the preloaded modules' objects: no collection walks them again
     os.dup2(output.fileno(), 1)
-    os.dup2(output.fileno(), 2)
-    output.close()
+    os.dup2((errors or output).fileno(), 2)
+    for end in (output, errors):
+        if end is not None:
+            end.close()
     for stream in (sys.stdout, sys.stderr):
         stream.reconfigure(write_through=True)  # type: ignore[union-attr]
     os.environ.clear()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from spade_memory.interaction.store import InteractionStore
 from spade_memory.protocol.notes import ExportConversation
-from spade_memory.testing import MemoryServiceProcess, free_port, free_ports
-from tests.support.command_line import in_process
+from spade_memory.testing import MemoryServiceProcess, free_port
+from tests.support.command_line import in_process, run_once
 from tests.support.prosody import ProsodyProcess
 
 
@@ -240,16 +240,14 @@ def test_demo_recalls_after_the_llm_agent_restarts(tmp_path: Path) -> None:
 
 
 def test_run_refuses_what_it_cannot_start_in_a_sentence(tmp_path: Path) -> None:
-    port, s2s = free_ports(2)
-    common = ["run", "--data-dir", str(tmp_path), "--port", str(port), "--s2s-port", str(s2s)]
-    result = spade_memory(
-        *common, "--services", "beads-sync", "--beads-engine", "bd",
+    result = run_once(
+        tmp_path, "--services", "beads-sync", "--beads-engine", "bd",
         env={"PATH": str(tmp_path)},
     )  # fmt: skip
     assert result.returncode == 1
     assert "cannot start the beads sync agent: the bd command is not on PATH" in result.stderr
     assert "Traceback" not in result.stderr
-    result = spade_memory(*common, "--services", "nonsense")
+    result = run_once(tmp_path, "--services", "nonsense")
     assert result.returncode == 1 and "unknown memory service 'nonsense'" in result.stderr
 
 
@@ -265,14 +263,12 @@ def test_every_address_needs_the_names_people_use() -> None:
 def test_a_data_directory_it_cannot_use_is_one_sentence(tmp_path: Path) -> None:
     a_file = tmp_path / "memories.db"
     a_file.write_text("")
-    port, s2s = free_ports(2)
-    common = ["--port", str(port), "--s2s-port", str(s2s)]
     for data_dir, sentence in [
         (a_file, f"the data directory {a_file} is a file; give --data-dir a directory"),
         (a_file / "sub", f"cannot make the data directory {a_file / 'sub'}: {a_file} is a file"),
         (Path("/proc/spade-memory"), "cannot make the data directory /proc/spade-memory:"),
     ]:
-        result = spade_memory("run", "--data-dir", str(data_dir), *common)
+        result = run_once(data_dir)
         assert result.returncode == 1
         assert result.stderr.startswith(f"spade-memory: {sentence}"), result.stderr
         assert len(result.stderr.splitlines()) == 1
@@ -283,10 +279,7 @@ def test_a_second_service_on_one_data_directory_stops_at_once(tmp_path: Path) ->
     first.start()
     try:
         assert first.process is not None
-        port, s2s = free_ports(2)
-        result = spade_memory(
-            "run", "--data-dir", str(tmp_path), "--port", str(port), "--s2s-port", str(s2s),
-        )  # fmt: skip
+        result = run_once(tmp_path)
         assert result.returncode == 1
         assert result.stderr == (
             f"spade-memory: {tmp_path} is in use by a running spade-memory"

@@ -33,6 +33,13 @@ def test_a_warm_child_has_the_environment_and_exit_status_of_its_command(
     assert "spade-memory: unknown 'chekc'" in mistyped.stdout.read()  # errors come too
     mistyped.close()
 
+    apart = WarmProcess(["chekc"], dict(os.environ), errors_apart=True)
+    assert apart.wait(timeout=60) == 2
+    assert apart.stdout is not None and apart.stderr is not None
+    assert apart.stdout.read() == ""
+    assert "spade-memory: unknown 'chekc'" in apart.stderr.read()
+    apart.close()
+
 
 def test_a_warm_service_runs_in_its_own_process_and_stops_as_a_started_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -6,8 +6,9 @@ one of its own.
 with its standard streams, environment, umask and loggers given back afterwards. It
 spends none of the second a new interpreter spends importing the package.
 ``in_a_process`` runs a real ``python -m spade_memory``, and ``run_once`` a ``run``
-expected to stop at once: for the tests that need a process (exit status on a signal,
-a terminal, what a fresh interpreter loads, ``run`` itself)."""
+expected to stop at once (forked from a process with its modules loaded): for the
+tests that need a process (exit status on a signal, a terminal, what a fresh
+interpreter loads, ``run`` itself)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from spade_memory.server.entry import main
 from spade_memory.testing import free_ports
+from spade_memory.warm_start import WarmProcess
 
 RAN_WITHIN = 120.0
 """Seconds a command may take on a loaded machine before the test gives up on it."""
@@ -191,15 +193,38 @@ def loaded_by(statement: str) -> list[str]:
     return list(json.loads(out.splitlines()[-1]))
 
 
-def run_once(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``spade-memory run`` on ``data_dir`` and free ports, in a process of its own, for
-    a test that expects it to stop at once (it waits for the process to end)."""
+def run_once(data_dir: Path, *args: str, env: Mapping[str, str] | None = None) -> Ran:
+    """``spade-memory run`` on ``data_dir`` and free ports, ``env`` added to the
+    environment, in a process of its own (forked warm: ``warm_start``), for a test that
+    expects it to stop at once; waits for it to end. Raises ``TimeoutError`` past
+    ``RAN_WITHIN``."""
     port, s2s = free_ports(2)
-    command = [
-        sys.executable, "-m", "spade_memory", "run", "--data-dir", str(data_dir),
-        "--port", str(port), "--s2s-port", str(s2s), *args,
-    ]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+    argv = ["run", "--data-dir", str(data_dir), "--port", str(port), "--s2s-port", str(s2s)]
+    child = WarmProcess([*argv, *args], {**os.environ, **(env or {})}, errors_apart=True)
+    streams: dict[str, str] = {}
+
+    def read(name: str, stream: IO[str] | None) -> None:
+        streams[name] = stream.read() if stream is not None else ""
+
+    readers = [
+        threading.Thread(target=read, args=(name, getattr(child, name)), daemon=True)
+        for name in ("stdout", "stderr")
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        status = child.wait(RAN_WITHIN)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+        raise TimeoutError(
+            f"spade-memory {' '.join(argv)} still running after {RAN_WITHIN:.0f}s"
+        ) from None
+    finally:
+        for reader in readers:
+            reader.join(RAN_WITHIN)
+        child.close()
+    return Ran(status, streams.get("stdout", ""), streams.get("stderr", ""))
 
 
 EXTRAS = ("numpy", "onnxruntime", "faiss")

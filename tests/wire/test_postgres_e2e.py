@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -40,12 +38,12 @@ from spade_memory.server.runtime import PASSWORD_ENV, MemoryRuntime, RunConfig
 from spade_memory.testing import (
     MemoryServiceProcess,
     PostgresServer,
-    free_port,
     running_postgres,
 )
 from spade_memory.xmpp import wire
 from spade_memory.xmpp.lifecycle import stop_agent
 from spade_memory.xmpp.notices import EVENTS_ONTOLOGY
+from tests.support.command_line import run_once
 from tests.support.harness import start_client, unique_jid
 from tests.support.stores import query
 
@@ -271,11 +269,7 @@ def test_a_database_that_is_not_a_url_or_cannot_be_reached_stops_run_with_one_li
         ("memories.db", "takes a postgresql:// URL"),
         ("postgresql://nobody@127.0.0.1:1/none", "cannot be reached"),
     ]:
-        done = subprocess.run(
-            [sys.executable, "-m", "spade_memory", "run", "--data-dir", str(tmp_path / "d"),
-             "--port", str(free_port()), "--services", "base-memory", "--database", database],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
+        done = run_once(tmp_path / "d", "--services", "base-memory", "--database", database)
         assert done.returncode != 0
         assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-import subprocess
 import sys
 import time
 import uuid
@@ -19,8 +18,9 @@ from pydantic import ValidationError
 
 from spade_memory import BadRequest, Finding, Focus, ItemNotFound, MemoryServiceError, NotAuthorized
 from spade_memory.protocol.errors import Conflict
-from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_ports
+from spade_memory.testing import ChildProcess, MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
+from tests.support.command_line import run_once
 from tests.support.harness import ClientAgent, condition_of, start_client, unique_jid
 from tests.support.space_listener import READY
 from tests.support.spaces import space_name
@@ -504,12 +504,7 @@ def test_a_bad_spaces_file_stops_run_with_one_line(
 ) -> None:
     path = tmp_path / name
     path.write_text(text)
-    port, s2s = free_ports(2)
-    result = subprocess.run(
-        [sys.executable, "-m", "spade_memory", "run", "--data-dir", str(tmp_path / "data"),
-         "--spaces", str(path), "--port", str(port), "--s2s-port", str(s2s)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    result = run_once(tmp_path / "data", "--spaces", str(path))
     assert result.returncode == 1
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"spade-memory: {path}") and problem in line, line
