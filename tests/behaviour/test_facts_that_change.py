@@ -461,6 +461,35 @@ async def test_a_supersede_by_an_existing_memory_links_the_two(store: LongTermSt
         SupersedeMemory(id=older.id)
 
 
+async def test_a_writer_supersedes_only_with_a_memory_it_may_change(
+    store: LongTermStore,
+) -> None:
+    """The link changes the newer memory too (it names the older, and starts where the
+    older ends): a writer may not make it with another member's memory."""
+    bobs = await in_space(store, BOB, StoreMemory(content="Deploys go out on Tuesdays.",
+                                                  category="fact"), "writer")  # fmt: skip
+    alices = await in_space(store, ALICE, StoreMemory(content="The office plant is a fern.",
+                                                      category="fact"), "owner")  # fmt: skip
+    assert isinstance(bobs, Stored) and isinstance(alices, Stored)
+    with pytest.raises(NotAuthorized, match=f"stored by {ALICE}"):
+        await in_space(store, BOB, SupersedeMemory(id=bobs.id, by=alices.id), "writer")
+    for memory_id in (bobs.id, alices.id):  # both as they were
+        memory = await in_space(store, ALICE, GetMemory(id=memory_id), "owner")
+        assert isinstance(memory, Memory)
+        assert (memory.supersedes, memory.superseded_by, memory.valid_from) == (None, None, None)
+    # its own newer memory it may link, and an admin any member's
+    own = await in_space(store, BOB, StoreMemory(content="The release train leaves Thursdays.",
+                                                 category="fact"), "writer")  # fmt: skip
+    assert isinstance(own, Stored)
+    linked = await in_space(store, BOB, SupersedeMemory(id=bobs.id, by=own.id), "writer")
+    assert isinstance(linked, Stored) and linked.supersedes == bobs.id
+    other = await in_space(store, BOB, StoreMemory(content="The office plant is a cactus.",
+                                                   category="fact"), "writer")  # fmt: skip
+    assert isinstance(other, Stored)
+    by_admin = await in_space(store, ALICE, SupersedeMemory(id=alices.id, by=other.id), "owner")
+    assert isinstance(by_admin, Stored) and by_admin.supersedes == alices.id
+
+
 async def test_memories_stored_before_this_version_are_keyed_by_subject_at_open(
     location: Location,
 ) -> None:

@@ -13,7 +13,7 @@ from spade_memory.base_memory.facts.conflicts import replacement
 from spade_memory.base_memory.facts.frames import frame_of
 from spade_memory.base_memory.graph import links as graph_links
 from spade_memory.base_memory.store.rows import Row, select
-from spade_memory.protocol.errors import BadRequest, Conflict, ItemNotFound
+from spade_memory.protocol.errors import BadRequest, Conflict, ItemNotFound, NotAuthorized
 from spade_memory.protocol.memories import StoreMemory
 from spade_memory.protocol.ops import Place
 from spade_memory.protocol.validity import PossibleConflict
@@ -77,15 +77,21 @@ def named(row: Row) -> Row:
     return row
 
 
-async def successor(db: Database, memory_id: str, place: Place, now: float) -> Row:
+async def successor(db: Database, memory_id: str, place: Place, sender: str, now: float) -> Row:
     """Returns the current memory ``memory_id`` of ``place`` that a supersede names
-    ``by``; raises ``ItemNotFound`` when the place has none (any member's memory may
-    replace another: the old one's author or an admin decides)."""
+    ``by``, which the link changes too (it names the older one, and starts where the
+    older ends). Raises ``ItemNotFound`` when the place has none, ``NotAuthorized`` when
+    ``sender`` may not change it (another member's, and ``sender`` no admin)."""
     rows = await select(
         db, f"WHERE m.id = ? AND m.space = ? AND {CURRENT}", (memory_id, place.key, now, now)
     )
     if not rows:
         raise ItemNotFound(f"no current memory {memory_id!r} to supersede with")
+    if rows[0].owner != sender and not place.may_change_any:
+        raise NotAuthorized(
+            f"memory {memory_id!r} was stored by {rows[0].owner}; supersede with it only"
+            f" as its author or an admin of {place.name!r} (or give the new content)"
+        )
     return rows[0]
 
 

@@ -136,7 +136,8 @@ class Writes:
         """A new memory replacing the one ``SupersedeMemory`` names (in its category
         unless it names one), or the current memory it names ``by``. Returns ``Stored``
         (the successor's id); raises as ``changeable``, ``ItemNotFound`` for a ``by`` that
-        is no current memory of the space, ``Conflict`` when the old memory was
+        is no current memory of the space, ``NotAuthorized`` for one the sender may not
+        change, ``Conflict`` when the old memory was
         superseded already, and ``ResourceConstraint`` over a quota."""
         op, owner = request.op, work.owner
         assert isinstance(op, SupersedeMemory)
@@ -149,7 +150,7 @@ class Writes:
             return await self.store(db, request, work, op.as_store(old.category))
         supersede.named(old)
         now = time.time()
-        newer = await supersede.successor(db, op.by, place, now)
+        newer = await supersede.successor(db, op.by, place, owner, now)
         start = supersede.starts(old, newer.valid_from, now)
         self.ctx.dated = True
         await supersede.close(db, old, newer.id, start, now)
