@@ -46,6 +46,9 @@ class BeadsSyncConfig(ServiceConfig):
     git_commit: bool = False
     session: str | None = None
     """The current session (default: one new id per run)."""
+    project_space: str | None = None
+    """The space whose members see the project's own open issues in a session's ready
+    work (default: no one; the memory service gives memories)."""
 
     def project_dir(self, data_dir: Path) -> Path:
         return self.project or data_dir / "beads"
@@ -77,7 +80,9 @@ class BeadsSyncPlugin(ServicePlugin):
             git=GitCommitter(project, [issues]) if config.git_commit else None,
         )
         session = config.session or new_session_id()
-        store = BeadsMemoryStore(engine, session, context.spaces, context.limits)
+        store = BeadsMemoryStore(
+            engine, session, context.spaces, context.limits, config.project_space
+        )
         return BeadsSyncService(store, context.limits, mirror=mirror)
 
     def add_arguments(self, parser: argparse._ActionsContainer) -> None:
@@ -101,6 +106,11 @@ class BeadsSyncPlugin(ServicePlugin):
         parser.add_argument(
             "--session", default=None, help="the beads sync agent's current session id"
         )
+        parser.add_argument(
+            "--beads-project-space", default=None, metavar="SPACE",
+            help="the space whose members see the project's own open issues in a session's"
+            " ready work (default: no one)",
+        )  # fmt: skip
 
     def configure(self, args: argparse.Namespace) -> BeadsSyncConfig:
         return BeadsSyncConfig(
@@ -109,12 +119,14 @@ class BeadsSyncPlugin(ServicePlugin):
             debounce=args.beads_debounce,
             git_commit=args.beads_git_commit,
             session=args.session,
+            project_space=args.beads_project_space,
         )
 
     def from_environment(self, environ: Mapping[str, str]) -> BeadsSyncConfig:
         project = environ.get("SPADE_MEMORY_BEADS_PROJECT")
         return BeadsSyncConfig(
             project=Path(project) if project else None,
+            project_space=environ.get("SPADE_MEMORY_BEADS_PROJECT_SPACE") or None,
             git_commit=environ.get("SPADE_MEMORY_BEADS_GIT_COMMIT", "").lower() == "true",
         )
 

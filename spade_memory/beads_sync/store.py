@@ -7,7 +7,8 @@ Naming a session, or another agent, the sender may not read answers
 means "nothing there". Marking and linking another's memory takes a shared
 ``writer`` role, closing it ``admin``; a memory the sender may not read at all
 answers ``item-not-found``. Issues that are not memories (the project's own
-work) are only shown as ``ready_work``.
+work) are only shown as ``ready_work``, and only to the members of the space the
+deployment names for them (``project_space``; none by default).
 
 What an agent stores here counts against its byte budget (``footprint``): a store
 that would cross it is refused with the figures, and nothing is written.
@@ -92,8 +93,11 @@ class BeadsMemoryStore(AppliesOps):
         session: str,
         directory: SpaceDirectory | None = None,
         limits: Limits | None = None,
+        project_space: str | None = None,
     ) -> None:
         self.engine = engine
+        self.project_space = project_space
+        """The space whose members see the project's own issues (None: no one)."""
         self.limits = limits or Limits()
         """Its byte budget per owner."""
         self._storing = asyncio.Lock()
@@ -261,10 +265,11 @@ class BeadsMemoryStore(AppliesOps):
         session = session or self.session
         reader = await self._reader(owner)
         issues, everyone = await self._session_issues_and_agents(reader, session)
+        project = self.project_space is not None and self.project_space in reader.spaces
         ready = [
             issue
             for issue in await self.engine.ready(limit=200)
-            if not m.is_memory(issue) or reader.may(issue)
+            if (reader.may(issue) if m.is_memory(issue) else project)
         ]
         return SessionContext(
             session_id=session,

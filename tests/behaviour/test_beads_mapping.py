@@ -7,11 +7,13 @@ from pathlib import Path
 import pytest
 
 from spade_memory.beads import mapping as m
-from spade_memory.beads.issue import Issue
+from spade_memory.beads.issue import Issue, NewIssue
 from spade_memory.beads.native import NativeEngine
 from spade_memory.beads_sync.store import BeadsMemoryStore
 from spade_memory.protocol.beads import BeadsStoreMemory, RetrieveMemories
 from spade_memory.protocol.memories import CATEGORIES
+from spade_memory.spaces.directory import SpaceDirectory
+from tests.support.stores import Location
 
 IMPORTANCE_TO_PRIORITY = {10: 0, 9: 0, 8: 1, 7: 1, 6: 2, 5: 2, 4: 2, 3: 3, 2: 3, 1: 4}
 PRIORITY_TO_IMPORTANCE = {0: 9, 1: 7, 2: 5, 3: 3, 4: 1}
@@ -71,3 +73,27 @@ async def test_a_memory_comes_back_as_it_was_stored(tmp_path: Path) -> None:
     assert issue is not None and issue.priority == 0 and issue.issue_type == "chore"
     assert issue.assignee == "alice@x"
     assert (await store.retrieve("bob@x", RetrieveMemories())).memories == []
+
+
+async def test_the_projects_own_issues_are_ready_work_for_its_space_alone(
+    tmp_path: Path, location: Location
+) -> None:
+    """Issues that are not memories (the project's own work, titles included) reach only
+    the members of the space the deployment names for them; by default, no one."""
+    engine = NativeEngine(tmp_path / ".beads")
+    own_work = await engine.create(NewIssue(title="Rotate the signing key", issue_type="task"))
+    directory = await SpaceDirectory.open(location("spaces.db"))
+    try:
+        space = await directory.create("maintainers", "ana@d", None)
+        await directory.grant(space, "bob@d", "reader", "ana@d")
+        for project_space, seeing in [
+            (None, set()), ("maintainers", {"ana@d", "bob@d"}), ("nobody-has-it", set())
+        ]:  # fmt: skip
+            store = BeadsMemoryStore(engine, "s-1", directory, project_space=project_space)
+            mine = await store.store("eve@d", BeadsStoreMemory(content="Eve's note"))
+            for account in ("ana@d", "bob@d", "eve@d"):
+                ready = {i.id for i in (await store.session_context(account, None)).ready_work}
+                assert (own_work.id in ready) == (account in seeing), (project_space, account)
+                assert (mine.id in ready) == (account == "eve@d")  # memories: as ever
+    finally:
+        await directory.close()
