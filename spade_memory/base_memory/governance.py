@@ -28,7 +28,9 @@ from spade_memory.protocol.errors import (
     MemoryServiceError,
     NotAuthorized,
     PendingApproval,
+    ResourceConstraint,
 )
+from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.memories import (
     WRITE_OPS,
     DeleteMemory,
@@ -62,11 +64,15 @@ PROPOSED = (StoreMemory, UpdateMemory, DeleteMemory)
 
 @dataclass(frozen=True)
 class Told:
-    """A chat message for a person or an agent: an admin asked to decide, or a proposer
-    told the outcome."""
+    """A message for a person or an agent: an admin asked to decide, or a proposer told
+    the outcome."""
 
     to: str
     body: str
+    stanza_type: str = "chat"
+    """``headline`` for a question to an admin: shown to its sessions that are online and
+    never kept for an offline one (whose server's store it would fill, pushing out
+    others' messages); ``list_proposals`` finds what it missed."""
 
 
 class Governance:
@@ -78,9 +84,12 @@ class Governance:
         store: LongTermStore,
         hours: float = PROPOSAL_HOURS,
         changed: asyncio.Event | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.directory = directory
         self.store = store
+        self.limits = limits or Limits()
+        """Its bounds on pending proposals (``max_pending_proposals``, ...)."""
         self.lifetime = hours * 3600
         self.changed = changed
         """Set after an approved write is applied (the mirror's wake-up)."""
@@ -114,13 +123,17 @@ class Governance:
             if refused is not None:
                 return refused
         body = op.model_dump_json(exclude_none=True, by_alias=True)
-        proposal, new = await self.directory.proposals.propose(
-            place.key, owner, address, body, self.lifetime, request.id
-        )
+        bounds = (self.limits.max_pending_proposals, self.limits.max_space_proposals)
+        try:
+            proposal, new = await self.directory.proposals.propose(
+                place.key, owner, address, body, self.lifetime, request.id, bounds
+            )
+        except ResourceConstraint as full:
+            return full
         space = await self.directory.by_id(place.key)
         if new and space is not None:  # (None: deleted this instant)
             for admin in await self.admins(space):
-                self.told.put_nowait(Told(admin, asking(space, proposal, op)))
+                self.told.put_nowait(Told(admin, asking(space, proposal, op), "headline"))
         return PendingApproval(
             f"{place.name!r} is governed: the {op.tag()} waits for an admin as proposal"
             f" {proposal.id}; you will be told the outcome",

@@ -24,8 +24,9 @@ SWEEP_EVERY_SECONDS = 60.0
 
 
 class TellOfProposals(Drains[Told]):
-    """Sends each message of ``Governance.told`` as a plain chat message: any XMPP
-    client shows it, and its requests can be sent back as they are."""
+    """Sends each message of ``Governance.told`` as a plain message (a chat message, or
+    a headline for an admin): any XMPP client shows it, and its requests can be sent
+    back as they are."""
 
     work = "proposal_messages"
 
@@ -38,6 +39,7 @@ class TellOfProposals(Drains[Told]):
                 to=told.to,
                 body=told.body,
                 metadata={"performative": "inform", "ontology": PROPOSALS_ONTOLOGY},
+                stanza_type=told.stanza_type,
             )
         except InvalidJID as error:
             logger.warning("a proposal's message to %s is dropped: %s", ascii(told.to), error)

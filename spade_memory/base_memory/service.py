@@ -89,7 +89,9 @@ class BaseMemoryService(AppliesOps):
         """Governed spaces' proposals (None: spaces are off)."""
         self.spaces: SpaceOps | None = None
         if directory is not None:
-            self.governance = Governance(directory, store, proposal_hours, self.changed)
+            self.governance = Governance(
+                directory, store, proposal_hours, self.changed, self.limits
+            )
             self.spaces = SpaceOps(directory, store, self.governance)
         self.events = committed.events
         """Committed writes in shared spaces, for ``NotifySubscribers``."""

@@ -40,3 +40,8 @@ class Limits:
     max_versions: int = 20
     """Most versions of one long-term memory kept for ``memory_history`` (the current one
     counted; older ones are dropped first)."""
+    max_pending_proposals: int = 20
+    """Most proposals one writer may have waiting in one governed space (each asks every
+    admin in a message)."""
+    max_space_proposals: int = 200
+    """Most proposals waiting in one governed space, all writers together."""

@@ -129,6 +129,14 @@ def add_arguments(run: argparse.ArgumentParser, name: str = "run") -> None:
         " (default: %(default)s)",
     )  # fmt: skip
     limits.add_argument(
+        "--max-pending-proposals", type=int, default=Limits.max_pending_proposals,
+        help="proposals one writer may have waiting in a governed space (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
+        "--max-space-proposals", type=int, default=Limits.max_space_proposals,
+        help="proposals waiting in one governed space, all writers (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
         "--max-versions", type=int, default=Limits.max_versions,
         help="versions of a long-term memory kept for memory_history, the current one"
         " counted (default: %(default)s)",
@@ -211,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
             max_bytes_per_space=args.max_bytes_per_space,
             max_body_bytes=args.max_body_bytes,
             max_versions=max(1, args.max_versions),
+            max_pending_proposals=args.max_pending_proposals,
+            max_space_proposals=args.max_space_proposals,
             retry_answers_bytes=args.retry_answers_bytes,
         ),
         synchronous="FULL" if args.durable else "NORMAL",

@@ -18,6 +18,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Literal
 
+from spade_memory.protocol.errors import ResourceConstraint
 from spade_memory.storage.connection import Database, Transacting
 
 State = Literal["pending", "approved", "rejected", "expired", "failed"]
@@ -54,6 +55,28 @@ class Proposal:
     """The applied write's result, as JSON (None until it is applied)."""
 
 
+async def _within(db: Database, space_id: str, proposer: str, bounds: tuple[int, int]) -> None:
+    """Raises ``ResourceConstraint`` when ``proposer`` or the space has as many pending
+    proposals as ``bounds`` allow."""
+    mine, everyone = bounds
+    rows = await db.execute_fetchall(
+        "SELECT COUNT(*), COALESCE(SUM(CASE WHEN proposer = ? THEN 1 ELSE 0 END), 0)"
+        " FROM proposals WHERE space_id = ? AND state = 'pending'",
+        (proposer, space_id),
+    )
+    (waiting, its_own), *_ = rows
+    if its_own >= mine:
+        raise ResourceConstraint(
+            f"{proposer} has {its_own} proposals waiting in this space, the most one writer"
+            f" may have ({mine}); one decided or expired makes room"
+        )
+    if waiting >= everyone:
+        raise ResourceConstraint(
+            f"{waiting} proposals wait in this space, the most it keeps ({everyone});"
+            " one decided or expired makes room"
+        )
+
+
 class Proposals:
     """The proposals table of the directory of spaces (both engines)."""
 
@@ -65,13 +88,15 @@ class Proposals:
 
     async def propose(
         self, space_id: str, proposer: str, address: str, op: str, lifetime: float,
-        request_id: str | None = None,
+        request_id: str | None = None, bounds: tuple[int, int] | None = None,
     ) -> tuple[Proposal, bool]:  # fmt: skip
         """Keep ``op`` of ``proposer`` for the admins of the space, pending for
-        ``lifetime`` seconds.
+        ``lifetime`` seconds, unless ``bounds`` (the proposer's, the space's) of pending
+        proposals are reached.
 
         Returns the proposal and whether it is new (False: the same request made it
-        before); raises the directory's typed failure on a fault.
+        before); raises ``ResourceConstraint`` naming the bound reached, and the
+        directory's typed failure on a fault.
         """
         key = (
             uuid.uuid4()
@@ -81,6 +106,10 @@ class Proposals:
         now = time.time()
         proposal = Proposal(str(key), space_id, proposer, address, op, now, now + lifetime)
         async with self._write() as db:
+            if bounds is not None and not await db.execute_fetchall(
+                "SELECT 1 FROM proposals WHERE id = ?", (proposal.id,)
+            ):  # (a request made again finds its proposal, whatever the count)
+                await _within(db, space_id, proposer, bounds)
             made = await db.execute_fetchall(
                 f"INSERT INTO proposals ({_COLUMNS})"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

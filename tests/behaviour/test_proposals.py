@@ -12,7 +12,8 @@ import pytest
 
 from spade_memory.base_memory.governance import RESUME_AFTER, Governance
 from spade_memory.base_memory.store.long_term import LongTermStore
-from spade_memory.protocol.errors import PendingApproval
+from spade_memory.protocol.errors import PendingApproval, ResourceConstraint
+from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.memories import GetMemory, Memory, StoreMemory
 from spade_memory.protocol.ops import Request
 from spade_memory.spaces.declared import apply_spaces, read_spaces_file
@@ -121,6 +122,49 @@ async def test_an_approval_whose_write_never_ran_is_applied_by_the_sweep_once(
         (memory,) = await store.batch("ana@d", [Request(read, None, places)])
         assert isinstance(memory, Memory)
         assert (memory.content, memory.author) == ("Kept through a crash", "bob@d")
+    finally:
+        await store.close()
+        await directory.close()
+
+
+async def test_pending_proposals_are_bounded_per_writer_and_per_space(
+    location: Location,
+) -> None:
+    """A writer cannot flood a governed space's admins: past its bound (or the space's)
+    a proposal is ``resource-constraint`` naming the bound, nothing kept and no admin
+    asked; a retry of a kept one still finds it, and a decided one makes room."""
+    directory = await SpaceDirectory.open(location("spaces.db"))
+    store = await LongTermStore.open(location("base.db"))
+    try:
+        limits = Limits(max_pending_proposals=2, max_space_proposals=3)
+        governance = Governance(directory, store, limits=limits)
+        space = await directory.create("rules", "ana@d", None, governed=True)
+        for writer in ("bob@d", "cy@d"):
+            await directory.grant(space, writer, "writer", "ana@d")
+
+        async def propose(writer: str, request_id: str) -> object:
+            op = StoreMemory(category="fact", content=f"{writer} {request_id}", space="rules")
+            places = await governance.gate.places(writer, op)
+            return await governance.propose(writer, f"{writer}/x", Request(op, request_id, places))
+
+        kept = [await propose("bob@d", f"b{n}") for n in range(2)]
+        assert all(isinstance(outcome, PendingApproval) for outcome in kept)
+        first = kept[0]
+        assert isinstance(first, PendingApproval)
+        over = await propose("bob@d", "b2")
+        assert isinstance(over, ResourceConstraint)
+        assert "the most one writer may have (2)" in str(over)
+        again = await propose("bob@d", "b0")  # a retry of a kept one: the same proposal
+        assert isinstance(again, PendingApproval) and again.proposal == first.proposal
+        assert isinstance(await propose("cy@d", "c0"), PendingApproval)
+        full = await propose("cy@d", "c1")
+        assert isinstance(full, ResourceConstraint) and "the most it keeps (3)" in str(full)
+        assert len(await directory.proposals.pending(space.id)) == 3
+        asked = [governance.told.get_nowait() for _ in range(governance.told.qsize())]
+        assert [told.to for told in asked] == ["ana@d"] * 3  # the refused ones asked no one
+
+        await directory.proposals.decide(first.proposal, "rejected", "ana@d")
+        assert isinstance(await propose("cy@d", "c1"), PendingApproval)
     finally:
         await store.close()
         await directory.close()

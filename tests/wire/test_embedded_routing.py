@@ -223,3 +223,39 @@ def test_a_flood_to_invented_jids_keeps_nothing(tmp_path: Path) -> None:
             back.close()
     finally:
         service.stop()
+
+
+def test_a_headline_reaches_a_bare_jids_sessions_and_is_never_kept_for_an_absent_one(
+    small_offline: MemoryServiceProcess,
+) -> None:
+    """RFC 6121 §8.5.2: a headline (what the base memory agent asks a governed space's
+    admins in) goes to the account's available sessions, and is dropped when it has
+    none, so it takes no room another's message would need."""
+    reader = _name("reader")
+    present = login(small_offline.port, reader, "pw")
+    sender = login(small_offline.port, _name("sender"), "pw")
+    try:
+        sender.send(
+            f"<message to='{reader}@localhost' type='headline'><body>read-now</body></message>"
+        )
+        assert "read-now" in present.until(r"read-now.*?</(?:\w+:)?message>")
+        present.close()
+        for n in range(5):  # more headlines than the account's offline share (3)
+            sender.send(
+                f"<message to='{reader}@localhost' type='headline'><body>h-{n}</body></message>"
+            )
+        for n in range(3):  # the share is whole: every chat message is kept
+            _send(sender, f"{reader}@localhost", f"kept-{n}")
+        _send(sender, f"{reader}@localhost", "one-too-many")
+        refused = sender.until(r"type=\"error\".*?</(?:\w+:)?message>")
+        assert "one-too-many" in refused and "h-" not in refused
+        back = login(small_offline.port, reader, "pw")
+        try:
+            delivered = back.until(r"kept-2.*?</(?:\w+:)?message>")
+            assert re.findall(r"<(?:\w+:)?body>(kept-\d|h-\d)<", delivered) == [
+                "kept-0", "kept-1", "kept-2",
+            ]  # fmt: skip
+        finally:
+            back.close()
+    finally:
+        sender.close()

@@ -98,9 +98,10 @@ class StampingStanzaHandler(StanzaHandler):  # type: ignore[misc]
         routed = RoutedJID(user=to.user, domain=host, resource=to.resource or None)
         stanza = written(element)
         sessions = self._connections.get_transport_online(routed) if to.resource else []
-        if not sessions and element.attrib.get("type", "normal") in _KEPT_TYPES:
+        kind = element.attrib.get("type", "normal")
+        if not sessions and (kind in _KEPT_TYPES or kind == "headline"):
             sessions = self._available(routed)  # RFC 6121 §8.5.3.2.1: as to the bare JID
-            if not sessions:
+            if not sessions and kind in _KEPT_TYPES:  # a headline: dropped (§8.5.2.2.1)
                 await self._keep(element, to.bare, stanza)
                 return
         for session in sessions:
