@@ -156,8 +156,8 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         room = str(stanza["from"].bare)
         if room not in self.present or not stanza["body"]:
             return
-        if stanza.get_plugin("delay", check=True) is not None:  # history: the join's
-            return
+        # live: the join's history came before the room was present (``_join``); a
+        # ``<delay/>`` an occupant added is its own claim, neither history nor a time
         nick, body = stanza["from"].resource, stanza["body"]
         self.events.put_nowait(Said(room, nick, body, None, False, muc.occupant_id_of(stanza)))
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import xml.etree.ElementTree as ET
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+from slixmpp import JID
 
 from spade_memory import BadRequest, Conflict, ItemNotFound, NotAuthorized
 from spade_memory.protocol.rooms import RoomNote
@@ -114,6 +116,20 @@ async def test_a_bound_room_is_recorded_its_members_read_it_and_it_answers_quest
 
     await eventually(after, "the line after the oversized message recorded")
     assert not await found(owner, hosting.room, "toolong"), "the long one is left out"
+
+    # a live message carrying a <delay/> of its own is said now, on the record
+    dated = mallory.client.make_message(
+        mto=JID(hosting.room), mbody="quokkas are off the record", mtype="groupchat"
+    )
+    dated.xml.append(ET.fromstring("<delay xmlns='urn:xmpp:delay' stamp='2001-01-01T00:00:00Z'/>"))
+    dated.send()
+
+    async def dated_recorded() -> bool:
+        return bool(await found(owner, hosting.room, "quokkas"))
+
+    await eventually(dated_recorded, "a live message with a delay element recorded")
+    (quokkas,) = await found(owner, hosting.room, "quokkas")
+    assert quokkas.author == jid(mallory) and not quokkas.said_at.startswith("2001")
 
 
 async def test_a_room_that_hides_real_addresses_or_does_not_exist_is_not_bound(
