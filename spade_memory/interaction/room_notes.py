@@ -17,6 +17,7 @@ stale.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import sys
@@ -105,14 +106,21 @@ async def search(
     tx: Transacting, space_key: str, room: str, query: str, limit: int
 ) -> list[RoomNote]:
     """The room's notes that share most words with ``query``, best first (none shares
-    a word: nothing)."""
+    a word: nothing). They are ranked in a thread of their own: up to ``SEARCHED``
+    notes take a good part of a second, which the event loop (every room's messages,
+    and the agent's requests) does not wait for."""
     rows = await tx.read(
         f"SELECT content, timestamp FROM notes WHERE owner = ? AND conversation_id = ?"
         f" AND {LIVE} ORDER BY seq DESC LIMIT ?",
         (space_key, conversation_of(room), time.time(), SEARCHED),
     )
-    best = rank([_words_of(str(content)) for content, _ in rows], words(query))[:limit]
+    best = await asyncio.to_thread(_best, [str(content) for content, _ in rows], query, limit)
     return [_note(str(rows[i][0]), str(rows[i][1])) for i in best]
+
+
+def _best(contents: list[str], query: str, limit: int) -> list[int]:
+    """The indexes of the ``limit`` notes among ``contents`` that best answer ``query``."""
+    return rank([_words_of(content) for content in contents], words(query))[:limit]
 
 
 def words(text: str) -> list[str]:

@@ -5,8 +5,10 @@ gone with their space; the room bindings of the directory, gone with their space
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -125,6 +127,24 @@ def test_notes_of_the_same_words_in_another_order_rank_newest_first() -> None:
         ["build", "deploy", "ship"],
     ]
     assert rank(documents, ["deploy", "merge", "ship"])[:2] == [0, 1]
+
+
+async def test_a_question_is_ranked_off_the_event_loop(
+    store: InteractionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranking thousands of notes takes a good part of a second: not the loop's."""
+    await store.record_room_notes(SPACE, ROOM, [(said("alice", "We deploy on Friday"), False)])
+    ranked_in: list[threading.Thread] = []
+    ranking = room_notes.rank
+
+    def recorded(*args: Any) -> list[int]:
+        ranked_in.append(threading.current_thread())
+        return ranking(*args)
+
+    monkeypatch.setattr(room_notes, "rank", recorded)
+    (found,) = await store.search_room(SPACE.key, ROOM, "deploy", 5)
+    assert found.text == "We deploy on Friday"
+    assert ranked_in and threading.current_thread() not in ranked_in
 
 
 async def test_a_search_answers_the_same_with_the_words_kept_and_without(
