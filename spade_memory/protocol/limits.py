@@ -40,6 +40,9 @@ class Limits:
     max_versions: int = 20
     """Most versions of one long-term memory kept for ``memory_history`` (the current one
     counted; older ones are dropped first)."""
+    max_answer_bytes: int = 8 << 20
+    """Most bytes of memories one answer carries (a batch's answers together): a page
+    past it ends early with the next page's offset, a search keeps the best that fit."""
     max_pending_proposals: int = 20
     """Most proposals one writer may have waiting in one governed space (each asks every
     admin in a message)."""

@@ -129,6 +129,11 @@ def add_arguments(run: argparse.ArgumentParser, name: str = "run") -> None:
         " (default: %(default)s)",
     )  # fmt: skip
     limits.add_argument(
+        "--max-answer-bytes", type=int, default=Limits.max_answer_bytes,
+        help="bytes of memories one answer carries, a batch's answers together; a page"
+        " past it ends early with its next offset (default: %(default)s)",
+    )  # fmt: skip
+    limits.add_argument(
         "--max-pending-proposals", type=int, default=Limits.max_pending_proposals,
         help="proposals one writer may have waiting in a governed space (default: %(default)s)",
     )  # fmt: skip
@@ -219,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
             max_bytes_per_space=args.max_bytes_per_space,
             max_body_bytes=args.max_body_bytes,
             max_versions=max(1, args.max_versions),
+            max_answer_bytes=args.max_answer_bytes,
             max_pending_proposals=args.max_pending_proposals,
             max_space_proposals=args.max_space_proposals,
             retry_answers_bytes=args.retry_answers_bytes,

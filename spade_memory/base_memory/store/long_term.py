@@ -296,7 +296,11 @@ class LongTermStore(AppliesOps):
 
         Returns one outcome per request, its result or its typed error (all the same
         failure when the transaction itself failed)."""
-        work = Effects(owner, queries=await embed_queries(self._ctx, owner, requests))
+        work = Effects(
+            owner,
+            queries=await embed_queries(self._ctx, owner, requests),
+            answer_left=self.limits.max_answer_bytes,
+        )
         for request in requests:
             if isinstance(request.op, ConsolidateMemories):
                 work.plans[id(request)] = await consolidation.plan(

@@ -17,7 +17,8 @@ from spade_memory.base_memory.store import history, journal
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.rows import COLUMNS, Row, as_datetime, newest, select
-from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.base_memory.store.sizes import size_of
+from spade_memory.protocol.errors import ItemNotFound, ResourceConstraint
 from spade_memory.protocol.memories import (
     Change,
     ChangeList,
@@ -77,12 +78,13 @@ class Reads:
         where = f"WHERE m.space IN ({placeholders(keys)}) AND {chosen.sql}"
         order = " ORDER BY m.last_accessed DESC, m.seq DESC LIMIT ? OFFSET ?"
         found = await select(db, where + order, (*keys, *chosen.params, op.limit + 1, op.offset))
-        more = len(found) > op.limit  # one row past the page says there is another
+        page = fitting(found[: op.limit], work)
+        more = len(found) > len(page)  # one row past the page says there is another
+        note = None if len(page) == min(len(found), op.limit) else _cut(page)
         return MemoryList(
-            memories=self.ctx.count_access(
-                found[: op.limit], names(request, work), counted=op.count_access
-            ),
-            next_offset=op.offset + op.limit if more else None,
+            memories=self.ctx.count_access(page, names(request, work), counted=op.count_access),
+            next_offset=op.offset + len(page) if more else None,
+            note=note,
         )
 
     async def search(self, db: Database, request: Request, work: Effects) -> MemoryList:
@@ -102,7 +104,10 @@ class Reads:
         filtered = op.narrowed() or categories is not None
         ranking = self.ctx.ranking
         if mode == "session_recovery":
-            found = await newest(db, keys, chosen, op.limit)
+            newer = await newest(db, keys, chosen, op.limit)
+            found = fitting(newer, work)
+            if len(found) < len(newer):
+                note = "; ".join(filter(None, (note, _cut(found))))
             memories = self.ctx.count_access(found, names(request, work), counted=op.count_access)
             reasoning = Reasoning(
                 strategy="recency", dense_available=ranking.embedder is not None,
@@ -117,7 +122,10 @@ class Reads:
             ranked = await expansion.expand(db, keys, op.query, ranked, chosen, op.limit)
         rows = await by_seq(db, ranked.seqs)
         of_seq = {row.seq: row for row in rows}
-        found = [of_seq[seq] for seq in ranked.seqs if seq in of_seq]
+        best = [of_seq[seq] for seq in ranked.seqs if seq in of_seq]
+        found = fitting(best, work)
+        if len(found) < len(best):
+            note = "; ".join(filter(None, (note, _cut(found))))
         memories = self.ctx.count_access(
             found, names(request, work), ranked.scores, counted=op.count_access
         )
@@ -284,3 +292,40 @@ async def by_seq(db: Database, seqs: Sequence[int]) -> list[Row]:
 def names(request: Request, work: Effects) -> dict[str, str]:
     """Returns space key → the name replies give, for the places of ``request``."""
     return {place.key: place.name for place in request.places_of(work.owner)}
+
+
+def fitting(found: Sequence[Row], work: Effects) -> list[Row]:
+    """The first of ``found`` whose bytes fit what the batch's answers may still carry
+    (``Effects.answer_left``), which they spend. Raises ``ResourceConstraint`` naming the
+    budget when not even the first fits."""
+    kept: list[Row] = []
+    for row in found:
+        size = answer_bytes(row)
+        if size > work.answer_left:
+            break
+        work.answer_left -= size
+        kept.append(row)
+    if found and not kept:
+        raise ResourceConstraint(
+            "this answer would pass the bytes one answer may carry (run --max-answer-bytes;"
+            " a batch's answers count together): ask for fewer, or in a batch of its own"
+        )
+    return kept
+
+
+def answer_bytes(row: Row) -> int:
+    """What ``row`` weighs in an answer: its texts, and a little for its other fields."""
+    texts = (row.content, row.context, row.tags, row.metadata, row.source, row.work_items)
+    return size_of(*texts) + _FIELDS_BYTES
+
+
+_FIELDS_BYTES = 512
+"""A memory's ids, times and figures in an answer, roughly (JSON)."""
+
+
+def _cut(kept: Sequence[Row]) -> str:
+    """The note of an answer that ``fitting`` cut short."""
+    return (
+        f"{len(kept)} memories fit the bytes one answer may carry (run --max-answer-bytes);"
+        " ask for the rest with the next offset, fewer at a time, or in a batch of its own"
+    )
