@@ -188,6 +188,7 @@ class BaseMemoryService(AppliesOps):
             change.model_copy(
                 update={
                     "space": names.get(change.space, change.space),
+                    "space_key": change.space,
                     "memory": None
                     if change.memory is None
                     else change.memory.model_copy(

@@ -2,13 +2,15 @@
 
 An agent reads its own memories; the memories of a session another agent
 shared with it (``share_session``), at the role it was given; and the memories
-mirrored from a space it belongs to (label ``space:NAME``; read-only here, the
-base memory agent is where they change). A session or agent the sender may not
+mirrored from a space it belongs to (label ``space:NAME``, and the space's id kept
+with it: a space made later under a deleted one's name reads none of the old one's;
+read-only here, the base memory agent is where they change). A session or agent the sender may not
 read answers ``item-not-found`` (as one that does not exist), never an empty list.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from spade_memory.beads import mapping as m
@@ -24,8 +26,8 @@ class Reader:
     jid: str
     sessions: dict[tuple[str, str], str] = field(default_factory=dict)
     """(owner, session) shared with the sender → its role there."""
-    spaces: frozenset[str] = frozenset()
-    """Names of the spaces the sender reads."""
+    spaces: Mapping[str, str] = field(default_factory=dict)
+    """The spaces the sender reads: name → id."""
 
     def role(self, issue: Issue) -> str | None:
         """The sender's role for one memory issue (``owner`` for its own; None: none)."""
@@ -34,7 +36,10 @@ class Reader:
             return "owner"
         space = m.label_value(issue, m.SPACE_LABEL)
         if space is not None:  # a deleted space's closed issues stay their author's
-            return "reader" if issue.is_open and space in self.spaces else None
+            key = self.spaces.get(space)
+            mirrored_from = m.ours(issue).get("space_key")  # None: mirrored before ids
+            same = key is not None and mirrored_from in (None, key)
+            return "reader" if issue.is_open and same else None
         session = m.label_value(issue, m.SESSION_LABEL)
         if agent is None or session is None:
             return None
@@ -56,5 +61,5 @@ class Reader:
 async def reader_of(jid: str, gate: Gate) -> Reader:
     """``jid``'s access as the spaces' gate has it now (its own memories only, when the
     deployment keeps no directory)."""
-    spaces = frozenset(place.name for place in await gate.readable(jid))
+    spaces = {place.name: place.key for place in await gate.readable(jid)}
     return Reader(jid, await gate.shared_sessions(jid), spaces)

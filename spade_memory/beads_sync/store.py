@@ -350,7 +350,7 @@ class BeadsMemoryStore(AppliesOps):
                             uncarriable,
                         )
                         continue
-                    written = await self._mirror_memory(change.memory, issue)
+                    written = await self._mirror_memory(change.memory, issue, change.space_key)
                     written = await self._mirror_supersede(change.memory, written, by_ref)
                     by_ref[ref] = written
                     by_id[written.id] = written
@@ -358,7 +358,12 @@ class BeadsMemoryStore(AppliesOps):
                     applied += 1
         return applied
 
-    async def _mirror_memory(self, memory: Memory, issue: Issue | None) -> Issue:
+    async def _mirror_memory(
+        self, memory: Memory, issue: Issue | None, space_key: str | None = None
+    ) -> Issue:
+        """Create or update the issue mirroring ``memory``; a shared space's issue keeps
+        the space's id (``space_key``) beside its name, so that a space made later under
+        the same name never reads it (``read_rules``)."""
         memory_type = m.CATEGORY_MEMORY_TYPE.get(memory.category, "learning")
         space = None if memory.space == PERSONAL else memory.space
         labels = m.labels_for(
@@ -368,7 +373,7 @@ class BeadsMemoryStore(AppliesOps):
             "confidence": memory.confidence, "source": "base-memory",
             "memory_source": memory.source, "work_items": memory.work_items or None,
             "expires_at": None if memory.expires_at is None else memory.expires_at.isoformat(),
-            "version": memory.version,
+            "version": memory.version, "space_key": None if space is None else space_key,
         }  # fmt: skip
         if issue is None:
             return await self.engine.create(

@@ -291,6 +291,9 @@ class Change(Record):
     entities: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
     """The names, titles and days the memory names now (``entities``; none once
     deleted)."""
+    space_key: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """For the beads mirror: the id of ``space``, which a space given the same name after
+    this one was deleted does not share."""
 
 
 class ChangeList(Record):

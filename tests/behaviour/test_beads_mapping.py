@@ -6,13 +6,18 @@ from pathlib import Path
 
 import pytest
 
+from spade_memory.base_memory.service import BaseMemoryService
+from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.beads import mapping as m
 from spade_memory.beads.issue import Issue, NewIssue
 from spade_memory.beads.native import NativeEngine
 from spade_memory.beads_sync.store import BeadsMemoryStore
 from spade_memory.protocol.beads import BeadsStoreMemory, RetrieveMemories
-from spade_memory.protocol.memories import CATEGORIES
+from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.memories import CATEGORIES, ChangesSince
+from spade_memory.protocol.services import BASE_MEMORY
 from spade_memory.spaces.directory import SpaceDirectory
+from tests.support.in_process import client_of
 from tests.support.stores import Location
 
 IMPORTANCE_TO_PRIORITY = {10: 0, 9: 0, 8: 1, 7: 1, 6: 2, 5: 2, 4: 2, 3: 3, 2: 3, 1: 4}
@@ -97,3 +102,42 @@ async def test_the_projects_own_issues_are_ready_work_for_its_space_alone(
                 assert (mine.id in ready) == (account == "eve@d")  # memories: as ever
     finally:
         await directory.close()
+
+
+async def test_a_space_made_under_a_deleted_ones_name_reads_none_of_its_mirror(
+    tmp_path: Path,
+) -> None:
+    """The mirror keeps each shared memory's space by id beside its name: the new owner
+    of a deleted space's name reads none of the old space's issues, even before the
+    beads agent has closed them (it lags behind the deletion)."""
+    mirror = "beads-sync@localhost"
+    memories = await LongTermStore.open(tmp_path / "base.db", consolidate_after=None)
+    directory = await SpaceDirectory.open(tmp_path / "spaces.db")
+    try:
+        service = BaseMemoryService(memories, mirror=mirror, directory=directory)
+        beads = BeadsMemoryStore(NativeEngine(tmp_path / ".beads"), "s-1", directory)
+        ana, eve = (client_of(who, {BASE_MEMORY: service}) for who in ("ana@d", "eve@d"))
+        feed = client_of(mirror, {BASE_MEMORY: service})
+
+        async def mirrored(after: int) -> int:
+            changes = await feed.request(BASE_MEMORY, ChangesSince(after=after))
+            await beads.mirror(changes.changes)
+            return changes.last_seq
+
+        await ana.create_space("team")
+        old = await ana.store("fact", "The launch code is 4711", space="team")
+        seen = await mirrored(0)
+        assert (await beads.mirrored("ana@d", old.id)).content == "The launch code is 4711"
+        await ana.delete_space("team")
+        await eve.create_space("team")  # at once, before the mirror hears of the deletion
+        new = await eve.store("fact", "Eve's own team note", space="team")
+        with pytest.raises(ItemNotFound):
+            await beads.mirrored("eve@d", old.id)
+        assert "4711" not in str(await beads.search("eve@d", "launch code", 10))
+        await mirrored(seen)
+        assert (await beads.mirrored("eve@d", new.id)).content == "Eve's own team note"
+        with pytest.raises(ItemNotFound):
+            await beads.mirrored("eve@d", old.id)
+    finally:
+        await directory.close()
+        await memories.close()
