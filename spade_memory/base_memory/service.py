@@ -52,6 +52,11 @@ from spade_memory.xmpp import wire
 logger = logging.getLogger("spade_memory.base_memory")
 DATABASE = "base-memory.db"
 """The store's file in the data directory."""
+ONE_CONSOLIDATION = (
+    "one consolidate_memories per batch: each plans over the whole space, so a batch of"
+    " them would cost the agent as many passes; send the others in batches of their own"
+)
+"""Why a batch's second consolidation is refused (the first is served)."""
 
 
 class BaseMemoryService(AppliesOps):
@@ -129,11 +134,15 @@ class BaseMemoryService(AppliesOps):
             return []
         refused: dict[int, Outcome] = {}
         candidates: list[tuple[int, Request]] = []
+        consolidating = False
         for index, request in enumerate(requests):
             op = request.op
             if isinstance(op, ChangesSince) and op.space is None and owner != self.mirror:
                 refused[index] = NotAuthorized("only the configured mirror may read the feed")
+            elif isinstance(op, ConsolidateMemories) and consolidating:
+                refused[index] = BadRequest(ONE_CONSOLIDATION)
             else:
+                consolidating = consolidating or isinstance(op, ConsolidateMemories)
                 candidates.append((index, request))
         gated, allowed = await self.gate.scope(owner, [request for _, request in candidates])
         refused.update({candidates[position][0]: error for position, error in gated.items()})

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from spade_memory import BadRequest, ItemNotFound, StoreMemory
+from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemories
+from spade_memory.protocol.memories import MemoryStats, MemoryStatsOp
 from spade_memory.protocol.services import BASE_MEMORY
 from tests.support.in_process import client_of, in_process_services
 
@@ -57,3 +59,20 @@ async def test_batches_and_refusals_come_back_typed(
 async def test_change_notices_need_xmpp(services: dict[str, object]) -> None:
     with pytest.raises(TypeError, match="XMPP"):
         client_of(ALICE, services).changes("team")
+
+
+async def test_a_batch_consolidates_once(services: dict[str, object]) -> None:
+    """Each consolidation plans over the whole space: a batch serves its first and
+    refuses the others, which change nothing and may come in batches of their own."""
+    alice = client_of(ALICE, services)
+    for text in ("The build runs nightly", "The build runs every night"):
+        await alice.store("fact", text)
+    first, second, stats = await alice.batch(
+        alice.jids[BASE_MEMORY],
+        [ConsolidateMemories(), ConsolidateMemories(dry_run=False), MemoryStatsOp()],
+    )
+    assert isinstance(first, Consolidated)
+    assert isinstance(second, BadRequest) and "one consolidate_memories per batch" in str(second)
+    assert isinstance(stats, MemoryStats) and stats.total_memories == 2  # nothing merged
+    alone = await alice.batch(alice.jids[BASE_MEMORY], [ConsolidateMemories(dry_run=False)])
+    assert isinstance(alone[0], Consolidated)
