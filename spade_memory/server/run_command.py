@@ -82,35 +82,19 @@ def add_arguments(run: argparse.ArgumentParser, name: str = "run") -> None:
     ):  # fmt: skip
         embedded.add_argument(flag, type=int, default=default, help=f"most {what} (%(default)s)")
     limits = run.add_argument_group("limits (exceeding one is answered resource-constraint)")
-    limits.add_argument(
-        "--max-content-chars", type=int, default=Limits.max_content_chars,
-        help="longest content, context or query (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-results", type=int, default=Limits.max_results,
-        help="largest limit a query may ask for (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-offset", type=int, default=Limits.max_offset,
-        help="largest offset a list may skip to (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-batch-ops", type=int, default=Limits.max_batch_ops,
-        help="most ops in one batch request (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-in-flight", type=int, default=Limits.max_in_flight,
-        help="most requests of one sender waiting or served (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-in-progress", type=int, default=Limits.max_in_progress,
-        help="most requests served at once, all senders together; more wait, senders"
-        " in turn (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-waiting", type=int, default=Limits.max_waiting,
-        help="most requests waiting their turn, all senders together (default: %(default)s)",
-    )  # fmt: skip
+    for flag, default, what in (
+        ("--max-content-chars", Limits.max_content_chars, "longest content, context or query"),
+        ("--max-results", Limits.max_results, "largest limit a query may ask for"),
+        ("--max-offset", Limits.max_offset, "largest offset a list may skip to"),
+        ("--max-batch-ops", Limits.max_batch_ops, "most ops in one batch request"),
+        ("--max-in-flight", Limits.max_in_flight,
+         "most requests of one sender waiting or served"),
+        ("--max-in-progress", Limits.max_in_progress,
+         "most requests served at once, all senders together; more wait, senders in turn"),
+        ("--max-waiting", Limits.max_waiting,
+         "most requests waiting their turn, all senders together"),
+    ):  # fmt: skip
+        limits.add_argument(flag, type=int, default=default, help=f"{what} (default: %(default)s)")
     quotas = run.add_argument_group("quotas (a store over one is answered resource-constraint)")
     for flag, default, what in (
         ("--max-memories-per-owner", Limits.max_memories_per_owner, "memories one JID stores"),
@@ -119,33 +103,21 @@ def add_arguments(run: argparse.ArgumentParser, name: str = "run") -> None:
         ("--max-bytes-per-space", Limits.max_bytes_per_space, "bytes a space holds"),
     ):
         quotas.add_argument(flag, type=int, default=default, help=f"most {what} (%(default)s)")
-    limits.add_argument(
-        "--max-body-bytes", type=int, default=Limits.max_body_bytes,
-        help="largest request body in bytes (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--retry-answers-bytes", type=int, default=Limits.retry_answers_bytes,
-        help="bytes of answers to recent writes kept so a retry is not applied twice"
-        " (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-answer-bytes", type=int, default=Limits.max_answer_bytes,
-        help="bytes of memories one answer carries, a batch's answers together; a page"
-        " past it ends early with its next offset (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-pending-proposals", type=int, default=Limits.max_pending_proposals,
-        help="proposals one writer may have waiting in a governed space (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-space-proposals", type=int, default=Limits.max_space_proposals,
-        help="proposals waiting in one governed space, all writers (default: %(default)s)",
-    )  # fmt: skip
-    limits.add_argument(
-        "--max-versions", type=int, default=Limits.max_versions,
-        help="versions of a long-term memory kept for memory_history, the current one"
-        " counted (default: %(default)s)",
-    )  # fmt: skip
+    for flag, default, what in (
+        ("--max-body-bytes", Limits.max_body_bytes, "largest request body in bytes"),
+        ("--retry-answers-bytes", Limits.retry_answers_bytes,
+         "bytes of answers to recent writes kept so a retry is not applied twice"),
+        ("--max-answer-bytes", Limits.max_answer_bytes,
+         "bytes of memories one answer carries, a batch's answers together; a page past it"
+         " ends early with its next offset"),
+        ("--max-pending-proposals", Limits.max_pending_proposals,
+         "proposals one writer may have waiting in a governed space"),
+        ("--max-space-proposals", Limits.max_space_proposals,
+         "proposals waiting in one governed space, all writers"),
+        ("--max-versions", Limits.max_versions,
+         "versions of a long-term memory kept for memory_history, the current one counted"),
+    ):  # fmt: skip
+        limits.add_argument(flag, type=int, default=default, help=f"{what} (default: %(default)s)")
     run.add_argument(
         "--connect-timeout",
         type=float,
