@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from spade_memory.testing import MemoryServiceProcess
+from tests.support import certificates
 from tests.support.paths import ROOT
 
 SETTINGS = "[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n"
@@ -33,6 +34,7 @@ def spade_tests(folder: Path) -> Path:
         [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
          "--quiet", "--dest", str(folder), wanted],
         capture_output=True, text=True, timeout=300, check=False,
+        env=certificates.with_certificates(os.environ),
     )  # fmt: skip
     archives = sorted(folder.glob("spade-*.tar.gz"))
     if fetched.returncode != 0 or not archives:
