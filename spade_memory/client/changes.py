@@ -86,9 +86,6 @@ class SpaceChanges:
         self.incomplete = False
         self.queue: asyncio.Queue[tuple[str, Change]] = asyncio.Queue()
         """Each notice with the base memory agent that sent it."""
-        self._teller: str | None = None
-        """The agent of the last notice: one agent tells its changes in their order,
-        two agents of a pool may not (the one that committed first may tell later)."""
         self.resync = asyncio.Event()
         self._started = False
         self._ready: list[Change] = []
@@ -124,19 +121,20 @@ class SpaceChanges:
             return change
 
     async def _next_notice(self) -> Change | None:
-        """The next notice, or None when a resync interrupts the wait. A notice from
-        another agent of the pool than the last one, newer than the cursor, is read after
-        a catch-up from the cursor: a change the first agent committed before it but had
-        not told yet would otherwise be passed over."""
+        """The next notice, or None when a resync interrupts the wait. One agent tells
+        its changes in their order, two agents of a pool may not (the one that committed
+        first may tell later): from a pool, a notice newer than the cursor is read after
+        a catch-up from the cursor, or a change another agent committed before it but
+        had not told yet would be passed over (and skipped when told, as older than the
+        cursor), whichever agent told the last one."""
         waiting = asyncio.ensure_future(self.queue.get())
         resync = asyncio.ensure_future(self.resync.wait())
         done, _ = await asyncio.wait({waiting, resync}, return_when=asyncio.FIRST_COMPLETED)
         resync.cancel()
         if waiting in done:
-            teller, change = waiting.result()
-            switched = self._teller is not None and teller != self._teller
-            self._teller = teller
-            if switched and self.cursor is not None and change.seq > self.cursor:
+            _, change = waiting.result()
+            pooled = len(self.router.senders) > 1
+            if pooled and self.cursor is not None and change.seq > self.cursor:
                 await self._catch_up()
                 self._ready.append(change)  # yielded in seq order with what came before
                 self._ready.sort(key=lambda ready: ready.seq)
