@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from spade_memory.server.shell.commands import MEMORY_VERBS, SPACE_VERBS
 from tests.support.command_line import loaded_by
 
 HEAVY = ("spade", "slixmpp", "pyjabber", "pydantic", "rich", "sqlite3", "aiohttp", "mcp")
@@ -47,3 +48,14 @@ def test_the_check_sees_a_command_built_in_full() -> None:
     loaded = loaded_by(answered(["memories", "--help"]))
     assert "spade_memory.server.shell.commands" in loaded
     assert "pydantic" in loaded
+
+
+def test_the_shells_parser_loads_no_verb() -> None:
+    """Every shell command builds the whole parser; the verb that runs is loaded alone
+    (``memories stats`` loads ``memories``, not ``facts``, ``graph`` or ``transfer``)."""
+    loaded = set(loaded_by(answered(["memories", "--help"])))
+    verbs = {
+        f"spade_memory.server.shell.{target.split('.')[0]}"
+        for target in (*MEMORY_VERBS.values(), *SPACE_VERBS.values())
+    }
+    assert sorted(verbs & loaded) == []

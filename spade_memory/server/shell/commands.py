@@ -10,12 +10,13 @@ import argparse
 import logging
 import os
 from importlib import import_module
-from typing import Any
+from typing import Any, get_args
 
+from spade_memory.protocol.graph import EntityKind
 from spade_memory.protocol.memories import CATEGORIES
 from spade_memory.protocol.rooms import DEFAULT_NICK
 from spade_memory.protocol.space_names import ROLES
-from spade_memory.server.shell import facts, graph  # the flags of their verbs
+from spade_memory.server.shell import moments
 from spade_memory.server.shell.session import JID_ENV, Verb, run_verb
 
 MEMORY_VERBS: dict[str, str] = {
@@ -87,16 +88,16 @@ def _memory_verbs(parser: argparse.ArgumentParser) -> None:
     listing.add_argument("--category", choices=CATEGORIES)
     listing.add_argument("--limit", type=int, default=20, help="memories per page (20)")
     listing.add_argument("--offset", type=int, default=0, help="memories to skip (0)")
-    facts.add_moment_options(listing)
+    moments.add_moment_options(listing)
     _space(listing, reads=True)
     search = _verb(verbs, "search", "ranked search, with each memory's score")
     search.add_argument("query")
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--category", choices=CATEGORIES)
-    facts.add_moment_options(search)
+    moments.add_moment_options(search)
     _space(search, reads=True)
     show = _id(_verb(verbs, "show", "one memory in full"))
-    facts.add_moment_options(show)
+    moments.add_moment_options(show)
     _space(show, reads=True)
     add = _verb(verbs, "add", "store a memory (classified by the service without --category)")
     add.add_argument("content")
@@ -105,8 +106,8 @@ def _memory_verbs(parser: argparse.ArgumentParser) -> None:
     add.add_argument("--confidence", type=float, default=1.0, help="0 to 1 (1)")
     add.add_argument("--tag", action="append", help="a label (again for more)")
     add.add_argument("--supersedes", metavar="ID", help="the full id of a memory it replaces")
-    add.add_argument("--valid-from", type=facts.moment, metavar="TIME", help="true since")
-    add.add_argument("--valid-to", type=facts.moment, metavar="TIME", help="true until")
+    add.add_argument("--valid-from", type=moments.moment, metavar="TIME", help="true since")
+    add.add_argument("--valid-to", type=moments.moment, metavar="TIME", help="true until")
     add.add_argument(
         "--conflicts", choices=("auto", "report", "off"), default="auto",
         help="a memory it seems to replace: superseded when clear (auto), only reported,"
@@ -117,7 +118,7 @@ def _memory_verbs(parser: argparse.ArgumentParser) -> None:
     supersede.add_argument("content", nargs="?", help="what is true now (or give --by)")
     supersede.add_argument("--by", metavar="ID", help="a memory already saying what is true now")
     supersede.add_argument("--context", help="why it changed")
-    supersede.add_argument("--valid-from", type=facts.moment, metavar="TIME", help="true since")
+    supersede.add_argument("--valid-from", type=moments.moment, metavar="TIME", help="true since")
     _space(supersede)
     _space(_id(_verb(verbs, "history", "a memory's versions and what replaced it")))
     consolidate = _verb(verbs, "consolidate", "merge the same fact stated in other words")
@@ -125,7 +126,7 @@ def _memory_verbs(parser: argparse.ArgumentParser) -> None:
     _space(consolidate)
     entities = _verb(verbs, "entities", "who and what the memories name, the most named first")
     entities.add_argument("prefix", nargs="?", help="only entities starting so")
-    entities.add_argument("--kind", choices=graph.KINDS)
+    entities.add_argument("--kind", choices=get_args(EntityKind))
     entities.add_argument("--limit", type=int, default=30, help="entities shown (30)")
     _space(entities, reads=True)
     about = _verb(verbs, "about", "the memories naming someone or something")

@@ -1,64 +1,18 @@
 """The ``memories`` verbs of facts that change: supersede a memory, read its history
-(versions and supersede chain), consolidate a space, and the ``--as-of`` / ``--known-at``
-times the reading verbs take."""
+(versions and supersede chain), consolidate a space."""
 
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
-from typing import Any
 
 from rich.console import Console
 
 from spade_memory.client.memory_client import MemoryClient
 from spade_memory.protocol.consolidation import ConsolidateMemories
-from spade_memory.protocol.memories import MemoryHistoryOp, Stored, SupersedeMemory
+from spade_memory.protocol.memories import MemoryHistoryOp, SupersedeMemory
 from spade_memory.server.shell.errors import ShellError
 from spade_memory.server.shell.ids import resolve
-from spade_memory.server.shell.views import print_json
-
-
-def moment(text: str) -> datetime:
-    """An ``--as-of`` or ``--known-at`` time: ISO 8601, UTC when it names no zone."""
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is no time: write it as 2026-05-01 or 2026-05-01T09:30+02:00"
-        ) from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
-
-
-def add_moment_options(parser: argparse.ArgumentParser) -> None:
-    """``--as-of`` and ``--known-at`` on a reading verb."""
-    parser.add_argument(
-        "--as-of", type=moment, metavar="TIME",
-        help="what was valid then (ISO 8601, UTC unless a zone is given; default: now)",
-    )  # fmt: skip
-    parser.add_argument("--known-at", type=moment, metavar="TIME", help="what the store held then")
-
-
-def moments(args: argparse.Namespace) -> dict[str, Any]:
-    """The op fields of a reading verb's ``--as-of`` and ``--known-at``."""
-    return {"as_of": getattr(args, "as_of", None), "known_at": getattr(args, "known_at", None)}
-
-
-def print_stored(console: Console, stored: Stored, as_json: bool, fallback: str | None) -> None:
-    """What a store or a supersede did: the id, what it replaced, what it conflicts with."""
-    if as_json:
-        print(stored.model_dump_json())
-        return
-    how = "already there" if stored.deduplicated else "stored"
-    chosen = " (classified)" if stored.classified else ""
-    console.print(f"{how}: {stored.id} {stored.category or fallback}{chosen}")
-    if stored.supersedes is not None:
-        console.print(f"supersedes: {stored.supersedes}")
-    for conflict in stored.conflicts:
-        console.print(
-            f"possible conflict: {conflict.id} ({conflict.subject}: {conflict.was!r} →"
-            f" {conflict.now!r}); to replace it: memories supersede {conflict.id} TEXT",
-            markup=False,
-        )
+from spade_memory.server.shell.views import print_json, print_stored
 
 
 async def supersede_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:

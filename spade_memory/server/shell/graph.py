@@ -19,8 +19,6 @@ from spade_memory.protocol.memories import (
 from spade_memory.server.shell.ids import resolve
 from spade_memory.server.shell.views import memory_table, print_json
 
-KINDS = ("name", "title", "date", "term")
-
 
 async def entities_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
     """The entities the memories name, the most named first."""

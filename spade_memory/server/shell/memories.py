@@ -22,9 +22,9 @@ from spade_memory.protocol.memories import (
     UpdateMemory,
 )
 from spade_memory.server.shell.errors import ShellError
-from spade_memory.server.shell.facts import moments, print_stored
 from spade_memory.server.shell.ids import resolve
-from spade_memory.server.shell.views import memory_detail, memory_table, print_json
+from spade_memory.server.shell.moments import moments
+from spade_memory.server.shell.views import memory_detail, memory_table, print_json, print_stored
 
 
 async def list_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:

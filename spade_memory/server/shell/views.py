@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from spade_memory.protocol.memories import Memory
+from spade_memory.protocol.memories import Memory, Stored
 from spade_memory.server.shell.ids import short_ids
 
 
@@ -92,4 +92,22 @@ def said(console: Console, as_json: bool, counts: dict[str, Any]) -> None:
     else:
         console.print(
             ", ".join(f"{key.replace('_', ' ')}: {value}" for key, value in counts.items())
+        )
+
+
+def print_stored(console: Console, stored: Stored, as_json: bool, fallback: str | None) -> None:
+    """What a store or a supersede did: the id, what it replaced, what it conflicts with."""
+    if as_json:
+        print(stored.model_dump_json())
+        return
+    how = "already there" if stored.deduplicated else "stored"
+    chosen = " (classified)" if stored.classified else ""
+    console.print(f"{how}: {stored.id} {stored.category or fallback}{chosen}")
+    if stored.supersedes is not None:
+        console.print(f"supersedes: {stored.supersedes}")
+    for conflict in stored.conflicts:
+        console.print(
+            f"possible conflict: {conflict.id} ({conflict.subject}: {conflict.was!r} →"
+            f" {conflict.now!r}); to replace it: memories supersede {conflict.id} TEXT",
+            markup=False,
         )
