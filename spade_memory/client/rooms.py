@@ -27,13 +27,13 @@ class RoomCalls(Calls):
         self, room: str, space: str, *, nick: str = DEFAULT_NICK
     ) -> RoomInfo | None:
         """Bind ``room`` (a bare JID) to ``space`` and have the agent join it as ``nick``
-        (admins of the space only).
+        (admins of the space only, whom the room says are its owner or admin).
 
         Returns the binding; raises ``BadRequest`` for a room that is not on the agent's
         server or hides its members' real addresses, ``ItemNotFound`` for a room that
         does not exist (or a space the sender is not in), ``NotAuthorized`` for a member
-        below admin, ``Conflict`` for a room kept in another space the sender is no
-        admin of."""
+        below admin or a sender the room does not say governs it, ``Conflict`` for a
+        room kept in another space the sender is no admin of."""
         op = JoinRoom(room=room, space=space, nick=nick)
         return await self.request(self.jids[NAME], op)
 

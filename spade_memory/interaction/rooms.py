@@ -13,7 +13,9 @@ deleted); a join asks the room only for what was said since the newest note.
 
 Only a room on the agent's own server (``xmpp.rooms.trusted_service``) that shows every
 occupant's real address can be bound: in any other, who said what, and who may read it,
-would be a nickname's word.
+would be a nickname's word. And only by someone the room says governs it
+(``xmpp.rooms.governed_by``): a members-only room keeps the agent as its member after a
+binding ends, and its history is not for any space owner who asks.
 """
 
 from __future__ import annotations
@@ -64,6 +66,11 @@ SEMI_ANONYMOUS = (
     "{room} does not show its occupants' real addresses to everyone, so who said what would"
     " be a nickname's word: make it non-anonymous (muc#roomconfig_whois = anyone) and"
     " bind it again"
+)
+
+NOT_GOVERNED = (
+    "{room} does not say that {by} is its owner or admin, and only they may bind it: be in"
+    " the room as one while you bind it (or, in a members-only room, be listed as one)"
 )
 
 
@@ -242,12 +249,15 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
                     await self.directory.rooms.unbind(room)
                     self.bound.discard(room)
 
-    async def _enter(self, binding: RoomBinding) -> muc.Joined:
-        """Join the bound room, grant its occupants, queue its replayed history.
+    async def _enter(self, binding: RoomBinding, by: str | None = None) -> muc.Joined:
+        """Join the bound room, grant its occupants, queue its replayed history; ``by``:
+        who binds it now, whom the room must say governs it (None: rejoining a room
+        bound before).
 
         Returns what the join learnt; raises ``ItemNotFound`` when the room does not
-        exist (the join created it: it is left at once) and ``BadRequest`` when it hides
-        real addresses, and what ``muc.join`` raises."""
+        exist (the join created it: it is left at once), ``BadRequest`` when it hides
+        real addresses, ``NotAuthorized`` when it does not say ``by`` governs it (left
+        before anything of it is kept or granted), and what ``muc.join`` raises."""
         room, client = binding.room, self.agent.client
         since = await self.store.room_last_said(binding.space_id, room)
         joined = await muc.join(client, room, binding.nick, since)
@@ -258,6 +268,9 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
             why = SEMI_ANONYMOUS.format(room=room)
             muc.leave(client, room, binding.nick, why)
             raise BadRequest(why)
+        if by is not None and not await muc.governed_by(client, room, by, joined.occupants):
+            muc.leave(client, room, binding.nick, "I was asked by someone who does not govern it")
+            raise NotAuthorized(NOT_GOVERNED.format(room=room, by=by))
         space = await self.directory.by_id(binding.space_id)
         if space is None:
             muc.leave(client, room, binding.nick)
@@ -290,12 +303,14 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
     # -- binding (the service's ops and invitations) -------------------------------------
 
     async def bind(self, room: str, space: Space, nick: str, by: str) -> RoomInfo:
-        """Bind ``room`` to ``space`` for ``by`` (an admin of it) and join it.
+        """Bind ``room`` to ``space`` for ``by`` (an admin of it, and an owner or admin of
+        the room as the room says) and join it.
 
         Returns the binding as ``list_rooms`` shows it; raises ``BadRequest`` for a room
         not on this server or hiding real addresses, ``ItemNotFound`` for one that does
-        not exist, ``Conflict`` for one kept in a space ``by`` is no admin of, and what
-        joining raises."""
+        not exist, ``Conflict`` for one kept in a space ``by`` is no admin of,
+        ``NotAuthorized`` when the room does not say ``by`` governs it, and what joining
+        raises."""
         if not muc.trusted_service(room, self.domain):
             raise BadRequest(
                 f"{room} is not on this server ({self.domain}), whose word on who said what"
@@ -306,7 +321,7 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         if earlier is not None:
             self._leave(earlier, "bound again")
         binding = RoomBinding(room, space.id, self.me, nick, by, time.time())
-        await self._enter(binding)
+        await self._enter(binding, by)
         binding = await self.directory.rooms.bind(room, space.id, self.me, nick, by)
         self.present[room] = binding
         return RoomInfo(room=room, space=space.name, nick=nick, bound_by=by, present=True)

@@ -79,8 +79,9 @@ class RoomNotes(Record):
 
 
 class JoinRoom(Op[RoomInfo]):
-    """Bind a room to a space and join it (admins of the space only). The room must
-    exist and be non-anonymous; the agent joins it again after every restart."""
+    """Bind a room to a space and join it (admins of the space only, whom the room says
+    are its owner or admin). The room must exist and be non-anonymous; the agent joins
+    it again after every restart."""
 
     op: Literal["join_room"] = "join_room"
     room: RoomAddress

@@ -36,6 +36,8 @@ NOW_NON_ANONYMOUS, NOW_SEMI_ANONYMOUS = 172, 173
 """Status codes of a configuration change making a room show, or hide, real addresses."""
 BANNED = 301
 OCCUPANT_ID = "urn:xmpp:occupant-id:0"
+GOVERNING = ("owner", "admin")
+"""The affiliations of those who govern a room (XEP-0045): only they may bind it."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,28 @@ async def join(
         occupants=[occupant_of(p) for p in occupants] + [occupant_of(presence)],
         history=list(history),
     )
+
+
+async def governed_by(
+    client: ClientXMPP, room: str, jid: str, occupants: list[Occupant],
+    timeout: float = DISCO_TIMEOUT,
+) -> bool:  # fmt: skip
+    """Whether ``room`` says that ``jid`` (a bare JID) is its owner or admin: in the
+    presence of ``jid`` among its ``occupants``, or else in its affiliation lists, asked
+    of the room (Prosody shows them to the members of a members-only room that shows
+    real addresses, and to its admins). False when it says neither, or does not answer.
+    """
+    if any(o.jid == jid and o.affiliation in GOVERNING and not o.left for o in occupants):
+        return True
+    plugin = client.plugin["xep_0045"]
+    for affiliation in GOVERNING:
+        try:
+            listed = await plugin.get_affiliation_list(JID(room), affiliation, timeout=timeout)
+        except (IqError, IqTimeout):
+            return False  # the room shows its lists to no one the agent is
+        if any(str(JID(entry).bare) == jid for entry in listed):
+            return True
+    return False
 
 
 async def _offers_group_chats(client: ClientXMPP, service: str) -> None:

@@ -47,13 +47,16 @@ class InRoom:
             presence_options={"pfrom": self.agent.client.boundjid},
         )  # fmt: skip
 
-    async def configure(self, *, whois: str = "anyone", persistent: bool = True) -> None:
+    async def configure(
+        self, *, whois: str = "anyone", persistent: bool = True, members_only: bool = False
+    ) -> None:
         """As the room's owner: who sees real addresses, whether it outlives its last
-        occupant (and a restart of the server)."""
+        occupant (and a restart of the server), whether only its members may enter."""
         form = self.agent.client.plugin["xep_0004"].make_form(ftype="submit")
         form.add_field(var="FORM_TYPE", value="http://jabber.org/protocol/muc#roomconfig")
         form.add_field(var="muc#roomconfig_whois", value=whois)
         form.add_field(var="muc#roomconfig_persistentroom", value="1" if persistent else "0")
+        form.add_field(var="muc#roomconfig_membersonly", value="1" if members_only else "0")
         await self.muc.set_room_config(JID(self.room), form)
 
     def say(self, text: str) -> None:
@@ -79,6 +82,15 @@ class InRoom:
 
     def leave(self) -> None:
         self.muc.leave_muc(JID(self.room), self.nick)
+
+
+async def govern(room: InRoom, agent: ClientAgent, nick: str = "governor") -> InRoom:
+    """As the room's owner, make ``agent`` an admin of it, and bring it in: the room then
+    says, in its presence, that ``agent`` governs it (and may bind it)."""
+    await room.muc.set_affiliation(JID(room.room), "admin", jid=agent.jid.bare)
+    governor = InRoom(agent, room.room, nick)
+    await governor.join()
+    return governor
 
 
 async def occupants_of(room: InRoom) -> list[str]:

@@ -15,7 +15,7 @@ from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
 from tests.support import prosody
 from tests.support.harness import ClientAgent, start_client, unique_jid
-from tests.support.rooms import InRoom, eventually, room_name
+from tests.support.rooms import InRoom, eventually, govern, room_name
 from tests.support.spaces import space_name
 
 MEMORY_PASSWORD = "memory-agents-secret"
@@ -57,6 +57,7 @@ async def test_the_agent_rejoins_after_its_restart_and_the_servers_recording_eac
         await in_room.join()
         await in_room.configure(persistent=True)  # alice made it: she owns it
         await owner.memory.create_space(space)
+        await govern(in_room, owner)  # an admin of the room, in it: it may bind it
         await owner.memory.join_room(room, space)
         alice_jid = str(alice.jid.bare)
         for text in ("release one is tagged", "release two is tagged"):

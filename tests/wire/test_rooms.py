@@ -18,8 +18,10 @@ from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
 from tests.support.command_line import shell as run_shell
 from tests.support.harness import ClientAgent, jid, start_client, unique_jid
-from tests.support.rooms import SAID_WITHIN, InRoom, eventually, room_name
+from tests.support.rooms import SAID_WITHIN, InRoom, eventually, govern, room_name
 from tests.support.spaces import space_name
+
+MEMORY_AGENT = "interaction-memory@localhost"
 
 
 @pytest.fixture
@@ -37,10 +39,16 @@ async def people(
         await stop_agent(agent)
 
 
-async def open_room(host: ClientAgent, prefix: str, *, whois: str = "anyone") -> InRoom:
+async def open_room(
+    host: ClientAgent, prefix: str, *, whois: str = "anyone", binder: ClientAgent | None = None
+) -> InRoom:
+    """A room ``host`` made and owns; ``binder``: made an admin of it, and in it, so
+    that the room says it may bind it."""
     room = InRoom(host, room_name(prefix), "host")
     await room.join()
     await room.configure(whois=whois)
+    if binder is not None:
+        await govern(room, binder)
     return room
 
 
@@ -54,7 +62,7 @@ async def test_a_bound_room_is_recorded_its_members_read_it_and_it_answers_quest
     owner, host, alice, mallory, stranger = people
     space = space_name("team")
     await owner.memory.create_space(space)
-    hosting = await open_room(host, "deploys")
+    hosting = await open_room(host, "deploys", binder=owner)
     bound = await owner.memory.join_room(hosting.room, space)
     assert bound is not None and bound.present and bound.space == space
     assert bound.bound_by == jid(owner)
@@ -148,13 +156,61 @@ async def test_a_room_that_hides_real_addresses_or_does_not_exist_is_not_bound(
     assert await owner.memory.list_rooms() == []
 
 
+async def test_only_who_the_room_says_governs_it_binds_it(people: list[ClientAgent]) -> None:
+    """A members-only room keeps the agent as a member after its binding ends: a space
+    owner the room does not name must not bind it and read its history."""
+    owner, host, alice, mallory, _ = people
+    space, theirs = space_name("secret"), space_name("theirs")
+    await owner.memory.create_space(space)
+    await mallory.memory.create_space(theirs)
+    secret = InRoom(host, room_name("secret"), "host")
+    await secret.join()
+    await secret.configure(members_only=True)
+    await secret.muc.set_affiliation(JID(secret.room), "member", jid=JID(MEMORY_AGENT))
+    await secret.muc.set_affiliation(JID(secret.room), "admin", jid=owner.jid.bare)
+    bound = await owner.memory.join_room(secret.room, space)  # listed as its admin, away
+    assert bound is not None and bound.present
+    await secret.said("the launch code is 4711")
+
+    async def kept() -> bool:
+        return bool(await found(owner, secret.room, "launch code"))
+
+    await eventually(kept, "the members-only room recorded")
+    assert await owner.memory.leave_room(secret.room)
+
+    async def memory_out() -> bool:
+        return "memory" not in (secret.muc.get_roster(JID(secret.room)) or [])
+
+    await eventually(memory_out, "the agent out of the unbound room")
+    with pytest.raises(NotAuthorized, match="does not say"):  # a member still: it joins
+        await mallory.memory.join_room(secret.room, theirs)
+    assert await mallory.memory.list_rooms() == []
+    with pytest.raises(ItemNotFound):
+        await found(mallory, secret.room, "launch code")
+    await eventually(memory_out, "the agent out again, having read nothing")
+
+    lobby = await open_room(host, "lobby")  # open: in it, but the room names her nothing
+    await InRoom(mallory, lobby.room, "mallory").join()
+    await lobby.muc.set_affiliation(JID(lobby.room), "member", jid=alice.jid.bare)
+    await InRoom(alice, lobby.room, "alice").join()
+    alices = space_name("alices")
+    await alice.memory.create_space(alices)
+    for who, into in ((mallory, theirs), (alice, alices)):  # a passer-by, a member
+        with pytest.raises(NotAuthorized, match="does not say"):
+            await who.memory.join_room(lobby.room, into)
+    assert await mallory.memory.list_rooms() == []
+    await lobby.muc.set_affiliation(JID(lobby.room), "admin", jid=mallory.jid.bare)
+    bound = await mallory.memory.join_room(lobby.room, theirs)  # an admin of it now
+    assert bound is not None and bound.present and bound.bound_by == jid(mallory)
+
+
 async def test_an_occupants_private_message_is_a_question_never_a_request(
     people: list[ClientAgent],
 ) -> None:
     owner, host, alice, *_ = people
     space = space_name("private")
     await owner.memory.create_space(space)
-    hosting = await open_room(host, "private")
+    hosting = await open_room(host, "private", binder=owner)
     await owner.memory.join_room(hosting.room, space)
     await hosting.muc.set_affiliation(hosting.room, "member", jid=alice.jid.bare)
     in_room = InRoom(alice, hosting.room, "alice")
@@ -175,7 +231,8 @@ async def test_the_agent_leaves_a_room_whose_space_is_deleted_and_one_unbound(
     people: list[ClientAgent],
 ) -> None:
     owner, host, *_ = people
-    gone, unbound = await open_room(host, "gone"), await open_room(host, "unbound")
+    gone = await open_room(host, "gone", binder=owner)
+    unbound = await open_room(host, "unbound", binder=owner)
     spaces = {}
     for room in (gone, unbound):
         spaces[room.room] = space_name("rooms")
@@ -209,7 +266,7 @@ async def test_an_invitation_naming_a_space_binds_the_room_and_a_ban_takes_its_g
     owner, host, alice, _, stranger = people
     space = space_name("invited")
     await owner.memory.create_space(space)
-    hosting = await open_room(host, "invited")
+    hosting = await open_room(host, "invited", binder=owner)
     told: dict[str, asyncio.Queue[str]] = {}
     for person in (owner, stranger):
         queue: asyncio.Queue[str] = asyncio.Queue()
@@ -217,14 +274,10 @@ async def test_an_invitation_naming_a_space_binds_the_room_and_a_ban_takes_its_g
         person.client.register_plugin("xep_0249")
         person.client.add_event_handler("message", _from_memory_to(queue))
 
-    stranger.client.plugin["xep_0249"].send_invitation(
-        "interaction-memory@localhost", hosting.room, reason=space
-    )
+    stranger.client.plugin["xep_0249"].send_invitation(MEMORY_AGENT, hosting.room, reason=space)
     refusal = await asyncio.wait_for(told[jid(stranger)].get(), SAID_WITHIN)
     assert refusal.startswith(f"I did not join {hosting.room}")
-    owner.client.plugin["xep_0249"].send_invitation(
-        "interaction-memory@localhost", hosting.room, reason=space
-    )
+    owner.client.plugin["xep_0249"].send_invitation(MEMORY_AGENT, hosting.room, reason=space)
     joined = await asyncio.wait_for(told[jid(owner)].get(), SAID_WITHIN)
     assert joined == f"I joined {hosting.room}: what is said there is kept in the space {space!r}."
     (bound,) = await owner.memory.list_rooms()
@@ -255,7 +308,7 @@ def _from_memory_to(queue: asyncio.Queue[str]) -> Callable[[object], None]:
     def heard(stanza: object) -> None:
         message = stanza  # a slixmpp Message
         sender = str(message["from"].bare)  # type: ignore[index]
-        if sender == "interaction-memory@localhost" and message["type"] == "chat":  # type: ignore[index]
+        if sender == MEMORY_AGENT and message["type"] == "chat":  # type: ignore[index]
             queue.put_nowait(str(message["body"]))  # type: ignore[index]
 
     return heard
@@ -267,7 +320,7 @@ async def test_the_shell_binds_a_room_lists_it_hears_it_and_unbinds_it(
     owner, host, alice, *_ = people
     space = space_name("shell")
     await owner.memory.create_space(space)
-    hosting = await open_room(host, "shell")
+    hosting = await open_room(host, "shell", binder=owner)
 
     def shell(*args: str) -> str:
         done = run_shell(prosody_memory_service.port, jid(owner), *args, password="client-secret")
