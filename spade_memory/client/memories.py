@@ -321,7 +321,11 @@ class BaseMemoryCalls(Calls):
             return False
         return result is not None
 
-    async def get_memory_stats(self, *, space: str | None = None) -> MemoryStats | None:
+    async def get_memory_stats(
+        self, *, space: str | None = None, days: int = 0
+    ) -> MemoryStats | None:
         """Counts by category, average confidence, oldest and newest, the ranking used, and
-        the usage against the quota (the sender's own, or a shared ``space``'s)."""
-        return await self.request(self.base_memory_jid, MemoryStatsOp(space=space))
+        the usage against the quota (the sender's own, or a shared ``space``'s); with
+        ``days`` (up to 90), also what was stored on each of the last days and by whom.
+        Raises ``BadRequest`` for ``days`` out of range."""
+        return await self.request(self.base_memory_jid, MemoryStatsOp(space=space, days=days))

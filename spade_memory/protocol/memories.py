@@ -267,6 +267,14 @@ class MemoryStats(Record):
     """How this space's vectors are searched now: ``exact`` (every vector scored),
     ``approximate`` (a large space's IVF index), ``pgvector`` (PostgreSQL's HNSW index),
     ``none`` (not loaded yet, or BM25 alone)."""
+    stored_per_day: dict[str, int] = Field(default_factory=dict)
+    """With ``days``: the live memories of the space stored on each of those days, by
+    UTC date (``YYYY-MM-DD``), oldest first, every day listed; counted, not read."""
+    stored_by_author: dict[str, int] = Field(default_factory=dict)
+    """With ``days``: the ``STATS_AUTHORS`` authors who stored the most of those, with
+    how many each (the most first)."""
+    stored_by_others: int = 0
+    """With ``days``: how many of those the other authors stored."""
 
 
 ChangeKind = Literal["stored", "updated", "deleted"]
@@ -674,14 +682,26 @@ class DeleteMemory(Op[Deleted]):
     space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
 
 
+STATS_DAYS = 90
+"""The most days ``memory_stats`` counts day by day."""
+STATS_AUTHORS = 8
+"""The authors ``memory_stats`` names with their counts; the rest are summed."""
+
+
 class MemoryStatsOp(Op[MemoryStats]):
     """Counts of a space's memories (the sender's own by default), by category, its usage
-    against its quota, and how search ranks."""
+    against its quota, and how search ranks; with ``days``, also how many were stored on
+    each of the last days and by whom (what a chart draws, without reading a memory)."""
 
     need = "read"
     op: Literal["memory_stats"] = "memory_stats"
     reads_only: ClassVar[bool] = True
     space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
+    days: int = Field(
+        default=0, ge=0, le=STATS_DAYS,
+        description="Also count the memories stored on each of the last this many days"
+        " (UTC, today included) and by their authors (0: not)",
+    )  # fmt: skip
 
 
 class ChangesSince(Op[ChangeList]):

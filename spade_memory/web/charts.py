@@ -1,10 +1,10 @@
 """The figures a space's page draws: memories stored per day and per author over the
 last two weeks, and how long this view's searches took over the last hour.
 
-Counts are read through the same op as the list (``recent_memories`` stored since two
-weeks ago, without counting a use), at most ``SAMPLE`` memories: a space busier than
-that is said to be so on the chart. Search times are the round trips this view
-measured itself (the memory agents' own figures are in ``/metrics``).
+The counts are the base memory agent's (``memory_stats`` with ``days``): counted in its
+database, not one memory read, so a busy space costs a page no more than a quiet one.
+Search times are the round trips this view measured itself (the memory agents' own
+figures are in ``/metrics``).
 """
 
 from __future__ import annotations
@@ -12,22 +12,17 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
 
 from aiohttp import web
 
-from spade_memory.client.memory_client import MemoryClient
 from spade_memory.metrics.figures import WEB_SEARCH
+from spade_memory.protocol.memories import MemoryStats
 from spade_memory.protocol.ops import PERSONAL
 
 DAYS = 14
-SAMPLE = 1_000
-"""The most memories a chart counts (one request)."""
-AUTHORS = 8
-"""Authors drawn by name; the others are summed as one bar."""
 HOUR = 3600.0
 
 
@@ -84,34 +79,22 @@ class Bar:
 class Charts:
     per_day: list[Bar]
     per_author: list[Bar]
-    counted: int
-    capped: bool
-    """Whether the space stored more than ``SAMPLE`` in the period (only those counted)."""
+    """The authors ``memory_stats`` names (``STATS_AUTHORS``), then the others as one."""
     searches: int
     p50_ms: float | None
     p99_ms: float | None
 
 
-async def of_space(memory: MemoryClient, space: str, searches: SearchTimes) -> Charts:
-    """The charts of ``space`` as the viewer may read it."""
-    since = datetime.now(timezone.utc) - timedelta(days=DAYS - 1)
-    since = since.replace(hour=0, minute=0, second=0, microsecond=0)
-    fetched = await memory.get_recent_memories(
-        SAMPLE, space=space, created_after=since, count_access=False
-    )
-    days: Counter[date] = Counter(m.created_at.astimezone(timezone.utc).date() for m in fetched)
-    authors: Counter[str] = Counter(m.author or m.owner for m in fetched)
-    first = since.date()
-    per_day = _bars([(str(first + timedelta(days=n)), days[first + timedelta(days=n)])
-                     for n in range(DAYS)])  # fmt: skip
-    named = authors.most_common(AUTHORS)
-    others = sum(authors.values()) - sum(count for _, count in named)
-    label = "you" if space == PERSONAL else None
-    per_author = _bars([(label or author, count) for author, count in named]
-                       + ([("others", others)] if others else []))  # fmt: skip
+def drawn(stats: MemoryStats, searches: SearchTimes) -> Charts:
+    """The charts of a space from its ``memory_stats`` asked with ``days=DAYS``."""
+    per_day = _bars(list(stats.stored_per_day.items()))
+    label = "you" if stats.space == PERSONAL else None
+    others = [("others", stats.stored_by_others)] if stats.stored_by_others else []
+    per_author = _bars([(label or author, count) for author, count in
+                        stats.stored_by_author.items()] + others)  # fmt: skip
     count, p50, p99 = searches.percentiles()
     return Charts(
-        per_day, per_author, len(fetched), fetched.next_offset is not None, count,
+        per_day, per_author, count,
         None if p50 is None else p50 * 1000, None if p99 is None else p99 * 1000,
     )  # fmt: skip
 

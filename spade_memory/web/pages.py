@@ -109,9 +109,12 @@ async def space(request: web.Request) -> web.StreamResponse:
     if request.query.get("fragment") == "list":
         return _render(request, "memories.html", context)
     details = None if name == PERSONAL else await memory.space_info(name)
-    stats = await memory.get_memory_stats(space=None if name == PERSONAL else name)
+    stats = await memory.get_memory_stats(
+        space=None if name == PERSONAL else name, days=charts.DAYS
+    )
+    assert stats is not None
     role = "owner" if details is None else details.role
-    drawn = await charts.of_space(memory, name, request.app[SEARCH_TIMES])
+    drawn = charts.drawn(stats, request.app[SEARCH_TIMES])
     context |= {"details": details, "stats": stats, "role": role, "roles": ROLES,
                 "charts": drawn}  # fmt: skip
     return _render(request, "space.html", context)

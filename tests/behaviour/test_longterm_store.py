@@ -7,7 +7,11 @@ import asyncio
 import gc
 import json
 import sqlite3
+import time
+import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -16,17 +20,20 @@ from spade.message import Message
 
 from spade_memory.base_memory.service import BaseMemoryService
 from spade_memory.base_memory.store.access_counts import AccessLog
+from spade_memory.base_memory.store.imports import ImportMemory
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.protocol.errors import BadRequest, ItemNotFound, MemoryServiceError
 from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.memories import (
     SQL_INTEGER,
+    STATS_DAYS,
     DeleteMemory,
     ForgetAllMemories,
     GetMemory,
     ListMemories,
     Memory,
     MemoryList,
+    MemoryStats,
     MemoryStatsOp,
     RecentMemories,
     SearchMemories,
@@ -40,6 +47,7 @@ from tests.support.stores import Location
 
 ALICE = "alice@localhost"
 BOB = "bob@localhost"
+DAYS_MAX = STATS_DAYS
 
 
 @pytest.fixture
@@ -286,6 +294,58 @@ async def test_stats(store: LongTermStore) -> None:
     assert stats["category_counts"] == {"fact": 1, "pattern": 1}
     assert stats["avg_confidence"] == pytest.approx(0.75)
     assert stats["oldest_memory"] <= stats["newest_memory"]
+    assert (stats["stored_per_day"], stats["stored_by_author"]) == ({}, {})  # not asked
+
+
+async def test_stats_count_what_was_stored_day_by_day_and_by_whom(store: LongTermStore) -> None:
+    """What the web view's charts draw, counted by the store: live memories only, of
+    the space asked, each on its UTC day, the most prolific authors by name."""
+    now, day = time.time(), 86_400
+    ages = (0, 0, 1, 3, 20)  # in days
+    for n, age in enumerate(ages):
+        imported = ImportMemory(
+            id=str(uuid.uuid4()), category="fact", content=f"imported {n}", confidence=1.0,
+            created_at=now - age * day, last_accessed=now, access_count=0,
+        )  # fmt: skip
+        assert isinstance(await store.apply(ALICE, imported), Stored)
+    gone = await put(store, ALICE, "deleted today")
+    await store.apply(ALICE, DeleteMemory(id=gone))
+    await put(store, BOB, "bob's own, not alice's")
+    when = Counter(datetime.fromtimestamp(now - a * day, timezone.utc).date() for a in ages)
+
+    while True:  # asked again if midnight (UTC) passed meanwhile
+        today = datetime.now(timezone.utc).date()
+        stats = await store.apply(ALICE, MemoryStatsOp(days=3))
+        if datetime.now(timezone.utc).date() == today:
+            break
+    assert isinstance(stats, MemoryStats)
+    window = [today - timedelta(days=n) for n in (2, 1, 0)]
+    assert stats.stored_per_day == {d.isoformat(): when[d] for d in window}
+    assert list(stats.stored_per_day) == [d.isoformat() for d in window]  # oldest first
+    assert sum(stats.stored_per_day.values()) == 3
+    assert (stats.stored_by_author, stats.stored_by_others) == ({ALICE: 3}, 0)
+    assert stats.total_memories == len(ages)  # the counts of every day are unchanged
+
+    team = [f"writer-{n}@localhost" for n in range(8)]
+    by_count = {ALICE: 3, BOB: 2, **dict.fromkeys(team, 1)}
+    for author, count in by_count.items():
+        role = "owner" if author == ALICE else "writer"
+        for n in range(count):
+            op = StoreMemory(category="fact", content=f"{author} told the team {n}")
+            (done,) = await store.batch(author, [Request(op, None, (Place("t", "team", role),))])
+            assert isinstance(done, Stored)
+    asked = Request(
+        MemoryStatsOp(space="team", days=DAYS_MAX), None, (Place("t", "team", "reader"),)
+    )
+    (shared,) = await store.batch(BOB, [asked])
+    assert isinstance(shared, MemoryStats)
+    assert sum(shared.stored_per_day.values()) == sum(by_count.values())
+    named = {ALICE: 3, BOB: 2, **dict.fromkeys(sorted(team)[:6], 1)}  # ties by address
+    assert (shared.stored_by_author, shared.stored_by_others) == (named, 2)
+    assert list(shared.stored_by_author)[:2] == [ALICE, BOB]  # the most first
+    assert len(shared.stored_per_day) == DAYS_MAX
+    with pytest.raises(ValidationError):
+        MemoryStatsOp(days=DAYS_MAX + 1)
 
 
 async def test_repeated_request_id_applies_once_even_after_reopen(location: Location) -> None:

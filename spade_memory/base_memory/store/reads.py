@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from datetime import time as datetime_time
 
 from spade_memory.base_memory.graph import expansion
 from spade_memory.base_memory.graph.extract import names_in
 from spade_memory.base_memory.store import history, journal
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
+from spade_memory.base_memory.store.filters import Selection
 from spade_memory.base_memory.store.rows import COLUMNS, Row, as_datetime, newest, select
 from spade_memory.base_memory.store.sizes import size_of
 from spade_memory.protocol.errors import ItemNotFound, ResourceConstraint
 from spade_memory.protocol.memories import (
+    STATS_AUTHORS,
     Change,
     ChangeList,
     ChangesSince,
@@ -31,6 +35,7 @@ from spade_memory.protocol.memories import (
     MemoryList,
     MemoryRefs,
     MemoryStats,
+    MemoryStatsOp,
     Reasoning,
     RecentMemories,
     SearchMemories,
@@ -168,6 +173,9 @@ class Reads:
             most = place.max_memories or limits.max_memories_per_space
             most_bytes = place.max_bytes or limits.max_bytes_per_space
         used, used_bytes = await journal.usage_of(db, subject)
+        assert isinstance(request.op, MemoryStatsOp)
+        days = request.op.days
+        per_day, by_author, by_others = await _stored_lately(db, place.key, live, days)
         return MemoryStats(
             total_memories=int(total),
             category_counts=counts,
@@ -185,6 +193,9 @@ class Reads:
             vector_index=ctx.ranking.kind_of(place.key),
             superseded_memories=int(superseded),
             merged_memories=int(merged),
+            stored_per_day=per_day,
+            stored_by_author=by_author,
+            stored_by_others=by_others,
         )
 
     async def changes(self, db: Database, request: Request, work: Effects) -> ChangeList:
@@ -329,3 +340,32 @@ def _cut(kept: Sequence[Row]) -> str:
         f"{len(kept)} memories fit the bytes one answer may carry (run --max-answer-bytes);"
         " ask for the rest with the next offset, fewer at a time, or in a batch of its own"
     )
+
+
+async def _stored_lately(
+    db: Database, key: str, live: Selection, days: int
+) -> tuple[dict[str, int], dict[str, int], int]:
+    """The memories of the space ``key`` that ``live`` selects stored on each of the last
+    ``days`` UTC days, today included (every day listed), the ``STATS_AUTHORS`` authors
+    who stored the most of them, and what the others stored: counted in the database,
+    no memory read (nothing when ``days`` is 0)."""
+    if not days:
+        return {}, {}, 0
+    first = datetime.now(timezone.utc).date() - timedelta(days=days - 1)
+    dates = [first + timedelta(days=n) for n in range(days + 1)]
+    starts = [datetime.combine(d, datetime_time.min, timezone.utc).timestamp() for d in dates]
+    window = f"space = ? AND created_at >= ? AND created_at < ? AND {live.sql}"
+    params = (key, starts[0], starts[-1], *live.params)
+    each_day = ", ".join(["COUNT(*) FILTER (WHERE created_at >= ? AND created_at < ?)"] * days)
+    (counts,) = await db.execute_fetchall(
+        f"SELECT {each_day} FROM memories m WHERE {window}",
+        (*(bound for n in range(days) for bound in starts[n : n + 2]), *params),
+    )
+    per_day = {dates[n].isoformat(): int(counts[n]) for n in range(days)}
+    authors = await db.execute_fetchall(
+        f"SELECT owner, COUNT(*) FROM memories m WHERE {window}"
+        " GROUP BY owner ORDER BY COUNT(*) DESC, owner LIMIT ?",
+        (*params, STATS_AUTHORS),
+    )
+    by_author = {str(owner): int(n) for owner, n in authors}
+    return per_day, by_author, sum(per_day.values()) - sum(by_author.values())
