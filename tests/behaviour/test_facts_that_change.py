@@ -22,7 +22,7 @@ from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.base_memory.store.tables import add_validity, key_subjects
 from spade_memory.protocol.consolidation import Consolidated, ConsolidateMemories
-from spade_memory.protocol.errors import BadRequest, Conflict, ItemNotFound, NotAuthorized
+from spade_memory.protocol.errors import BadRequest, Busy, Conflict, ItemNotFound, NotAuthorized
 from spade_memory.protocol.memories import (
     DeleteMemory,
     GetMemory,
@@ -44,6 +44,7 @@ from tests.support.stores import Location, query, set_back
 
 ALICE = "alice@localhost"
 BOB = "bob@localhost"
+CAROL = "carol@localhost"
 NOW = datetime.now(timezone.utc)
 
 
@@ -383,6 +384,27 @@ async def test_consolidating_a_space_takes_an_admin(store: LongTermStore) -> Non
     with pytest.raises(NotAuthorized, match="takes an admin"):
         await in_space(store, BOB, ConsolidateMemories(), "writer")
     assert isinstance(await in_space(store, BOB, ConsolidateMemories(), "admin"), Consolidated)
+
+
+async def test_one_consolidation_at_a_time_per_sender_and_two_in_all(
+    store: LongTermStore,
+) -> None:
+    """Passes compare on one thread: each one under way holds a serving slot, so a
+    sender's second, or a third in all, is answered ``Busy`` (its client asks again)."""
+    for n in range(3):
+        await put(store, f"The deploy checklist has step {n}")
+    first = asyncio.create_task(store.apply(ALICE, ConsolidateMemories()))
+    await asyncio.sleep(0)  # the first is under way: its plan reads the store
+    with pytest.raises(Busy, match="one at a time") as refused:
+        await store.apply(ALICE, ConsolidateMemories())
+    assert refused.value.retry_after > 0
+    second = asyncio.create_task(in_space(store, BOB, ConsolidateMemories(), "admin"))
+    await asyncio.sleep(0)
+    with pytest.raises(Busy, match="2 consolidations are under way"):
+        await store.apply(CAROL, ConsolidateMemories(dry_run=False))
+    assert (await store.apply(CAROL, MemoryStatsOp())).total_memories == 0  # others served
+    assert isinstance(await first, Consolidated) and isinstance(await second, Consolidated)
+    assert isinstance(await store.apply(ALICE, ConsolidateMemories()), Consolidated)
 
 
 async def test_the_background_consolidates_a_space_once_its_writes_pause(

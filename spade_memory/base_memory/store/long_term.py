@@ -58,7 +58,7 @@ from spade_memory.base_memory.store.tables import DATED, MIGRATIONS
 from spade_memory.base_memory.store.writes import Writes
 from spade_memory.base_memory.work_items import WorkItems
 from spade_memory.protocol.consolidation import ConsolidateMemories
-from spade_memory.protocol.errors import MemoryServiceError
+from spade_memory.protocol.errors import Busy, MemoryServiceError
 from spade_memory.protocol.expiry import PURGE_EVERY_SECONDS
 from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.memories import (
@@ -103,6 +103,13 @@ CONSOLIDATE_AFTER_SECONDS = 300.0
 """How long a space rests from writes before the background consolidates it."""
 CONSOLIDATED_AFTER = (StoreMemory, SupersedeMemory, UpdateMemory)
 """The writes after which a space is consolidated again."""
+MOST_CONSOLIDATING = 2
+"""``consolidate_memories`` requests under way at once, all senders together (one pass
+compares at a time, on one thread): the others, and a sender's second while its first
+is under way, are answered ``Busy``, so that passes never hold more of the serving slots
+than this, whoever asks."""
+CONSOLIDATING_RETRY_AFTER = 1.0
+"""Seconds after which a consolidation answered ``Busy`` may ask again."""
 
 
 class LongTermStore(AppliesOps):
@@ -161,6 +168,8 @@ class LongTermStore(AppliesOps):
         self._written: dict[str, tuple[Place, float]] = {}
         """Spaces written since they were last consolidated: key → (place, last write)."""
         self._consolidating: asyncio.Task[None] | None = None
+        self._consolidations: set[str] = set()
+        """The senders with a ``consolidate_memories`` under way (``MOST_CONSOLIDATING``)."""
         self._stopping = threading.Event()
         """Set when the store starts closing: no pass starts, and one comparing stops."""
         self._merging = False
@@ -295,7 +304,25 @@ class LongTermStore(AppliesOps):
         """Apply the ops of ``requests`` for ``owner`` (the sender), in one transaction.
 
         Returns one outcome per request, its result or its typed error (all the same
-        failure when the transaction itself failed)."""
+        failure when the transaction itself failed); raises ``Busy`` for a batch with a
+        ``consolidate_memories`` while the sender has one under way, or while
+        ``MOST_CONSOLIDATING`` are."""
+        if not any(isinstance(request.op, ConsolidateMemories) for request in requests):
+            return await self._batch(owner, requests)
+        if owner in self._consolidations or len(self._consolidations) >= MOST_CONSOLIDATING:
+            why = (
+                "a consolidation of yours is under way: one at a time"
+                if owner in self._consolidations
+                else f"{MOST_CONSOLIDATING} consolidations are under way"
+            )
+            raise Busy(f"{why}; ask again shortly", CONSOLIDATING_RETRY_AFTER)
+        self._consolidations.add(owner)
+        try:
+            return await self._batch(owner, requests)
+        finally:
+            self._consolidations.discard(owner)
+
+    async def _batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         work = Effects(
             owner,
             queries=await embed_queries(self._ctx, owner, requests),
