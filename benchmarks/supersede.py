@@ -8,7 +8,8 @@ it only reports. The ``choose`` half's figures are shown for comparison, not as 
 
 Then consolidation on a SQLite store of ``--memories`` memories (one in ten a reworded
 copy of another), against a baseline measured in the same run: reading the same rows
-the pass reads.
+the pass reads; and a dry run over ``--hostile`` memories whose every word is in about
+``COMMON`` of them, the duplicate index's worst case, against the same baseline.
 
     python -m benchmarks.supersede
 """
@@ -30,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from spade_memory.base_memory.facts.conflicts import replacement
+from spade_memory.base_memory.facts.duplicates import COMMON
 from spade_memory.base_memory.facts.frames import frame_of
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.base_memory.store.rows import COLUMNS
@@ -83,12 +85,32 @@ def reworded(text: str, rng: random.Random) -> str:
     return " ".join([*words, words[0]])
 
 
-async def consolidation_cost(count: int, rounds: int) -> dict[str, float]:
-    """Seconds (median of ``rounds``) of the baseline read, a dry run and an applying run
-    over ``count`` memories, and how many the applying run merged."""
+def ordinary_texts(count: int) -> list[str]:
+    """``count`` memories of the corpus, one in ten a reworded copy of another."""
     rng = random.Random(3)
     texts = Corpus(seed=5).memories(count * 9 // 10)
-    texts += [reworded(rng.choice(texts), rng) for _ in range(count - len(texts))]
+    return texts + [reworded(rng.choice(texts), rng) for _ in range(count - len(texts))]
+
+
+def hostile_texts(count: int, words_each: int = 200) -> list[str]:
+    """``count`` memories of ``words_each`` made-up words, each word in ``COMMON`` of them
+    at most: every word is under the index's limit, so each memory finds the most
+    candidates the index lets it."""
+    rng = random.Random(7)
+    letters = "bcdfghjklmnpqrtvwxz"
+    distinct = max(words_each, count * words_each // COMMON)
+    vocabulary: set[str] = set()
+    while len(vocabulary) < distinct:
+        vocabulary.add("".join(rng.choices(letters, k=8)))
+    slots = sorted(vocabulary) * COMMON
+    rng.shuffle(slots)
+    return [" ".join(slots[n * words_each : (n + 1) * words_each]) for n in range(count)]
+
+
+async def consolidation_cost(texts: list[str], rounds: int, merge: bool = True) -> dict[str, float]:
+    """Seconds (median of ``rounds``) of the baseline read, a dry run and (``merge``) an
+    applying run over ``texts`` as memories, and how many the applying run merged."""
+    count = len(texts)
     with tempfile.TemporaryDirectory() as folder:
         store = await LongTermStore.open(Path(folder) / "memory.db", consolidate_after=None)
         try:
@@ -110,16 +132,16 @@ async def consolidation_cost(count: int, rounds: int) -> dict[str, float]:
                 started = time.perf_counter()
                 await store.apply(OWNER, ConsolidateMemories())
                 dry.append(time.perf_counter() - started)
-            started = time.perf_counter()
-            done = await store.apply(OWNER, ConsolidateMemories(dry_run=False))
-            applied = time.perf_counter() - started
-            assert isinstance(done, Consolidated)
+            cost = {"read": statistics.median(read), "dry": statistics.median(dry)}
+            if merge:
+                started = time.perf_counter()
+                done = await store.apply(OWNER, ConsolidateMemories(dry_run=False))
+                cost["applied"] = time.perf_counter() - started
+                assert isinstance(done, Consolidated)
+                cost["merged"] = float(done.merged)
         finally:
             await store.close()
-    return {
-        "read": statistics.median(read), "dry": statistics.median(dry), "applied": applied,
-        "merged": float(done.merged),
-    }  # fmt: skip
+    return cost
 
 
 def main() -> None:
@@ -127,6 +149,9 @@ def main() -> None:
     parser.add_argument("--errors", action="store_true", help="list the held-out mistakes")
     parser.add_argument("--memories", type=int, default=10_000, help="in the store (10,000)")
     parser.add_argument("--rounds", type=int, default=3, help="timed dry runs (3)")
+    parser.add_argument(
+        "--hostile", type=int, default=3_000, help="memories of the worst case (3,000)"
+    )
     args = parser.parse_args()
     console = Console()
     pairs = load_pairs()
@@ -146,7 +171,7 @@ def main() -> None:
             f"{hidden} of {len(compatible)}",
         )  # fmt: skip
     console.print(table)
-    cost = asyncio.run(consolidation_cost(args.memories, args.rounds))
+    cost = asyncio.run(consolidation_cost(ordinary_texts(args.memories), args.rounds))
     per = 1e6 / args.memories
     table = Table(
         "pass", "seconds", "µs per memory", "vs reading the rows",
@@ -157,6 +182,17 @@ def main() -> None:
         table.add_row(
             name, f"{cost[key]:.3f}", f"{cost[key] * per:.0f}", f"{cost[key] / cost['read']:.1f}x"
         )
+    console.print(table)
+    worst = asyncio.run(consolidation_cost(hostile_texts(args.hostile), 1, merge=False))
+    table = Table(
+        "pass", "seconds", "µs per memory", "vs reading the rows",
+        title=f"The worst case: {args.hostile:,} memories, each word in {COMMON} of them",
+    )  # fmt: skip
+    for name, key in (("read the rows (baseline)", "read"), ("dry run", "dry")):
+        table.add_row(
+            name, f"{worst[key]:.3f}", f"{worst[key] * 1e6 / args.hostile:.0f}",
+            f"{worst[key] / worst['read']:.1f}x",
+        )  # fmt: skip
     console.print(table)
     if args.errors:
         for pair in pairs:

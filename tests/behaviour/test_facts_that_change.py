@@ -10,13 +10,23 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections import Counter
 from datetime import datetime, timedelta, timezone
 from importlib import resources
 from typing import Any
 
 import pytest
 
-from spade_memory.base_memory.facts.duplicates import Candidate, Stopped, merges
+from benchmarks.supersede import hostile_texts
+from spade_memory.base_memory.facts.duplicates import (
+    COMMON,
+    MOST_COMPARED_EACH,
+    MOST_WALKED,
+    Candidate,
+    Effort,
+    Stopped,
+    merges,
+)
 from spade_memory.base_memory.store.journal import SpaceEvent
 from spade_memory.base_memory.store.listeners import Listeners
 from spade_memory.base_memory.store.long_term import LongTermStore
@@ -453,6 +463,27 @@ def test_a_pass_told_to_stop_ends_its_thread_at_once() -> None:
     stop.set()
     with pytest.raises(Stopped):
         merges(memories, stop)
+
+
+def test_a_pass_walks_and_compares_a_bounded_amount_per_memory_whatever_the_words() -> None:
+    """Memories whose every word is in 200 of them (just under the index's limit) made
+    each memory walk 200 entries per word and compare with all it met: a space's writer
+    could make a pass cost minutes. The walk and the full comparisons are bounded per
+    memory, and the copy of a memory among them is still found."""
+    texts = hostile_texts(600)  # 200 made-up words each, every word in 200 of them
+    copy = " ".join(reversed(texts[0].split()))  # the same words in another order
+    memories = [
+        Candidate(str(n), ALICE, "fact", text, 0, float(n)) for n, text in enumerate([*texts, copy])
+    ]
+    effort = Effort()
+    (merge,) = merges(memories, effort=effort)
+    assert (merge.kept.id, [m.id for m in merge.merged]) == ("0", [str(len(texts))])
+    assert effort.walked <= MOST_WALKED * len(memories)
+    assert effort.compared <= MOST_COMPARED_EACH * len(memories)
+    in_memories = Counter(word for text in texts for word in set(text.split()))
+    assert max(in_memories.values()) <= COMMON
+    unbounded = sum(in_memories[word] for text in texts for word in set(text.split()))
+    assert effort.walked < unbounded // 10, "the bound is what held the walk"
 
 
 async def test_a_supersede_by_an_existing_memory_links_the_two(store: LongTermStore) -> None:

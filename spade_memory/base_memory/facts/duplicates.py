@@ -6,11 +6,17 @@ Two memories are the same fact when they state the same frame ("Alice lives in P
 (Jaccard ≥ ``SAME_WORDS``) with the same numbers and the same negation, and neither
 replaces the other (``conflicts``: "prefers tea" / "prefers coffee" share most words and
 are not the same fact). Candidates come from an index of the rarer words, so a pass over
-n memories costs about n times the few it compares each with, not n².
+n memories costs about n times the few it compares each with, not n²; and whatever the
+words, a memory walks at most ``MOST_WALKED`` entries of the index (its rarest words
+first) and is compared in full with at most ``MOST_COMPARED_EACH`` candidates (the
+likeliest first), so a space's memories cannot make a pass cost more than
+that per memory. A duplicate that only the skipped words would find is left unmerged:
+a pass may miss a merge, never make a wrong one.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import threading
@@ -26,6 +32,12 @@ SAME_WORDS = 0.85
 COMMON = 200
 """A word in more memories than this leads to no candidates (it would compare each with
 all of them); the rarer words of a memory still do."""
+MOST_WALKED = 1_000
+"""Index entries one memory walks for its candidates, its rarest words first; the words
+beyond count as common."""
+MOST_COMPARED_EACH = 20
+"""Candidates one memory is compared with in full, those whose words may coincide the
+most first (the size of each memory and the words they share tell how much at most)."""
 
 _WORD = re.compile(r"[\w@.:/-]+")
 _NEGATION = frozenset("not no never n't nothing none longer without".split())
@@ -50,6 +62,15 @@ class Candidate:
     content: str
     access_count: int
     created_at: float
+
+
+@dataclass(slots=True)
+class Effort:
+    """What a pass did: index entries walked and pairs compared in full (for tests and
+    benchmarks: both are bounded per memory)."""
+
+    walked: int = 0
+    compared: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +107,12 @@ def _same_words(wa: frozenset[str], wb: frozenset[str], fa: Frame | None, fb: Fr
     return True
 
 
-def merges(memories: Sequence[Candidate], stop: threading.Event | None = None) -> list[Merge]:
+def merges(
+    memories: Sequence[Candidate], stop: threading.Event | None = None, effort: Effort | None = None
+) -> list[Merge]:
     """The groups of ``memories`` that state one fact (same author and category), each
-    kept as its most used memory (the oldest of those), the others merged into it.
+    kept as its most used memory (the oldest of those), the others merged into it;
+    ``effort``, when given, counts the work done.
 
     Raises ``Stopped`` as soon as ``stop`` is set: a pass of thousands of memories must
     not keep its thread running after its store has closed."""
@@ -121,22 +145,36 @@ def merges(memories: Sequence[Candidate], stop: threading.Event | None = None) -
         if stop is not None and stop.is_set():
             raise Stopped
         shared: Counter[int] = Counter()
-        common = 0
-        for word in words[index]:
-            sharing = by_word[(memory.author, memory.category, word)]
-            if len(sharing) > COMMON:
+        common = walked = 0
+        postings = [by_word[(memory.author, memory.category, word)] for word in words[index]]
+        if sum(map(len, postings)) > MOST_WALKED:
+            postings.sort(key=len)  # the rarest words first
+        for sharing in postings:
+            if len(sharing) > COMMON or walked + len(sharing) > MOST_WALKED:
                 common += 1
                 continue
+            walked += len(sharing)
             shared.update(other for other in sharing if other > index)
         # shared >= SAME_WORDS * union >= SAME_WORDS * len(A): fewer rare words cannot do
-        least = math.ceil(SAME_WORDS * len(words[index])) - common
+        size = len(words[index])
+        least = math.ceil(SAME_WORDS * size) - common
+        likely = []
         for other, count in shared.items():
-            if (
-                count >= least
-                and root(other) != root(index)
-                and _same_words(words[index], words[other], frames[index], frames[other])
-            ):
-                parent[root(other)] = root(index)
+            if count < least or root(other) == root(index):
+                continue
+            most = min(len(words[other]), count + common)  # the words they may share
+            similarity = most / (size + len(words[other]) - most)  # Jaccard at most
+            if similarity >= SAME_WORDS:
+                likely.append((similarity, -other))
+        compared = 0
+        for _, other in heapq.nlargest(MOST_COMPARED_EACH, likely):  # the likeliest first
+            if root(-other) != root(index):
+                compared += 1
+                if _same_words(words[index], words[-other], frames[index], frames[-other]):
+                    parent[root(-other)] = root(index)
+        if effort is not None:
+            effort.walked += walked
+            effort.compared += compared
     groups: dict[int, list[Candidate]] = defaultdict(list)
     for index, memory in enumerate(memories):
         groups[root(index)].append(memory)
