@@ -416,7 +416,7 @@ class LongTermStore(AppliesOps):
             request = Request(ConsolidateMemories(dry_run=False), places=(acting,))
             self._merging = True
             try:
-                (outcome,) = await self.batch(CONSOLIDATION, [request])
+                (outcome,) = await self._batch(CONSOLIDATION, [request])  # not a sender's
             except MemoryServiceError as failure:  # the store is closing, or out of service
                 outcome = failure
             finally:
