@@ -144,6 +144,19 @@ async def consolidation_cost(texts: list[str], rounds: int, merge: bool = True) 
     return cost
 
 
+def _cost_table(title: str, cost: dict[str, float], memories: int) -> Table:
+    """The passes ``consolidation_cost`` timed, against its baseline read."""
+    table = Table("pass", "seconds", "µs per memory", "vs reading the rows", title=title)
+    passes = (("read the rows (baseline)", "read"), ("dry run", "dry"), ("merge", "applied"))
+    for name, key in passes:
+        if key in cost:
+            table.add_row(
+                name, f"{cost[key]:.3f}", f"{cost[key] * 1e6 / memories:.0f}",
+                f"{cost[key] / cost['read']:.1f}x",
+            )  # fmt: skip
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.supersede", description=__doc__)
     parser.add_argument("--errors", action="store_true", help="list the held-out mistakes")
@@ -172,28 +185,11 @@ def main() -> None:
         )  # fmt: skip
     console.print(table)
     cost = asyncio.run(consolidation_cost(ordinary_texts(args.memories), args.rounds))
-    per = 1e6 / args.memories
-    table = Table(
-        "pass", "seconds", "µs per memory", "vs reading the rows",
-        title=f"Consolidation of {args.memories:,} memories ({cost['merged']:.0f} merged)",
-    )  # fmt: skip
-    for name, key in (("read the rows (baseline)", "read"), ("dry run", "dry"),
-                      ("merge", "applied")):  # fmt: skip
-        table.add_row(
-            name, f"{cost[key]:.3f}", f"{cost[key] * per:.0f}", f"{cost[key] / cost['read']:.1f}x"
-        )
-    console.print(table)
+    title = f"Consolidation of {args.memories:,} memories ({cost['merged']:.0f} merged)"
+    console.print(_cost_table(title, cost, args.memories))
     worst = asyncio.run(consolidation_cost(hostile_texts(args.hostile), 1, merge=False))
-    table = Table(
-        "pass", "seconds", "µs per memory", "vs reading the rows",
-        title=f"The worst case: {args.hostile:,} memories, each word in {COMMON} of them",
-    )  # fmt: skip
-    for name, key in (("read the rows (baseline)", "read"), ("dry run", "dry")):
-        table.add_row(
-            name, f"{worst[key]:.3f}", f"{worst[key] * 1e6 / args.hostile:.0f}",
-            f"{worst[key] / worst['read']:.1f}x",
-        )  # fmt: skip
-    console.print(table)
+    title = f"The worst case: {args.hostile:,} memories, each word in {COMMON} of them"
+    console.print(_cost_table(title, worst, args.hostile))
     if args.errors:
         for pair in pairs:
             if pair.half == "held_out" and (decision(pair) == "supersede") != pair.supersedes:

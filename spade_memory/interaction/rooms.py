@@ -67,7 +67,6 @@ SEMI_ANONYMOUS = (
     " be a nickname's word: make it non-anonymous (muc#roomconfig_whois = anyone) and"
     " bind it again"
 )
-
 NOT_GOVERNED = (
     "{room} does not say that {by} is its owner or admin, and only they may bind it: be in"
     " the room as one while you bind it (or, in a members-only room, be listed as one)"

@@ -47,7 +47,6 @@ from tests.support.stores import Location
 
 ALICE = "alice@localhost"
 BOB = "bob@localhost"
-DAYS_MAX = STATS_DAYS
 
 
 @pytest.fixture
@@ -335,7 +334,7 @@ async def test_stats_count_what_was_stored_day_by_day_and_by_whom(store: LongTer
             (done,) = await store.batch(author, [Request(op, None, (Place("t", "team", role),))])
             assert isinstance(done, Stored)
     asked = Request(
-        MemoryStatsOp(space="team", days=DAYS_MAX), None, (Place("t", "team", "reader"),)
+        MemoryStatsOp(space="team", days=STATS_DAYS), None, (Place("t", "team", "reader"),)
     )
     (shared,) = await store.batch(BOB, [asked])
     assert isinstance(shared, MemoryStats)
@@ -343,9 +342,9 @@ async def test_stats_count_what_was_stored_day_by_day_and_by_whom(store: LongTer
     named = {ALICE: 3, BOB: 2, **dict.fromkeys(sorted(team)[:6], 1)}  # ties by address
     assert (shared.stored_by_author, shared.stored_by_others) == (named, 2)
     assert list(shared.stored_by_author)[:2] == [ALICE, BOB]  # the most first
-    assert len(shared.stored_per_day) == DAYS_MAX
+    assert len(shared.stored_per_day) == STATS_DAYS
     with pytest.raises(ValidationError):
-        MemoryStatsOp(days=DAYS_MAX + 1)
+        MemoryStatsOp(days=STATS_DAYS + 1)
 
 
 async def test_repeated_request_id_applies_once_even_after_reopen(location: Location) -> None:
