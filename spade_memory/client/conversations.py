@@ -88,16 +88,33 @@ class InteractionCalls(RoomCalls):
         return None if result is None else result.text
 
     async def get_information(self, conversation_id: str) -> list[str]:
-        """The conversation's notes, oldest first (empty when degraded)."""
-        op = notes.GetInformation(conversation_id=conversation_id)
-        result = await self.request(self.interaction_memory_jid, op)
-        return [] if result is None else result.notes
+        """The conversation's notes, oldest first, every page of them (empty when
+        degraded)."""
+        found: list[str] = []
+        offset: int | None = 0
+        while offset is not None:
+            op = notes.GetInformation(conversation_id=conversation_id, offset=offset)
+            result = await self.request(self.interaction_memory_jid, op)
+            if result is None:
+                return found
+            found += result.notes
+            offset = result.next_offset
+        return found
 
     async def get_context_summary(self, conversation_id: str) -> str | None:
-        """``Previous interactions:`` with one ``- `` line per note; None if none."""
-        op = notes.GetContextSummary(conversation_id=conversation_id)
-        result = await self.request(self.interaction_memory_jid, op)
-        return None if result is None else result.summary
+        """``Previous interactions:`` with one ``- `` line per note, every page of them;
+        None if none."""
+        lines: list[str] = []
+        offset: int | None = 0
+        while offset is not None:
+            op = notes.GetContextSummary(conversation_id=conversation_id, offset=offset)
+            result = await self.request(self.interaction_memory_jid, op)
+            if result is None or result.summary is None:
+                break
+            page = result.summary.split("\n")
+            lines += page if not lines else page[1:]  # each page has the heading
+            offset = result.next_offset
+        return "\n".join(lines) if lines else None
 
     async def clear_conversation(self, conversation_id: str, archive: bool = False) -> bool:
         """True if there were notes; ``archive`` writes their summary file first."""
@@ -106,14 +123,36 @@ class InteractionCalls(RoomCalls):
         return False if result is None else result.cleared
 
     async def get_all_conversations(self) -> list[notes.ConversationInfo]:
-        """The sender's conversations, most recently noted first."""
-        result = await self.request(self.interaction_memory_jid, notes.GetAllConversations())
-        return [] if result is None else result.conversations
+        """The sender's conversations, most recently noted first, every page of them."""
+        found: list[notes.ConversationInfo] = []
+        offset: int | None = 0
+        while offset is not None:
+            op = notes.GetAllConversations(offset=offset)
+            result = await self.request(self.interaction_memory_jid, op)
+            if result is None:
+                return found
+            found += result.conversations
+            offset = result.next_offset
+        return found
 
     async def export_conversation(self, conversation_id: str) -> notes.InteractionsFile | None:
-        """One conversation in spade_llm's interaction-file format."""
-        op = notes.ExportConversation(conversation_id=conversation_id)
-        return await self.request(self.interaction_memory_jid, op)
+        """One conversation in spade_llm's interaction-file format, every page of it
+        (None when degraded)."""
+        agent_id: str | None = None
+        entries: list[notes.NoteEntry] = []
+        offset: int | None = 0
+        while offset is not None:
+            op = notes.ExportConversation(conversation_id=conversation_id, offset=offset)
+            page = await self.request(self.interaction_memory_jid, op)
+            if page is None:
+                break
+            agent_id = page.agent_id
+            entries += page.interactions.get(conversation_id, [])
+            offset = page.next_offset
+        if agent_id is None:
+            return None
+        interactions = {conversation_id: entries} if entries else {}
+        return notes.InteractionsFile(agent_id=agent_id, interactions=interactions)
 
     async def end_conversation(
         self, conversation_id: str, summary: str | None = None, tags: Sequence[str] = (),

@@ -48,6 +48,7 @@ from spade_memory.protocol.errors import (
     ItemNotFound,
     MemoryServiceError,
     NotAuthorized,
+    ResourceConstraint,
 )
 from spade_memory.protocol.interaction import InteractionOp, interaction_ops
 from spade_memory.protocol.interaction_forget import ForgetInteractions
@@ -297,6 +298,11 @@ class InteractionMemoryService(AppliesOps):
         conversation = op.conversation_id
         notes = await self.store.apply(owner, GetInformation(conversation_id=conversation))
         given = op.summary if isinstance(op, EndConversation) else None
+        if not given and notes.next_offset is not None:  # a summary of part, then cleared
+            raise ResourceConstraint(
+                f"conversation {conversation!r} has more notes than one answer may carry"
+                " (run --max-answer-bytes): give its summary yourself"
+            )
         summary = given or context_summary(notes.notes)
         written = None
         if summary is not None:

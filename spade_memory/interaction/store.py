@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,7 @@ from spade_memory.protocol.notes import (
 from spade_memory.protocol.ops import AppliesOps, Op, Outcome, Place, Record, Request
 from spade_memory.protocol.rooms import RoomNote
 from spade_memory.storage import requests
+from spade_memory.storage.answer_budget import CHUNK_ROWS, FIELDS_BYTES, AnswerBudget, over_budget
 from spade_memory.storage.batches import apply_all
 from spade_memory.storage.connection import Database, Migration, Synchronous, Transacting
 from spade_memory.storage.engines import open_transactions
@@ -123,6 +124,10 @@ async def _forget_old(db: Database) -> None:
     await requests.forget_old(db, pg_schema.REQUESTS)
 
 
+PagedRead = Callable[[Database, str, Op[Any], AnswerBudget], Awaitable[Record]]
+"""A read of one owner, inside the store's open transaction, within the batch's budget."""
+
+
 class InteractionStore(AppliesOps):
     """Conversation notes and working memories of many owners, in one SQLite file or one
     PostgreSQL database."""
@@ -135,14 +140,17 @@ class InteractionStore(AppliesOps):
         working = working_store.WorkingMemories(self._requests, self.limits)
         self._handlers: dict[type[Op[Any]], working_store.Handler] = {
             AddInformation: self._add,
-            GetInformation: self._read_notes,
-            GetContextSummary: self._read_notes,
-            ExportConversation: self._read_notes,
             ClearConversation: self._clear,
-            GetAllConversations: self._conversations,
             ForgetInteractions: _forget,
             InteractionStatsOp: self._stats,
             **working.handlers(),
+        }
+        # the reads that could answer more than one answer may carry: paged by bytes
+        self._paged_reads: dict[type[Op[Any]], PagedRead] = {
+            GetInformation: self._read_notes,
+            GetContextSummary: self._read_notes,
+            ExportConversation: self._read_notes,
+            GetAllConversations: self._conversations,
         }
         self._purging: asyncio.Task[None] | None = None
 
@@ -305,17 +313,22 @@ class InteractionStore(AppliesOps):
 
     def applies(self, op: Op[Any]) -> bool:
         """Whether this store applies ``op`` (context-directory ops are the service's)."""
-        return type(op) in self._handlers
+        return type(op) in self._handlers or type(op) in self._paged_reads
 
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Apply the ops of ``requests`` to ``owner``'s notes and working memories,
-        in one transaction."""
-        return await apply_all(
-            self._tx,
-            requests,
-            lambda db, r: self._handlers[type(r.op)](db, owner, r),
-            inline=True,  # one trip to the database's thread, grouped with others' writes
-        )
+        in one transaction; their reads' answers together carry at most
+        ``Limits.max_answer_bytes``."""
+        budget = AnswerBudget(self.limits.max_answer_bytes)
+
+        async def apply(db: Database, request: Request) -> Record:
+            read = self._paged_reads.get(type(request.op))
+            if read is not None:
+                return await read(db, owner, request.op, budget)
+            return await self._handlers[type(request.op)](db, owner, request)
+
+        # one trip to the database's thread, grouped with others' writes
+        return await apply_all(self._tx, requests, apply, inline=True)
 
     async def _add(self, db: Database, owner: str, request: Request) -> Record:
         op = request.op
@@ -358,32 +371,37 @@ class InteractionStore(AppliesOps):
         await self._requests.claim(db, owner, request.id, result)
         return result
 
-    async def _read_notes(self, db: Database, owner: str, request: Request) -> Record:
-        op = request.op
+    async def _read_notes(
+        self, db: Database, owner: str, op: Op[Any], budget: AnswerBudget
+    ) -> Record:
         assert isinstance(op, GetInformation | GetContextSummary | ExportConversation)
-        entries = await _entries(db, owner, op.conversation_id)
+        entries, next_offset = await _entries(db, owner, op.conversation_id, op.offset, budget)
         notes = [entry.content for entry in entries]
         if isinstance(op, GetInformation):
-            return Notes(conversation_id=op.conversation_id, notes=notes)
+            return Notes(conversation_id=op.conversation_id, notes=notes, next_offset=next_offset)
         if isinstance(op, GetContextSummary):
-            return ContextSummary(summary=context_summary(notes))
+            return ContextSummary(summary=context_summary(notes), next_offset=next_offset)
         exported = {op.conversation_id: entries} if entries else {}
-        return InteractionsFile(agent_id=owner, interactions=exported)
+        return InteractionsFile(agent_id=owner, interactions=exported, next_offset=next_offset)
 
-    async def _conversations(self, db: Database, owner: str, _request: Request) -> Conversations:
+    async def _conversations(
+        self, db: Database, owner: str, op: Op[Any], budget: AnswerBudget
+    ) -> Conversations:
+        assert isinstance(op, GetAllConversations)
         # each conversation's count and newest note, then that note's time (both engines)
-        rows = await db.execute_fetchall(
+        query = (
             "SELECT n.conversation_id, c.count, n.seq, n.timestamp FROM notes n JOIN"
             " (SELECT COUNT(*) AS count, MAX(seq) AS newest FROM notes"
             f"  WHERE owner = ? AND {LIVE} GROUP BY conversation_id) c ON n.seq = c.newest"
-            " ORDER BY n.seq DESC",
-            (owner, time.time()),
+            " ORDER BY n.seq DESC"
         )
+        rows, next_offset = await _paged(db, query, (owner, time.time()), op.offset, budget)
         return Conversations(
             conversations=[
                 ConversationInfo(conversation_id=cid, notes=int(count), last_note_at=str(stamp))
                 for cid, count, _seq, stamp in rows
-            ]
+            ],
+            next_offset=next_offset,
         )
 
     async def _stats(self, db: Database, owner: str, request: Request) -> InteractionStats:
@@ -467,14 +485,44 @@ def bare_jid(jid: str) -> str:
     return jid.split("/", 1)[0].lower()
 
 
-async def _entries(db: Database, owner: str, conversation_id: str) -> list[NoteEntry]:
-    """The conversation's notes not expired, oldest first."""
-    rows = await db.execute_fetchall(
+async def _entries(
+    db: Database, owner: str, conversation_id: str, offset: int, budget: AnswerBudget
+) -> tuple[list[NoteEntry], int | None]:
+    """The conversation's notes not expired, oldest first, from ``offset`` on as far as
+    ``budget`` goes, and the next page's offset (None: none left)."""
+    query = (
         "SELECT content, timestamp FROM notes WHERE owner = ? AND conversation_id = ?"
-        f" AND {LIVE} ORDER BY seq",
-        (owner, conversation_id, time.time()),
+        f" AND {LIVE} ORDER BY seq"
     )
-    return [NoteEntry(content=content, timestamp=timestamp) for content, timestamp in rows]
+    rows, next_offset = await _paged(
+        db, query, (owner, conversation_id, time.time()), offset, budget
+    )
+    return [NoteEntry(content=content, timestamp=stamp) for content, stamp in rows], next_offset
+
+
+async def _paged(
+    db: Database, query: str, values: tuple[Any, ...], offset: int, budget: AnswerBudget
+) -> tuple[list[tuple[Any, ...]], int | None]:
+    """The rows of ``query`` from ``offset`` on, read a chunk at a time while their texts
+    fit ``budget`` (which they spend), and the next page's offset (None: the last page).
+
+    Raises ``ResourceConstraint`` when not even the first row fits."""
+    kept: list[tuple[Any, ...]] = []
+    while True:
+        chunk = list(
+            await db.execute_fetchall(
+                f"{query} LIMIT ? OFFSET ?", (*values, CHUNK_ROWS, offset + len(kept))
+            )
+        )
+        for row in chunk:
+            texts = [str(value) for value in row if isinstance(value, str)]
+            if not budget.spend(usage.size_of(*texts) + FIELDS_BYTES):
+                if not kept:
+                    raise over_budget()
+                return kept, offset + len(kept)
+            kept.append(tuple(row))
+        if len(chunk) < CHUNK_ROWS:
+            return kept, None
 
 
 def _now() -> str:

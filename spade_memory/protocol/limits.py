@@ -41,8 +41,10 @@ class Limits:
     """Most versions of one long-term memory kept for ``memory_history`` (the current one
     counted; older ones are dropped first)."""
     max_answer_bytes: int = 8 << 20
-    """Most bytes of memories one answer carries (a batch's answers together): a page
-    past it ends early with the next page's offset, a search keeps the best that fit."""
+    """Most bytes of memories, notes or conversations one answer carries (a batch's
+    answers together): a page past it ends early with the next page's offset, a search
+    keeps the best that fit. A read's answer of more than twice this in JSON, from any
+    agent, is refused."""
     max_pending_proposals: int = 20
     """Most proposals one writer may have waiting in one governed space (each asks every
     admin in a message)."""

@@ -16,6 +16,18 @@ from spade_memory.protocol.expiry import ExpiresAt, TtlSeconds
 from spade_memory.protocol.ops import Op, Record
 
 ConversationId = Annotated[str, Field(min_length=1, max_length=512)]
+Offset = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=2**63 - 1,
+        description="What to skip, to page: the reply's next_offset",
+        exclude_if=lambda value: value == 0,  # a first page reads as it did before paging
+    ),
+]
+NextOffset = Annotated[int | None, Field(exclude_if=lambda value: value is None)]
+"""The ``offset`` of the next page, when the answer stopped at the bytes one answer may
+carry (``Limits.max_answer_bytes``); absent from an answer that holds everything."""
 
 
 class Confirmation(Record):
@@ -29,12 +41,14 @@ class Notes(Record):
 
     conversation_id: str
     notes: list[str]
+    next_offset: NextOffset = None
 
 
 class ContextSummary(Record):
     """Result of ``get_context_summary``: None when there are no notes."""
 
     summary: str | None
+    next_offset: NextOffset = None
 
 
 class Cleared(Record):
@@ -55,6 +69,7 @@ class Conversations(Record):
     """Result of ``get_all_conversations``, most recently noted first."""
 
     conversations: list[ConversationInfo]
+    next_offset: NextOffset = None
 
 
 class NoteEntry(Record):
@@ -69,6 +84,7 @@ class InteractionsFile(Record):
 
     agent_id: str
     interactions: dict[str, list[NoteEntry]]
+    next_offset: NextOffset = None
 
 
 class AddInformation(Op[Confirmation]):
@@ -92,6 +108,8 @@ class GetInformation(Op[Notes]):
     op: Literal["get_information"] = "get_information"
     reads_only: ClassVar[bool] = True
     conversation_id: ConversationId
+    offset: Offset = 0
+    """Notes to skip: the reply's ``next_offset``."""
 
 
 class GetContextSummary(Op[ContextSummary]):
@@ -100,6 +118,8 @@ class GetContextSummary(Op[ContextSummary]):
     op: Literal["get_context_summary"] = "get_context_summary"
     reads_only: ClassVar[bool] = True
     conversation_id: ConversationId
+    offset: Offset = 0
+    """Notes to skip: the reply's ``next_offset``."""
 
 
 class ClearConversation(Op[Cleared]):
@@ -116,6 +136,8 @@ class GetAllConversations(Op[Conversations]):
 
     op: Literal["get_all_conversations"] = "get_all_conversations"
     reads_only: ClassVar[bool] = True
+    offset: Offset = 0
+    """Conversations to skip: the reply's ``next_offset``."""
 
 
 class ExportConversation(Op[InteractionsFile]):
@@ -124,6 +146,8 @@ class ExportConversation(Op[InteractionsFile]):
     op: Literal["export_conversation"] = "export_conversation"
     reads_only: ClassVar[bool] = True
     conversation_id: ConversationId
+    offset: Offset = 0
+    """Notes to skip: the reply's ``next_offset``."""
 
 
 NoteOp = (

@@ -108,8 +108,8 @@ def add_arguments(run: argparse.ArgumentParser, name: str = "run") -> None:
         ("--retry-answers-bytes", Limits.retry_answers_bytes,
          "bytes of answers to recent writes kept so a retry is not applied twice"),
         ("--max-answer-bytes", Limits.max_answer_bytes,
-         "bytes of memories one answer carries, a batch's answers together; a page past it"
-         " ends early with its next offset"),
+         "bytes of memories, notes or conversations one answer carries, a batch's answers"
+         " together; a page past it ends early with its next offset"),
         ("--max-pending-proposals", Limits.max_pending_proposals,
          "proposals one writer may have waiting in a governed space"),
         ("--max-space-proposals", Limits.max_space_proposals,

@@ -107,6 +107,10 @@ class ServeRequests(WakesWhenKilled):
         """Results of recent writes by (sender, request id): a retry gets the first answer
         at once, whatever the limits. Reads and failures are not kept: they are served
         again."""
+        self._most_answered = 2 * service.limits.max_answer_bytes
+        """Bytes of JSON a read's answer may be: what the stores' budgets let through,
+        escaped (a quote or a backslash takes two); a read past it is refused here, the
+        last guard on what one request can make the agent send."""
         self._figures: dict[tuple[str, str], tuple[Any, Any]] = {}
         """The counter and histogram of each (op, outcome) met (``metrics``)."""
         REFUSALS.labels(service.name)  # exported as 0 from the start
@@ -186,7 +190,14 @@ class ServeRequests(WakesWhenKilled):
         reply_address.set(str(request.sender))
         try:
             outcome, changed = await self._answer(request)
-            replies = [wire.reply_to(copy, outcome) for copy in self._serving.pop(key, [request])]
+            copies = self._serving.pop(key, [request])
+            replies = [wire.reply_to(copy, outcome) for copy in copies]
+            if not changed and _over(replies[0].body or "", self._most_answered):
+                outcome = ResourceConstraint(
+                    f"this answer is over {self._most_answered:,} bytes (twice"
+                    " --max-answer-bytes): ask for fewer, or in a batch of its own"
+                )
+                replies = [wire.reply_to(copy, outcome) for copy in copies]
             if changed and request.thread is not None and isinstance(outcome, Record):
                 self.answered.keep(sender, request.thread, outcome, len(replies[0].body))
             for reply in replies:
@@ -308,6 +319,11 @@ class ServeRequests(WakesWhenKilled):
         check_remote(owner, op, self.home)
         check_limits(op, self.service.limits)
         return op
+
+
+def _over(body: str, most: int) -> bool:
+    """Whether ``body`` is more than ``most`` bytes of UTF-8 (encoded only when it could be)."""
+    return 4 * len(body) > most and len(body.encode("utf-8", "surrogatepass")) > most
 
 
 def op_names(ops: TypeAdapter[Any]) -> list[str]:

@@ -21,12 +21,14 @@ from spade_memory import (
 )
 from spade_memory.protocol.memories import GetMemory
 from spade_memory.protocol.notes import AddInformation, GetInformation, Notes
+from spade_memory.protocol.working_memory import Finding
 from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
 from tests.support.harness import ClientAgent, condition_of, send_raw, start_client, unique_jid
 
 LIMITS = ("--max-in-flight", "2", "--max-batch-ops", "5", "--max-content-chars", "200",
-          "--max-results", "20", "--max-body-bytes", "20000")  # fmt: skip
+          "--max-results", "20", "--max-body-bytes", "20000",
+          "--max-answer-bytes", "4000")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +144,26 @@ async def test_a_batch_claiming_another_owner_is_refused(carol: ClientAgent) -> 
     inner = json.dumps({"op": "batch", "ops": [{"op": "recent_memories", "owner": "v@localhost"}]})
     reply = await send_raw(carol.memory, carol.memory.base_memory_jid, inner)
     assert json.loads(reply.body)["results"][0]["condition"] == "not-authorized"
+
+
+async def test_a_long_conversation_comes_in_pages_and_an_answer_past_twice_the_budget_is_refused(
+    carol: ClientAgent,
+) -> None:
+    """``--max-answer-bytes 4000``: a conversation of 30 notes of 190 characters comes in
+    pages the client follows; a read no store pages (a session's whole state) is refused
+    once its JSON passes twice the budget, and the writes that grew it stay."""
+    notes = [f"{n:02} " + "n" * 187 for n in range(30)]
+    for note in notes:
+        await carol.memory.add_information("long", note)
+    first = await carol.memory.request(
+        carol.memory.interaction_memory_jid, GetInformation(conversation_id="long")
+    )
+    assert isinstance(first, Notes) and 0 < len(first.notes) < 30 and first.next_offset
+    assert await carol.memory.get_information("long") == notes  # every page, in order
+
+    session = carol.memory.session("grown")
+    for n in range(12):
+        state = await session.add_finding(Finding(type="note", title=f"{n}", description="d" * 900))
+    assert len(state.working_memory.findings) == 12  # a write's answer is not held back
+    with pytest.raises(ResourceConstraint, match="--max-answer-bytes"):
+        await session.get()
