@@ -65,6 +65,21 @@ def parse_batch(body: str) -> Batch | None:
         raise BadRequest(describe(error)) from None
 
 
+def ops_in(body: str) -> int:
+    """How many ops a request body carries, for the weight of its turn: a batch's ops
+    (whatever else is wrong with it), else one."""
+    if '"batch"' not in body:
+        return 1
+    try:
+        data = from_json(body)
+    except ValueError:
+        return 1
+    if not isinstance(data, dict) or data.get("op") != "batch":
+        return 1
+    ops = data.get("ops")
+    return max(1, len(ops)) if isinstance(ops, list) else 1
+
+
 def item_request_id(request_id: str | None, index: int) -> str | None:
     """The request id of one op of a batch, so a retried batch applies nothing twice."""
     return None if request_id is None else f"{request_id}#{index}"

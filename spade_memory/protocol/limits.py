@@ -24,6 +24,9 @@ class Limits:
     """Most requests of one sender waiting or being served; more are refused at once."""
     max_in_progress: int = 16
     """Most requests served at the same time, whoever sent them; more wait, senders in turn."""
+    max_sender_ops: int = 32
+    """Most ops of one sender being served at the same time (a batch counts its ops; a
+    request over it is served alone): its other requests wait while others' are served."""
     max_waiting: int = 1_024
     """Most requests waiting for a turn, all senders together; more are refused at once."""
     max_memories_per_owner: int = 1_000_000
@@ -40,11 +43,14 @@ class Limits:
     max_versions: int = 20
     """Most versions of one long-term memory kept for ``memory_history`` (the current one
     counted; older ones are dropped first)."""
-    max_answer_bytes: int = 8 << 20
+    max_answer_bytes: int = 128 << 10
     """Most bytes of memories, notes or conversations one answer carries (a batch's
     answers together): a page past it ends early with the next page's offset, a search
-    keeps the best that fit. A read's answer of more than twice this in JSON, from any
-    agent, is refused."""
+    keeps the best that fit. Read a chunk of rows at a time, so a read holds little more."""
+    max_reply_bytes: int = 240 << 10
+    """Most bytes one reply's body may take in its stanza (escaped), from any agent:
+    under Prosody's own limit on what a client sends (``c2s_stanza_size_limit``, 256 KiB),
+    past which it closes the agent's stream. A longer answer is refused instead."""
     max_pending_proposals: int = 20
     """Most proposals one writer may have waiting in one governed space (each asks every
     admin in a message)."""

@@ -91,6 +91,8 @@ def add_arguments(run: argparse.ArgumentParser, name: str = "run") -> None:
          "most requests of one sender waiting or served"),
         ("--max-in-progress", Limits.max_in_progress,
          "most requests served at once, all senders together; more wait, senders in turn"),
+        ("--max-sender-ops", Limits.max_sender_ops,
+         "most ops of one sender served at once, a batch counting its ops; more wait"),
         ("--max-waiting", Limits.max_waiting,
          "most requests waiting their turn, all senders together"),
     ):  # fmt: skip
@@ -110,6 +112,9 @@ def add_arguments(run: argparse.ArgumentParser, name: str = "run") -> None:
         ("--max-answer-bytes", Limits.max_answer_bytes,
          "bytes of memories, notes or conversations one answer carries, a batch's answers"
          " together; a page past it ends early with its next offset"),
+        ("--max-reply-bytes", Limits.max_reply_bytes,
+         "bytes one reply's body may take in its stanza, escaped (keep it under the XMPP"
+         " server's stanza limit: Prosody's is 256 KiB); a longer answer is refused"),
         ("--max-pending-proposals", Limits.max_pending_proposals,
          "proposals one writer may have waiting in a governed space"),
         ("--max-space-proposals", Limits.max_space_proposals,
@@ -190,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
             max_in_flight=args.max_in_flight,
             max_in_progress=args.max_in_progress,
             max_waiting=args.max_waiting,
+            max_sender_ops=args.max_sender_ops,
             max_memories_per_owner=args.max_memories_per_owner,
             max_bytes_per_owner=args.max_bytes_per_owner,
             max_memories_per_space=args.max_memories_per_space,
@@ -197,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             max_versions=max(1, args.max_versions),
             max_answer_bytes=args.max_answer_bytes,
+            max_reply_bytes=args.max_reply_bytes,
             max_pending_proposals=args.max_pending_proposals,
             max_space_proposals=args.max_space_proposals,
             retry_answers_bytes=args.retry_answers_bytes,

@@ -12,7 +12,9 @@ leaking internals.
 Requests are served concurrently (the stores keep each transaction whole),
 at most ``Limits.max_in_progress`` at once whoever sent them; the others wait
 in a ``FairQueue`` that takes senders in turn, so one sender's backlog never
-sits in front of everyone else's. A sender may have at most
+sits in front of everyone else's, and a sender whose ops being served reach
+``Limits.max_sender_ops`` (a batch counts its ops) waits while others are served. A
+sender may have at most
 ``Limits.max_in_flight`` requests waiting or served, and all senders together
 at most ``Limits.max_waiting`` waiting: more are answered ``Busy``
 (``resource-constraint`` with ``retry_after``), and when the room is full the
@@ -34,7 +36,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Sequence
 from contextvars import ContextVar
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from pydantic import TypeAdapter
 from pydantic_core import to_json
@@ -44,7 +46,13 @@ from spade.agent import Agent
 from spade.message import Message
 
 from spade_memory.metrics.figures import IN_PROGRESS, LATENCY, REFUSALS, REQUESTS, WAITING
-from spade_memory.protocol.batch import BatchItem, BatchResults, item_request_id, parse_batch
+from spade_memory.protocol.batch import (
+    BatchItem,
+    BatchResults,
+    item_request_id,
+    ops_in,
+    parse_batch,
+)
 from spade_memory.protocol.errors import (
     BadRequest,
     Busy,
@@ -94,8 +102,10 @@ class ServeRequests(WakesWhenKilled):
         self.home = home
         self.in_flight: Counter[str] = Counter()
         """Requests waiting or being served, per sender's bare JID."""
-        self.waiting: FairQueue[tuple[Message, str, tuple[str, str]]] = FairQueue()
-        """Requests admitted but not yet being served, with their sender and key."""
+        self.waiting: FairQueue[Waiting] = FairQueue()
+        """Requests admitted but not yet being served, with their sender, key and ops."""
+        self.ops_served: Counter[str] = Counter()
+        """Ops being served, per sender's bare JID (a batch counts its ops)."""
         self.working = 0
         """Requests being served."""
         self._refusals: deque[Message] = deque()
@@ -107,10 +117,6 @@ class ServeRequests(WakesWhenKilled):
         """Results of recent writes by (sender, request id): a retry gets the first answer
         at once, whatever the limits. Reads and failures are not kept: they are served
         again."""
-        self._most_answered = 2 * service.limits.max_answer_bytes
-        """Bytes of JSON a read's answer may be: what the stores' budgets let through,
-        escaped (a quote or a backslash takes two); a read past it is refused here, the
-        last guard on what one request can make the agent send."""
         self._figures: dict[tuple[str, str], tuple[Any, Any]] = {}
         """The counter and histogram of each (op, outcome) met (``metrics``)."""
         REFUSALS.labels(service.name)  # exported as 0 from the start
@@ -156,7 +162,9 @@ class ServeRequests(WakesWhenKilled):
             self.in_flight[sender] += 1
             if request.thread is not None:
                 self._serving[key] = [request]
-            self.waiting.put(sender, (request, sender, key))
+            body = request.body or ""
+            ops = ops_in(body) if len(body) <= limits.max_body_bytes else 1  # refused later
+            self.waiting.put(sender, Waiting(request, sender, key, ops))
             return
         self._refusals.append(wire.failure(request, Busy(why, RETRY_AFTER)))
         REFUSALS.labels(self.service.name).inc()
@@ -167,7 +175,7 @@ class ServeRequests(WakesWhenKilled):
         longest = self.waiting.longest()
         if longest is None or longest[1] <= self.waiting.count(sender) + 1:
             return False
-        request, other, key = self.waiting.drop_newest(longest[0])
+        request, other, key, _ops = self.waiting.drop_newest(longest[0])
         self.in_flight[other] -= 1
         why = f"more than {self.service.limits.max_waiting} requests waiting, and {other} had most"
         for copy in self._serving.pop(key, [request]):
@@ -176,26 +184,37 @@ class ServeRequests(WakesWhenKilled):
         return True
 
     def _start_waiting(self) -> None:
-        """Serve waiting requests, senders in turn, up to ``max_in_progress`` at once."""
-        while self.working < self.service.limits.max_in_progress:
-            taken = self.waiting.take()
+        """Serve waiting requests, senders in turn, up to ``max_in_progress`` at once,
+        passing over a sender whose ops being served would pass ``max_sender_ops``."""
+        limits = self.service.limits
+
+        def may_start(sender: str, waiting: Waiting) -> bool:
+            serving = self.ops_served[sender]
+            return serving == 0 or serving + waiting.ops <= limits.max_sender_ops
+
+        while self.working < limits.max_in_progress:
+            taken = self.waiting.take(may_start)
             if taken is None:
                 return
             self.working += 1
-            task = asyncio.create_task(self._serve_and_reply(*taken))
+            self.ops_served[taken.sender] += taken.ops
+            task = asyncio.create_task(self._serve_and_reply(taken))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _serve_and_reply(self, request: Message, sender: str, key: tuple[str, str]) -> None:
+    async def _serve_and_reply(self, waiting: Waiting) -> None:
+        request, sender, key, ops = waiting
         reply_address.set(str(request.sender))
         try:
             outcome, changed = await self._answer(request)
             copies = self._serving.pop(key, [request])
             replies = [wire.reply_to(copy, outcome) for copy in copies]
-            if not changed and _over(replies[0].body or "", self._most_answered):
+            most = self.service.limits.max_reply_bytes
+            if _over(replies[0].body or "", most):  # the server would drop the agent's stream
                 outcome = ResourceConstraint(
-                    f"this answer is over {self._most_answered:,} bytes (twice"
-                    " --max-answer-bytes): ask for fewer, or in a batch of its own"
+                    f"this answer is over {most:,} bytes, the most one reply carries (run"
+                    " --max-reply-bytes): ask for fewer, or in a batch of its own"
+                    + ("; the change it answers was made" if changed else "")
                 )
                 replies = [wire.reply_to(copy, outcome) for copy in copies]
             if changed and request.thread is not None and isinstance(outcome, Record):
@@ -207,6 +226,9 @@ class ServeRequests(WakesWhenKilled):
             self.in_flight[sender] -= 1
             if self.in_flight[sender] <= 0:
                 del self.in_flight[sender]
+            self.ops_served[sender] -= ops
+            if self.ops_served[sender] <= 0:
+                del self.ops_served[sender]
             self._start_waiting()
 
     async def reply(self, message: wire.Envelope) -> None:
@@ -321,9 +343,22 @@ class ServeRequests(WakesWhenKilled):
         return op
 
 
+class Waiting(NamedTuple):
+    """A request admitted and not yet served: its sender's bare JID, its key (sender,
+    request id), and the ops it carries (its weight for ``Limits.max_sender_ops``)."""
+
+    request: Message
+    sender: str
+    key: tuple[str, str]
+    ops: int
+
+
 def _over(body: str, most: int) -> bool:
-    """Whether ``body`` is more than ``most`` bytes of UTF-8 (encoded only when it could be)."""
-    return 4 * len(body) > most and len(body.encode("utf-8", "surrogatepass")) > most
+    """Whether ``body``, escaped as the stanza carries it, is more than ``most`` bytes of
+    UTF-8: escaped only when it could be (a character takes at most six, ``&quot;``)."""
+    if 6 * len(body) <= most:
+        return False
+    return len(xml_escape.escape(body).encode("utf-8", "surrogatepass")) > most
 
 
 def op_names(ops: TypeAdapter[Any]) -> list[str]:

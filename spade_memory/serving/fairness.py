@@ -10,11 +10,16 @@ When the waiting room is full, the sender with the most waiting gives up its
 newest request to a sender with fewer (``longest``, ``drop_newest``): however
 many accounts a flood comes from, a sender under its share of the room is
 never turned away.
+
+A sender is also passed over while what it has being served is at its share
+(``may_start``): a batch of twenty reads weighs twenty, so one sender's batches
+cannot hold every slot the others need.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -32,12 +37,17 @@ class FairQueue(Generic[T]):
         self._queues.setdefault(sender, deque()).append(item)
         self._count += 1
 
-    def take(self) -> T | None:
+    def take(self, may_start: Callable[[str, T], bool] | None = None) -> T | None:
         """The oldest item of the sender whose turn it is (its turn then moves to the
-        back), or None when nothing waits."""
+        back), or None when nothing waits. ``may_start(sender, item)`` False passes over
+        that sender (it keeps its turn): None when no sender may start."""
         if not self._queues:
             return None
-        sender, queue = next(iter(self._queues.items()))
+        for sender, queue in self._queues.items():
+            if may_start is None or may_start(sender, queue[0]):
+                break
+        else:
+            return None
         item = queue.popleft()
         self._count -= 1
         if queue:

@@ -1,9 +1,9 @@
 """The bytes the answers of one batch may still carry, spent as rows are read.
 
 A read that could return more than a process should hold (a conversation's notes, a
-sender's conversations) reads its rows a chunk at a time and stops where the budget
-(``Limits.max_answer_bytes``) runs out, answering the next page's offset; the process
-never holds much more than one answer.
+sender's conversations, a page of memories) reads its rows a chunk at a time and stops
+where the budget (``Limits.max_answer_bytes``) runs out, answering the next page's
+offset; the process never holds much more than one answer and one chunk.
 """
 
 from __future__ import annotations
@@ -35,5 +35,5 @@ def over_budget() -> ResourceConstraint:
     """The refusal of a read whose first row does not fit what is left."""
     return ResourceConstraint(
         "this answer would pass the bytes one answer may carry (run --max-answer-bytes;"
-        " a batch's answers count together): ask in a batch of its own"
+        " a batch's answers count together): ask for fewer, or in a batch of its own"
     )

@@ -43,6 +43,45 @@ def test_the_longest_queue_gives_up_its_newest_item() -> None:
     assert waiting.longest() is None
 
 
+def test_a_sender_that_may_not_start_is_passed_over_and_keeps_its_turn() -> None:
+    waiting: FairQueue[str] = FairQueue()
+    for item in ("a0", "a1", "b0", "c0"):
+        waiting.put(item[0], item)
+    assert waiting.take(lambda sender, _item: sender != "a") == "b0"
+    assert waiting.take(lambda _sender, _item: False) is None and len(waiting) == 3
+    assert [waiting.take() for _ in range(3)] == ["a0", "c0", "a1"]  # a first: its turn
+
+
+async def test_one_senders_batches_are_served_a_share_of_ops_at_a_time() -> None:
+    """Three batches of 20 reads and a bystander's search, with 16 requests served at
+    once: the flooder's second batch would pass ``max_sender_ops`` (32), so it waits and
+    the bystander is served beside the first; a batch larger than the share is served
+    alone rather than never."""
+    serving = ServeRequests(
+        OutOfService("base-memory", base_memory_ops, Limits(), "not served"), "localhost"
+    )
+    reads = [{"op": "recent_memories"}] * 20
+    for n in range(3):
+        batch = _request("flooder", n)
+        batch.body = json.dumps({"op": "batch", "ops": reads})
+        await serving._admit(batch)
+    await serving._admit(_request("bystander", 0))
+    huge = _request("huge", 0)
+    huge.body = json.dumps({"op": "batch", "ops": [{"op": "recent_memories"}] * 40})
+    await serving._admit(huge)
+    serving._start_waiting()  # the tasks are made, not run: what is being served
+    try:
+        assert serving.working == 3
+        assert dict(serving.ops_served) == {
+            "flooder@localhost": 20, "bystander@localhost": 1, "huge@localhost": 40
+        }  # fmt: skip
+        assert serving.waiting.count("flooder@localhost") == 2
+    finally:
+        for task in serving._tasks:
+            task.cancel()
+        await asyncio.gather(*serving._tasks, return_exceptions=True)
+
+
 def _request(sender: str, n: int) -> wire.Message:
     request = wire.request_message("memory@localhost", SearchMemories(query="q"), f"{sender}-{n}")
     request.sender = f"{sender}@localhost/r"

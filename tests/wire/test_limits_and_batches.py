@@ -28,7 +28,7 @@ from tests.support.harness import ClientAgent, condition_of, send_raw, start_cli
 
 LIMITS = ("--max-in-flight", "2", "--max-batch-ops", "5", "--max-content-chars", "200",
           "--max-results", "20", "--max-body-bytes", "20000",
-          "--max-answer-bytes", "4000")  # fmt: skip
+          "--max-answer-bytes", "4000", "--max-reply-bytes", "9000")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -146,12 +146,13 @@ async def test_a_batch_claiming_another_owner_is_refused(carol: ClientAgent) -> 
     assert json.loads(reply.body)["results"][0]["condition"] == "not-authorized"
 
 
-async def test_a_long_conversation_comes_in_pages_and_an_answer_past_twice_the_budget_is_refused(
+async def test_a_long_conversation_comes_in_pages_and_a_reply_past_its_bytes_is_refused(
     carol: ClientAgent,
 ) -> None:
     """``--max-answer-bytes 4000``: a conversation of 30 notes of 190 characters comes in
-    pages the client follows; a read no store pages (a session's whole state) is refused
-    once its JSON passes twice the budget, and the writes that grew it stay."""
+    pages the client follows. ``--max-reply-bytes 9000``: an answer no store pages (a
+    session's whole state) is refused once it passes that in its stanza, a write's
+    refusal saying that its change was made; the agent keeps serving."""
     notes = [f"{n:02} " + "n" * 187 for n in range(30)]
     for note in notes:
         await carol.memory.add_information("long", note)
@@ -162,8 +163,13 @@ async def test_a_long_conversation_comes_in_pages_and_an_answer_past_twice_the_b
     assert await carol.memory.get_information("long") == notes  # every page, in order
 
     session = carol.memory.session("grown")
-    for n in range(12):
-        state = await session.add_finding(Finding(type="note", title=f"{n}", description="d" * 900))
-    assert len(state.working_memory.findings) == 12  # a write's answer is not held back
-    with pytest.raises(ResourceConstraint, match="--max-answer-bytes"):
+    added = 0
+    with pytest.raises(ResourceConstraint, match="--max-reply-bytes") as refused:
+        for added in range(1, 20):
+            finding = Finding(type="note", title=f"{added}", description="d" * 900)
+            await session.add_finding(finding)
+    assert 3 < added < 19 and "the change it answers was made" in str(refused.value)
+    with pytest.raises(ResourceConstraint, match="ask for fewer") as read:
         await session.get()
+    assert "change" not in str(read.value)  # a read changed nothing
+    assert await carol.memory.get_information("long") == notes

@@ -69,7 +69,7 @@ class Effects:
     """Consolidations planned before the transaction, by ``id(request)``."""
     answer_left: int = 1 << 62
     """Bytes of memories the batch's answers may still carry (``Limits.max_answer_bytes``
-    at its start; ``reads.fitting`` spends it)."""
+    at its start; ``reads.read_fitting`` spends it)."""
 
     def begin(self) -> None:
         """A new op (or run of ops): what the last one did was kept or dropped."""

@@ -9,7 +9,7 @@ see ``AccessLog``).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta, timezone
 from datetime import time as datetime_time
 
@@ -21,7 +21,7 @@ from spade_memory.base_memory.store.effects import Effects
 from spade_memory.base_memory.store.filters import Selection
 from spade_memory.base_memory.store.rows import COLUMNS, Row, as_datetime, newest, select
 from spade_memory.base_memory.store.sizes import size_of
-from spade_memory.protocol.errors import ItemNotFound, ResourceConstraint
+from spade_memory.protocol.errors import ItemNotFound
 from spade_memory.protocol.memories import (
     STATS_AUTHORS,
     Change,
@@ -41,6 +41,7 @@ from spade_memory.protocol.memories import (
     SearchMemories,
 )
 from spade_memory.protocol.ops import Place, Request
+from spade_memory.storage.answer_budget import over_budget
 from spade_memory.storage.connection import Database
 from spade_memory.storage.faults import free_bytes
 from spade_memory.storage.statements import placeholders
@@ -82,14 +83,16 @@ class Reads:
         chosen = self.ctx.selection(op, [op.category] if isinstance(op, ListMemories) else None)
         where = f"WHERE m.space IN ({placeholders(keys)}) AND {chosen.sql}"
         order = " ORDER BY m.last_accessed DESC, m.seq DESC LIMIT ? OFFSET ?"
-        found = await select(db, where + order, (*keys, *chosen.params, op.limit + 1, op.offset))
-        page = fitting(found[: op.limit], work)
-        more = len(found) > len(page)  # one row past the page says there is another
-        note = None if len(page) == min(len(found), op.limit) else _cut(page)
+
+        async def load(start: int, count: int) -> list[Row]:
+            values = (*keys, *chosen.params, count, op.offset + start)
+            return await select(db, where + order, values)
+
+        page, cut, more = await read_fitting(load, op.limit, work)
         return MemoryList(
             memories=self.ctx.count_access(page, names(request, work), counted=op.count_access),
             next_offset=op.offset + len(page) if more else None,
-            note=note,
+            note=_cut(page) if cut else None,
         )
 
     async def search(self, db: Database, request: Request, work: Effects) -> MemoryList:
@@ -109,9 +112,12 @@ class Reads:
         filtered = op.narrowed() or categories is not None
         ranking = self.ctx.ranking
         if mode == "session_recovery":
-            newer = await newest(db, keys, chosen, op.limit)
-            found = fitting(newer, work)
-            if len(found) < len(newer):
+
+            async def newer(start: int, count: int) -> list[Row]:
+                return await newest(db, keys, chosen, count, start)
+
+            found, cut, _more = await read_fitting(newer, op.limit, work)
+            if cut:
                 note = "; ".join(filter(None, (note, _cut(found))))
             memories = self.ctx.count_access(found, names(request, work), counted=op.count_access)
             reasoning = Reasoning(
@@ -125,11 +131,8 @@ class Reads:
         )  # fmt: skip
         if self.ctx.graph:
             ranked = await expansion.expand(db, keys, op.query, ranked, chosen, op.limit)
-        rows = await by_seq(db, ranked.seqs)
-        of_seq = {row.seq: row for row in rows}
-        best = [of_seq[seq] for seq in ranked.seqs if seq in of_seq]
-        found = fitting(best, work)
-        if len(found) < len(best):
+        found, cut = await best_fitting(db, ranked.seqs, work)
+        if cut:
             note = "; ".join(filter(None, (note, _cut(found))))
         memories = self.ctx.count_access(
             found, names(request, work), ranked.scores, counted=op.count_access
@@ -264,15 +267,19 @@ class Reads:
         assert isinstance(op, MemoryRefs)
         keys = [place.key for place in request.places_of(work.owner)]
         live = self.ctx.selection(None)
-        found = await select(
-            db,
-            "JOIN memory_links l ON l.memory_id = m.id WHERE l.work_id = ?"
-            f" AND m.space IN ({placeholders(keys)}) AND {live.sql}"
-            " ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
-            (op.work_id, *keys, *live.params, op.limit),
-        )
+
+        async def linked(start: int, count: int) -> list[Row]:
+            return await select(
+                db,
+                "JOIN memory_links l ON l.memory_id = m.id WHERE l.work_id = ?"
+                f" AND m.space IN ({placeholders(keys)}) AND {live.sql}"
+                " ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
+                (op.work_id, *keys, *live.params, count, start),
+            )
+
+        found, cut, _more = await read_fitting(linked, op.limit, work)
         memories = self.ctx.count_access(found, names(request, work), counted=op.count_access)
-        return MemoryList(memories=memories)
+        return MemoryList(memories=memories, note=_cut(found) if cut else None)
 
 
 async def _missing(db: Database, memory_id: str, place: Place) -> str:
@@ -305,23 +312,70 @@ def names(request: Request, work: Effects) -> dict[str, str]:
     return {place.key: place.name for place in request.places_of(work.owner)}
 
 
-def fitting(found: Sequence[Row], work: Effects) -> list[Row]:
-    """The first of ``found`` whose bytes fit what the batch's answers may still carry
-    (``Effects.answer_left``), which they spend. Raises ``ResourceConstraint`` naming the
-    budget when not even the first fits."""
+READ_CHUNK = 32
+"""Memories an answer reads from the database at a time: what a read holds before the
+batch's budget stops it is at most this many rows, however many it asked for."""
+
+
+async def read_fitting(
+    load: Callable[[int, int], Awaitable[list[Row]]], wanted: int, work: Effects
+) -> tuple[list[Row], bool, bool]:
+    """The first ``wanted`` rows that ``load(start, count)`` gives, read ``READ_CHUNK``
+    at a time and kept while their bytes fit what the batch's answers may still carry
+    (``Effects.answer_left``), which they spend.
+
+    Returns the rows kept, whether the budget cut them short, and whether rows are left
+    past them. Raises ``ResourceConstraint`` naming the budget when not even the first
+    fits."""
     kept: list[Row] = []
-    for row in found:
-        size = answer_bytes(row)
-        if size > work.answer_left:
-            break
-        work.answer_left -= size
-        kept.append(row)
-    if found and not kept:
-        raise ResourceConstraint(
-            "this answer would pass the bytes one answer may carry (run --max-answer-bytes;"
-            " a batch's answers count together): ask for fewer, or in a batch of its own"
-        )
-    return kept
+    while True:
+        count = min(READ_CHUNK, wanted - len(kept), _could_fit(work))
+        chunk = await load(len(kept), count + 1)  # one row past says whether any are left
+        for row in chunk[:count]:
+            if not _taken(row, kept, work):
+                return kept, True, True
+        if len(chunk) <= count:
+            return kept, False, False
+        if len(kept) == wanted:
+            return kept, False, True
+
+
+async def best_fitting(db: Database, seqs: Sequence[int], work: Effects) -> tuple[list[Row], bool]:
+    """The memories of ``seqs`` (best first) that are still there, read ``READ_CHUNK`` at a
+    time and kept, in that order, while their bytes fit what the batch's answers may still
+    carry, which they spend.
+
+    Returns the rows kept, and whether the budget cut them short. Raises
+    ``ResourceConstraint`` naming the budget when not even the first fits."""
+    kept: list[Row] = []
+    first = 0
+    while first < len(seqs):
+        part = seqs[first : first + min(READ_CHUNK, _could_fit(work))]
+        first += len(part)
+        of_seq = {row.seq: row for row in await by_seq(db, part)}
+        for seq in part:
+            if seq in of_seq and not _taken(of_seq[seq], kept, work):
+                return kept, True
+    return kept, False
+
+
+def _could_fit(work: Effects) -> int:
+    """The most memories what is left of the budget could still hold (at least one, to
+    find out): a batch whose budget is spent reads a row per read, not a chunk."""
+    return max(1, work.answer_left // _FIELDS_BYTES)
+
+
+def _taken(row: Row, kept: list[Row], work: Effects) -> bool:
+    """Add ``row`` to ``kept`` and spend its bytes if they fit what is left; False if
+    they do not. Raises ``ResourceConstraint`` when nothing is kept yet."""
+    size = answer_bytes(row)
+    if size > work.answer_left:
+        if not kept:
+            raise over_budget()
+        return False
+    work.answer_left -= size
+    kept.append(row)
+    return True
 
 
 def answer_bytes(row: Row) -> int:
@@ -335,7 +389,7 @@ _FIELDS_BYTES = 512
 
 
 def _cut(kept: Sequence[Row]) -> str:
-    """The note of an answer that ``fitting`` cut short."""
+    """The note of an answer that ``read_fitting`` cut short."""
     return (
         f"{len(kept)} memories fit the bytes one answer may carry (run --max-answer-bytes);"
         " ask for the rest with the next offset, fewer at a time, or in a batch of its own"

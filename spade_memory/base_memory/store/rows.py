@@ -22,11 +22,13 @@ COLUMNS = (
 )
 
 
-async def newest(db: Database, keys: Sequence[str], selection: Selection, limit: int) -> list[Row]:
+async def newest(
+    db: Database, keys: Sequence[str], selection: Selection, limit: int, offset: int = 0
+) -> list[Row]:
     """``session_recovery``: what was stored most recently in the spaces, newest first."""
     where = f"WHERE m.space IN ({placeholders(keys)}) AND {selection.sql}"
-    order = " ORDER BY m.created_at DESC, m.seq DESC LIMIT ?"
-    return await select(db, where + order, (*keys, *selection.params, limit))
+    order = " ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?"
+    return await select(db, where + order, (*keys, *selection.params, limit, offset))
 
 
 class Row(NamedTuple):
