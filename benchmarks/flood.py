@@ -2,6 +2,7 @@
 
     python -m benchmarks.flood [--requests 3000] [--accounts 60] [--flood-seconds 20]
                                [--searches 200] [--servers embedded,prosody]
+                               [--floods honest,forged,accounts,consolidation,large-reads]
                                [--no-dense-search]
 
 Every part is its own OS process: the XMPP server (SPADE's embedded one, or
@@ -10,12 +11,16 @@ Prosody with the repository's configuration), the base memory agent
 and one forging a new ``from`` on every stanza, each sending ``--requests``
 stores at once without waiting, then ``--accounts`` accounts (one process) each
 keeping 32 stores in flight for ``--flood-seconds``, a refused one sent again
-after its ``retry_after``. The bystander (this process) searches its own 1,000
-memories one search after another, never sending one again: first on a quiet
-service, then during each flood. Printed: the bystander's p50 and p99, the
-flooded p99 as a ratio of the quiet p50 and of the quiet p99 measured in the
-same run, how many of its searches were refused, and the share of a core each
-process used during each flood (the machine has two).
+after its ``retry_after``. Then two floods of cost rather than count, one account each
+keeping 16 batches of 20 costly ops in flight for ``--flood-seconds``: dry runs of
+``consolidate_memories`` over its 1,000 memories, and ``recent_memories`` reads of all
+its 200 memories of 16,000 characters. The bystander (this process) searches its own
+1,000 memories one search after another, never sending one again: first on a quiet
+service, then during each flood. Printed: the bystander's p50 and p99, the flooded p99
+as a ratio of the quiet p50 and of the quiet p99 measured in the same run, how many of
+its searches were refused, the share of a core each process used during each flood (the
+machine has two), and the memory agent's resident memory: at its highest during the
+flood, and two seconds after it, against where it was on the quiet service.
 """
 
 from __future__ import annotations
@@ -52,12 +57,14 @@ from spade_memory.xmpp.lifecycle import start_agent, stop_agent
 
 from .corpus import Corpus
 from .peers import FLOOD_DONE
-from .stats import CpuMeter, summary_ms
+from .stats import CpuMeter, rss_mib, summary_ms
 from .wire import Requester, peer_process
 
 PROSODY_DIR = Path(__file__).parent.parent / "prosody"
 PASSWORD = "flood-bench"
-FLOODS = ("honest", "forged", "accounts")
+FLOODS = ("honest", "forged", "accounts", "consolidation", "large-reads")
+COSTLY = ("consolidation", "large-reads")
+"""The floods of one account's costly requests (``peers.flood_costs``)."""
 
 
 @dataclass
@@ -72,6 +79,8 @@ class Searches:
     """The flooder's replies by condition, and its seconds."""
     busy: dict[str, float] = field(default_factory=dict)
     """The share of one core each process used during the phase."""
+    rss: tuple[float, float] | None = None
+    """The memory agent's resident MiB: at its highest in the phase, and after it."""
 
 
 @dataclass
@@ -115,7 +124,9 @@ class Floods:
     seconds: float = 20.0
 
 
-async def run_server(kind: str, floods: Floods, searches: int, *memory_args: str) -> list[Searches]:
+async def run_server(
+    kind: str, floods: Floods, searches: int, which: list[str], *memory_args: str
+) -> list[Searches]:
     with tempfile.TemporaryDirectory() as tmp, xmpp_server(kind, Path(tmp)) as setup:
         for jid in default_jids("localhost").values():
             setup.account(jid, PASSWORD)
@@ -123,11 +134,11 @@ async def run_server(kind: str, floods: Floods, searches: int, *memory_args: str
             Path(tmp) / "memory", "--external-server", "--services", "base-memory", *memory_args,
             port=setup.port, env={PASSWORD_ENV: PASSWORD},
         )  # fmt: skip
-        flooders = {how: _flooder(setup, how, floods) for how in FLOODS}
+        flooders = {how: _flooder(setup, how, floods) for how in which}
         started: list[ChildProcess] = []
         try:
             for child in (memory, *flooders.values()):
-                child.start(timeout=60)
+                child.start(timeout=180)  # a costly flooder stores its memories first
                 started.append(child)
             return await _measure(setup, memory, flooders, searches)
         finally:
@@ -144,6 +155,8 @@ def _flooder(setup: Setup, how: str, floods: Floods) -> ChildProcess:
         return peer_process("flood-accounts", *args)
     jid = f"flood-{how}-{uuid.uuid4().hex[:6]}@localhost"
     setup.account(jid, "flood-secret")
+    if how in COSTLY:
+        return peer_process("flood-costs", jid, str(setup.port), how, str(floods.seconds))
     return peer_process("flood", jid, str(setup.port), str(floods.requests), how)
 
 
@@ -179,6 +192,9 @@ async def _measure(
         quiet = Searches("quiet")
         for _ in range(searches):
             await search(quiet)
+        assert memory.process is not None
+        agent_pid = memory.process.pid
+        quiet.rss = (rss_mib(agent_pid) or 0.0,) * 2
         phases = [quiet]
         for how, flooder in flooders.items():
             phase = Searches(f"{how} flood")
@@ -187,11 +203,15 @@ async def _measure(
             meter = CpuMeter(_pids(setup.server, memory, flooder))
             meter.start()
             began = time.perf_counter()
+            highest = 0.0
             flooder.process.send_signal(signal.SIGUSR1)
             while not (done := _flood_done(flooder, mark)):
                 await search(phase)
+                highest = max(highest, rss_mib(agent_pid) or 0.0)
             phase.busy = meter.busy(time.perf_counter() - began)
             phase.flood = done
+            await asyncio.sleep(2.0)
+            phase.rss = (highest, rss_mib(agent_pid) or 0.0)
             phases.append(phase)
         return phases
     finally:
@@ -219,6 +239,7 @@ def print_server(console: Console, kind: str, phases: list[Searches]) -> None:
     table = Table(
         "phase", "searches", "refused", "p50 ms", "p99 ms", "p99 / quiet p50",
         "p99 / quiet p99", "flood replies", "flood s", "cores busy",
+        "agent MiB (highest, after)",
         title=f"A bystander's search during a flood ({kind} server)", title_justify="left",
     )  # fmt: skip
     for phase in phases:
@@ -231,6 +252,7 @@ def print_server(console: Console, kind: str, phases: list[Searches]) -> None:
             ", ".join(f"{int(n)} {kind}" for kind, n in sorted(flood.items())) or "-",
             "-" if seconds is None else f"{seconds:.1f}",
             ", ".join(f"{name} {share:.2f}" for name, share in phase.busy.items()) or "-",
+            "-" if phase.rss is None else f"{phase.rss[0]:.0f}, {phase.rss[1]:.0f}",
         )  # fmt: skip
     console.print(table)
 
@@ -243,7 +265,7 @@ async def main(args: argparse.Namespace) -> None:
             continue
         extra = ["--no-dense-search"] if args.no_dense_search else []
         floods = Floods(args.requests, args.accounts, args.flood_seconds)
-        phases = await run_server(kind, floods, args.searches, *extra)
+        phases = await run_server(kind, floods, args.searches, args.floods, *extra)
         print_server(console, kind, phases)
 
 
@@ -255,6 +277,7 @@ if __name__ == "__main__":
     parser.add_argument("--flood-seconds", type=float, default=20.0)
     parser.add_argument("--searches", type=int, default=200)
     parser.add_argument("--servers", type=lambda s: s.split(","), default=["embedded", "prosody"])
+    parser.add_argument("--floods", type=lambda s: s.split(","), default=list(FLOODS))
     parser.add_argument(
         "--no-dense-search", action="store_true", help="the memory agent with BM25 alone"
     )

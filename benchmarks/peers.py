@@ -4,6 +4,7 @@ python -m benchmarks.peers server DATA_DIR PORT S2S_PORT
 python -m benchmarks.peers echo JID PORT
 python -m benchmarks.peers flood JID PORT COUNT honest|forged
 python -m benchmarks.peers flood-accounts STEM PORT ACCOUNTS SECONDS
+python -m benchmarks.peers flood-costs JID PORT consolidation|large-reads SECONDS
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from spade.message import Message
 
 from spade_memory import MemoryMixin, StoreMemory
 from spade_memory.protocol.batch import BatchItem, BatchResults
-from spade_memory.protocol.memories import Memory, MemoryList, Stored
+from spade_memory.protocol.consolidation import ConsolidateMemories
+from spade_memory.protocol.memories import Memory, MemoryList, RecentMemories, Stored
 from spade_memory.server.embedded import EmbeddedXMPPServer
 from spade_memory.server.runtime import use_uvloop
 from spade_memory.xmpp import wire, xml_escape
@@ -198,6 +200,66 @@ IN_FLIGHT = 32
 """Stores each account of ``flood_accounts`` keeps in flight (a client's own limit)."""
 
 
+async def flood_costs(jid: str, port: str, kind: str, seconds: str) -> None:
+    """One account's costly requests. First its own memories: ``consolidation``, 1,000
+    ordinary ones; ``large-reads``, 200 of 16,000 characters. On SIGUSR1, ``COST_LOOPS``
+    batches in flight for ``seconds``, each of ``COST_BATCH`` dry runs of
+    ``consolidate_memories``, or of ``recent_memories`` asking for all 200 (a refused
+    batch sent again after its ``retry_after``); then ``FLOOD_DONE`` and the batches'
+    items by condition."""
+    agent = Flooder(jid, "flood-secret", port=int(port), memory_timeout=120, memory_attempts=1)
+    await start_agent(agent)
+    memory = agent.memory
+    corpus = Corpus(seed=5)
+    if kind == "consolidation":
+        texts = corpus.memories(1000)
+        op: Any = ConsolidateMemories()
+    else:
+        texts = [(corpus.sentence(2_000) + " ")[:16_000] for _ in range(200)]
+        op = RecentMemories(limit=200)
+    for start in range(0, len(texts), 10):  # 10 of 16,000 characters fit a request body
+        stores = [StoreMemory(category="fact", content=text) for text in texts[start : start + 10]]
+        await memory.batch(memory.base_memory_jid, stores)
+    go = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
+    print(READY, flush=True)
+    await go.wait()
+    started = time.perf_counter()
+    deadline = started + float(seconds)
+    outcome: dict[str, float] = {}
+
+    async def keep_one_in_flight() -> None:
+        item = op.model_dump(mode="json", exclude_none=True)
+        while time.perf_counter() < deadline:
+            request = wire.request_message(memory.base_memory_jid, op, uuid.uuid4().hex)
+            request.body = json.dumps({"op": "batch", "ops": [item] * COST_BATCH})
+            reply = await memory.transport.round_trip(request)
+            if reply is None or reply.get_metadata("performative") != "inform":
+                condition = "none" if reply is None else _condition(reply)
+                outcome[condition] = outcome.get(condition, 0) + 1
+                await asyncio.sleep(0.25 if reply is None else _retry_after(reply))
+                continue
+            for answered in json.loads(reply.body)["results"]:
+                condition = "ok" if answered["ok"] else answered["condition"]
+                outcome[condition] = outcome.get(condition, 0) + 1
+
+    await asyncio.gather(*(keep_one_in_flight() for _ in range(COST_LOOPS)))
+    outcome["seconds"] = time.perf_counter() - started
+    print(FLOOD_DONE + json.dumps(outcome), flush=True)
+    await _until_signalled(announce=False)
+    await stop_agent(agent)
+
+
+COST_LOOPS = 16
+"""Batches ``flood_costs`` keeps in flight (half a sender's ``--max-in-flight``)."""
+COST_BATCH = 20
+"""Costly ops in each of its batches."""
+
+
+def _retry_after(reply: Message) -> float:
+    return float(json.loads(reply.body).get("retry_after") or 0.25)
+
+
 def _condition(reply: Message) -> str:
     if reply.get_metadata("performative") == "inform":
         return "stored"
@@ -208,6 +270,7 @@ if __name__ == "__main__":
     role, *args = sys.argv[1:]
     use_uvloop()  # as `spade-memory run` does: every process of the benchmark on one loop kind
     roles: dict[str, Callable[..., Coroutine[Any, Any, None]]] = {
-        "server": server, "echo": echo, "flood": flood, "flood-accounts": flood_accounts
+        "server": server, "echo": echo, "flood": flood, "flood-accounts": flood_accounts,
+        "flood-costs": flood_costs,
     }  # fmt: skip
     asyncio.run(roles[role](*args))
