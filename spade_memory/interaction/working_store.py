@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from spade_memory.interaction import usage
-from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.errors import ItemNotFound, ResourceConstraint
 from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.ops import Op, Record, Request
 from spade_memory.protocol.working import (
@@ -172,6 +172,7 @@ class WorkingMemories:
                 memory = changed(loaded[0])
                 document = memory.model_dump_json()
                 grown = usage.size_of(document) - loaded[1]
+                self._readable(op.session_id, document, grown)
                 await usage.check(db, self._limits, place, grown)
                 await _save(db, place.key, op.session_id, memory, document)
                 break
@@ -179,6 +180,7 @@ class WorkingMemories:
             memory = changed(WorkingMemory(session_id=op.session_id, user_id=user_id or owner))
             document = memory.model_dump_json()
             grown = usage.size_of(document)
+            self._readable(op.session_id, document, grown)
             await usage.check(db, self._limits, place, grown)
             if await _insert(db, place.key, op.session_id, memory, document):
                 break
@@ -186,6 +188,19 @@ class WorkingMemories:
         result = _state(memory, place.name)
         await self._requests.claim(db, owner, request.id, result)
         return result
+
+    def _readable(self, session_id: str, document: str, grown: int) -> None:
+        """Refuse a change that grows a session past what one answer carries: every
+        change answers the whole state, and a state no answer can carry could no longer
+        be read. A change that shrinks it is always let through.
+
+        Raises ``ResourceConstraint`` naming the limit."""
+        most = self._limits.max_answer_bytes
+        if grown > 0 and usage.size_of(document) > most:
+            raise ResourceConstraint(
+                f"session {session_id!r} would pass {most:,} bytes, what one answer carries"
+                " (run --max-answer-bytes): clear what it no longer needs, or start another"
+            )
 
 
 async def purge(db: Database, now: float) -> int:

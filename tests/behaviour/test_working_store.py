@@ -10,8 +10,9 @@ import pytest
 
 from spade_memory.interaction.store import InteractionStore
 from spade_memory.protocol.beads import beads_sync_ops
-from spade_memory.protocol.errors import BadRequest, ItemNotFound
+from spade_memory.protocol.errors import BadRequest, ItemNotFound, ResourceConstraint
 from spade_memory.protocol.interaction import interaction_ops
+from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.ops import parse_op
 from spade_memory.protocol.working import (
     CreateWorkingMemory,
@@ -109,3 +110,36 @@ async def test_a_number_json_cannot_hold_is_refused_in_a_free_object(
     beads = json.dumps({"op": "store_memory", "content": "c", "metadata": {"x": "@"}})
     with pytest.raises(BadRequest, match=r"metadata: .*finite"):
         parse_op(beads_sync_ops, beads.replace('"@"', number))
+
+
+async def test_a_session_stops_growing_at_one_answer_and_may_always_shrink(
+    location: Location,
+) -> None:
+    store = await InteractionStore.open(
+        location("interaction.db"), limits=Limits(max_answer_bytes=3_000)
+    )
+    try:
+        with pytest.raises(ResourceConstraint, match="--max-answer-bytes"):
+            for n in range(10):
+                values = {f"key{n}": "v" * 500}
+                await store.apply(ALICE, UpdateContext(session_id="s", values=values))
+        state = await store.apply(ALICE, GetWorkingMemory(session_id="s"))
+        assert 1 < len(state.working_memory.context) < 10  # as it was before the refusal
+    finally:
+        await store.close()
+    # a session grown under a larger limit: shrinking it is let through, growing is not
+    bigger = await InteractionStore.open(location("interaction.db"))
+    for n in range(10):
+        values = {f"key{n}": "v" * 500}
+        await bigger.apply(ALICE, UpdateContext(session_id="s", values=values))
+    await bigger.close()
+    store = await InteractionStore.open(
+        location("interaction.db"), limits=Limits(max_answer_bytes=3_000)
+    )
+    try:
+        with pytest.raises(ResourceConstraint):
+            await store.apply(ALICE, UpdateContext(session_id="s", values={"more": "v"}))
+        smaller = await store.apply(ALICE, UpdateContext(session_id="s", values={"key0": ""}))
+        assert smaller.working_memory.context["key0"] == ""
+    finally:
+        await store.close()
