@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from spade_memory.beads import mapping as m
@@ -67,6 +68,7 @@ from spade_memory.protocol.ops import PERSONAL, AppliesOps, Op, Outcome, Record,
 from spade_memory.protocol.xml_chars import uncarriable_value
 from spade_memory.spaces.directory import SpaceDirectory
 from spade_memory.spaces.gate import Gate
+from spade_memory.storage.answer_budget import AnswerBudget, over_budget
 from spade_memory.storage.faults import serving_fault
 from spade_memory.storage.quotas import check_bytes
 
@@ -113,7 +115,9 @@ class BeadsMemoryStore(AppliesOps):
         self._handlers: dict[type[Op[Any]], Handler] = {
             BeadsStoreMemory: self.store,
             RetrieveMemories: lambda owner, op, _id: self.retrieve(owner, op),
-            RestoreSession: lambda owner, op, _id: self.restore_session(owner, op.session_id),
+            RestoreSession: lambda owner, op, _id: self.restore_session(
+                owner, op.session_id, op.offset
+            ),
             GetSessionContext: lambda owner, op, _id: self.session_context(owner, op.session_id),
             MarkMemoryAccessed: lambda owner, op, _id: self.mark_accessed(owner, op.memory_id),
             LinkMemories: lambda owner, op, _id: self.link(owner, op),
@@ -129,6 +133,7 @@ class BeadsMemoryStore(AppliesOps):
     async def batch(self, owner: str, requests: Sequence[Request]) -> list[Outcome]:
         """Apply the ops in order; the native engine writes its file once, at the end."""
         outcomes: list[Outcome] = []
+        _budget.set(AnswerBudget(self.limits.max_answer_bytes))  # this task's batch alone
         try:
             async with self.engine.batch():
                 for request in requests:
@@ -246,7 +251,10 @@ class BeadsMemoryStore(AppliesOps):
             )
             if not found and not shared:
                 raise ItemNotFound(f"no memories of {agent} to read")
-        return BeadsMemories(memories=[_memory(i) for i in found[: op.limit]], session=session)
+        memories, cut = _fitting(found[: op.limit])
+        return BeadsMemories(
+            memories=memories, session=session, note=_cut(memories) if cut else None
+        )
 
     async def mirrored(self, owner: str, base_memory_id: str) -> BeadsMemory:
         """The issue mirroring a base memory, if the sender may read it."""
@@ -257,9 +265,13 @@ class BeadsMemoryStore(AppliesOps):
             raise ItemNotFound(f"no beads issue mirrors memory {base_memory_id!r}")
         return _memory(issue)
 
-    async def restore_session(self, owner: str, session: str) -> BeadsMemories:
+    async def restore_session(self, owner: str, session: str, offset: int = 0) -> BeadsMemories:
         issues = await self._session_issues(owner, session)
-        return BeadsMemories(memories=[_memory(issue) for issue in issues], session=session)
+        memories, cut = _fitting(issues[offset:])
+        return BeadsMemories(
+            memories=memories, session=session, note=_cut(memories) if cut else None,
+            next_offset=offset + len(memories) if cut else None,
+        )  # fmt: skip
 
     async def session_context(self, owner: str, session: str | None) -> SessionContext:
         session = session or self.session
@@ -271,9 +283,11 @@ class BeadsMemoryStore(AppliesOps):
             for issue in await self.engine.ready(limit=200)
             if (reader.may(issue) if m.is_memory(issue) else project)
         ]
+        memories, cut = _fitting(issues)
         return SessionContext(
             session_id=session,
-            memories=[_memory(issue) for issue in issues],
+            memories=memories,
+            note=_cut(memories) if cut else None,
             active_agents=everyone,
             open_issues=[_summary(issue) for issue in issues if issue.is_open],
             ready_work=[_summary(issue) for issue in ready[:20]],
@@ -293,7 +307,8 @@ class BeadsMemoryStore(AppliesOps):
             for issue in await self.engine.search(query, limit=10 * limit)
             if m.is_memory(issue) and reader.may(issue)
         ]
-        return BeadsMemories(memories=[_memory(issue) for issue in found[:limit]])
+        memories, cut = _fitting(found[:limit])
+        return BeadsMemories(memories=memories, note=_cut(memories) if cut else None)
 
     # -- sharing -------------------------------------------------------------------
 
@@ -496,6 +511,34 @@ def beads_failure(error: BeadsError) -> MemoryServiceError:
         if fault is not None:
             return fault
     return InternalServerError("the beads tracker could not be read or written")
+
+
+_budget: ContextVar[AnswerBudget] = ContextVar("beads_answer_budget")
+"""What the answers of the batch being applied may still carry (``batch`` sets it)."""
+
+
+def _fitting(issues: Iterable[Issue]) -> tuple[list[BeadsMemory], bool]:
+    """The memories of ``issues``, in order, while their JSON fits what the batch's
+    answers may still carry (``Limits.max_answer_bytes``), which they spend; and whether
+    they stopped there. Raises ``ResourceConstraint`` when not even the first fits."""
+    budget = _budget.get(None) or AnswerBudget(Limits.max_answer_bytes)
+    kept: list[BeadsMemory] = []
+    for issue in issues:
+        memory = _memory(issue)
+        if not budget.spend(len(memory.model_dump_json().encode("utf-8", "surrogatepass"))):
+            if not kept:
+                raise over_budget()
+            return kept, True
+        kept.append(memory)
+    return kept, False
+
+
+def _cut(kept: Sequence[BeadsMemory]) -> str:
+    """The note of an answer that ``_fitting`` stopped."""
+    return (
+        f"{len(kept)} memories fit the bytes one answer may carry (run --max-answer-bytes);"
+        " ask for fewer, in a batch of its own, or (restore_session) from the next offset"
+    )
 
 
 def _memory(issue: Issue) -> BeadsMemory:

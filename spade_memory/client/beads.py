@@ -92,8 +92,16 @@ class BeadsClient:
         that shared the session with it), oldest first, with their links.
 
         Raises ``ItemNotFound`` for a session it neither took part in nor had shared."""
-        result = await self.client.request(self.jid, RestoreSession(session_id=session_id))
-        return [] if result is None else result.memories
+        found: list[BeadsMemory] = []
+        offset: int | None = 0
+        while offset is not None:  # every page, if the session passes one answer
+            op = RestoreSession(session_id=session_id, offset=offset)
+            result = await self.client.request(self.jid, op)
+            if result is None:
+                return found
+            found += result.memories
+            offset = result.next_offset
+        return found
 
     async def get_session_context(self, session_id: str | None = None) -> SessionContext | None:
         """A session's memories, active agents, open issues and ready work."""

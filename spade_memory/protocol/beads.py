@@ -14,7 +14,17 @@ from pydantic import AliasChoices, BaseModel, Field, TypeAdapter, field_validato
 
 from spade_memory.protocol.beads_labels import OUR_METADATA, RESERVED_LABEL_PREFIXES, MemoryType
 from spade_memory.protocol.json_object import JsonObject
-from spade_memory.protocol.ops import DEFERRED, Limit, MemoryId, Op, R, Record, SenderForgotten
+from spade_memory.protocol.ops import (
+    DEFERRED,
+    Limit,
+    MemoryId,
+    NextOffset,
+    Op,
+    PageOffset,
+    R,
+    Record,
+    SenderForgotten,
+)
 from spade_memory.protocol.space_names import Member, Role
 
 Relationship = Literal["related", "blocks", "discovered-from"]
@@ -76,6 +86,10 @@ class BeadsMemory(Record):
 class BeadsMemories(Record):
     memories: list[BeadsMemory] = Field(default_factory=list)
     session: str | None = None
+    note: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Said when the memories stopped at the bytes one answer may carry."""
+    next_offset: NextOffset = None
+    """For ``restore_session``: the ``offset`` of the rest, when it stopped there."""
 
 
 class BeadsStored(Record):
@@ -98,6 +112,9 @@ class SessionContext(Record):
     open_issues: list[IssueSummary]
     ready_work: list[IssueSummary]
     metadata: dict[str, Any]
+    note: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Said when ``memories`` stopped at the bytes one answer may carry (the rest:
+    ``restore_session`` with an offset)."""
 
 
 class Done(Record):
@@ -182,6 +199,8 @@ class RestoreSession(BeadsOp[BeadsMemories]):
     op: Literal["restore_session"] = "restore_session"
     reads_only: ClassVar[bool] = True
     session_id: SessionId
+    offset: PageOffset = 0
+    """Memories to skip: the reply's ``next_offset``."""
 
 
 class GetSessionContext(BeadsOp[SessionContext]):

@@ -13,21 +13,9 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from spade_memory.protocol.expiry import ExpiresAt, TtlSeconds
-from spade_memory.protocol.ops import Op, Record
+from spade_memory.protocol.ops import NextOffset, Op, PageOffset, Record
 
 ConversationId = Annotated[str, Field(min_length=1, max_length=512)]
-Offset = Annotated[
-    int,
-    Field(
-        ge=0,
-        le=2**63 - 1,
-        description="What to skip, to page: the reply's next_offset",
-        exclude_if=lambda value: value == 0,  # a first page reads as it did before paging
-    ),
-]
-NextOffset = Annotated[int | None, Field(exclude_if=lambda value: value is None)]
-"""The ``offset`` of the next page, when the answer stopped at the bytes one answer may
-carry (``Limits.max_answer_bytes``); absent from an answer that holds everything."""
 
 
 class Confirmation(Record):
@@ -108,7 +96,7 @@ class GetInformation(Op[Notes]):
     op: Literal["get_information"] = "get_information"
     reads_only: ClassVar[bool] = True
     conversation_id: ConversationId
-    offset: Offset = 0
+    offset: PageOffset = 0
     """Notes to skip: the reply's ``next_offset``."""
 
 
@@ -118,7 +106,7 @@ class GetContextSummary(Op[ContextSummary]):
     op: Literal["get_context_summary"] = "get_context_summary"
     reads_only: ClassVar[bool] = True
     conversation_id: ConversationId
-    offset: Offset = 0
+    offset: PageOffset = 0
     """Notes to skip: the reply's ``next_offset``."""
 
 
@@ -136,7 +124,7 @@ class GetAllConversations(Op[Conversations]):
 
     op: Literal["get_all_conversations"] = "get_all_conversations"
     reads_only: ClassVar[bool] = True
-    offset: Offset = 0
+    offset: PageOffset = 0
     """Conversations to skip: the reply's ``next_offset``."""
 
 
@@ -146,7 +134,7 @@ class ExportConversation(Op[InteractionsFile]):
     op: Literal["export_conversation"] = "export_conversation"
     reads_only: ClassVar[bool] = True
     conversation_id: ConversationId
-    offset: Offset = 0
+    offset: PageOffset = 0
     """Notes to skip: the reply's ``next_offset``."""
 
 

@@ -49,6 +49,19 @@ MOST_ASKED = 2**31 - 1
 what a read makes of it (a row more, a few times as many candidates) stays an SQL
 integer on both engines (the agent's ``Limits`` bound what peers send far lower)."""
 Limit = Annotated[int, Field(ge=1, le=MOST_ASKED)]
+PageOffset = Annotated[
+    int,
+    Field(
+        ge=0,
+        le=2**63 - 1,
+        description="What to skip, to page: the reply's next_offset",
+        exclude_if=lambda value: value == 0,  # a first page reads as it did before paging
+    ),
+]
+"""Where a paged read starts (its first page's requests are sent as before paging)."""
+NextOffset = Annotated[int | None, Field(exclude_if=lambda value: value is None)]
+"""The ``offset`` of the next page, when the answer stopped at the bytes one answer may
+carry (``Limits.max_answer_bytes``); absent from an answer that holds everything."""
 
 
 DEFERRED = ConfigDict(defer_build=True)

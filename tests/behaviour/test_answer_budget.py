@@ -1,7 +1,7 @@
 """No answer grows past its byte budget (``Limits.max_answer_bytes``): a page ends
 early with the next page's offset, a search keeps its best that fit, a batch's answers
 count together, and nothing is lost on the way (issue 75, item 2); a conversation's
-notes and a sender's conversations page the same way."""
+notes, a sender's conversations and a beads session page the same way."""
 
 from __future__ import annotations
 
@@ -11,9 +11,18 @@ from pathlib import Path
 import pytest
 
 from spade_memory.base_memory.store.long_term import LongTermStore
+from spade_memory.beads.native import NativeEngine
+from spade_memory.beads_sync.service import BeadsSyncService
+from spade_memory.beads_sync.store import BeadsMemoryStore
 from spade_memory.interaction.context_dir import ContextDirectory
 from spade_memory.interaction.service import InteractionMemoryService
 from spade_memory.interaction.store import InteractionStore
+from spade_memory.protocol.beads import (
+    BeadsMemories,
+    BeadsStoreMemory,
+    RestoreSession,
+    RetrieveMemories,
+)
 from spade_memory.protocol.context import EndConversation
 from spade_memory.protocol.errors import ResourceConstraint
 from spade_memory.protocol.limits import Limits
@@ -173,3 +182,29 @@ async def test_a_conversation_longer_than_one_answer_is_not_summarised_in_part_a
     )
     assert given.text == "Walruses, twenty notes"
     assert (await notes.apply(ALICE, GetAllConversations())).conversations == []
+
+
+async def test_a_beads_session_comes_in_pages_and_a_batchs_reads_share_the_budget(
+    tmp_path: Path,
+) -> None:
+    store = BeadsMemoryStore(
+        NativeEngine(tmp_path / ".beads"), "s1", limits=Limits(max_answer_bytes=BUDGET)
+    )
+    service = BeadsSyncService(store)
+    stored = [f"{n} {NOTE}" for n in range(20)]
+    for content in stored:
+        await service.apply(ALICE, BeadsStoreMemory(content=content))
+    seen: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = await service.apply(ALICE, RestoreSession(session_id="s1", offset=offset))
+        assert page.memories and (page.next_offset is None or page.note is not None)
+        seen += [memory.content for memory in page.memories]
+        offset = page.next_offset
+    assert seen == stored  # oldest first, every one once
+    first, second = await service.batch(
+        ALICE, [Request(RetrieveMemories(limit=20)), Request(RetrieveMemories(limit=20))]
+    )
+    assert isinstance(first, BeadsMemories) and 0 < len(first.memories) < 20
+    assert first.note is not None and "--max-answer-bytes" in first.note
+    assert isinstance(second, ResourceConstraint)
