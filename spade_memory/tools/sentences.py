@@ -57,11 +57,19 @@ def memory_line(memory: Memory, *, with_category: bool = True) -> list[str]:
 
 
 def _memory_lines(result: MemoryList, *, with_category: bool) -> list[str]:
-    return [
+    lines = [
         line
         for memory in result.memories
         for line in memory_line(memory, with_category=with_category)
     ]
+    if result.note is not None and "--max-answer-bytes" in result.note:
+        lines.append(CUT_SHORT)
+    return lines
+
+
+CUT_SHORT = "(More were found than one answer carries: ask for fewer, or narrow it down.)"
+"""Said under memories an answer stopped at its bytes, so the model does not take them
+for all there is."""
 
 
 def said_found(op: SearchMemories, result: MemoryList) -> str:
@@ -75,7 +83,8 @@ def said_found(op: SearchMemories, result: MemoryList) -> str:
 def said_listed(op: ListMemories, result: MemoryList) -> str:
     if not result.memories:
         return f"No {op.category} memories found."
-    head = f"My {op.category} memories ({len(result.memories)} total; {FROM_MEMORY}):"
+    shown = "shown" if result.next_offset is not None else "total"
+    head = f"My {op.category} memories ({len(result.memories)} {shown}; {FROM_MEMORY}):"
     return "\n".join([head, *_memory_lines(result, with_category=False)])
 
 

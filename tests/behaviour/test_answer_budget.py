@@ -43,6 +43,7 @@ from spade_memory.protocol.notes import (
 )
 from spade_memory.protocol.ops import Request
 from spade_memory.protocol.services import INTERACTION_MEMORY
+from spade_memory.tools.sentences import CUT_SHORT, said_found
 from tests.support.in_process import client_of
 from tests.support.stores import Location
 
@@ -86,11 +87,13 @@ async def test_a_page_ends_at_the_budget_and_the_next_offset_finds_the_rest(
 
 
 async def test_a_search_keeps_its_best_that_fit_and_says_so(store: LongTermStore) -> None:
-    found = await store.apply(ALICE, SearchMemories(query="walrus fact", limit=20))
+    search = SearchMemories(query="walrus fact", limit=20)
+    found = await store.apply(ALICE, search)
     assert isinstance(found, MemoryList)
     assert 0 < len(found.memories) < 20
     assert sum(len(m.content) for m in found.memories) <= BUDGET
     assert found.note is not None and "--max-answer-bytes" in found.note
+    assert said_found(search, found).endswith(CUT_SHORT)  # the model is told, too
 
 
 async def test_a_batchs_answers_share_the_budget(store: LongTermStore) -> None:
