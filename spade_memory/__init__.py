@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         MemoryStatsOp,
         RecentMemories,
         RelatedMemories,
+        RestoreMemory,
         SearchMemories,
         Stored,
         StoreMemory,
@@ -148,7 +149,8 @@ _EXPORTS: dict[str, str] = {
         "CATEGORIES BaseMemoryOp Category Change ChangeList ChangesSince "
         "Deleted DeleteMemory GetMemory ListMemories Memory MemoryList "
         "MemoryStats MemoryStatsOp RecentMemories SearchMemories Stored "
-        "StoreMemory SupersedeMemory UpdateMemory ListEntities MemoriesAbout RelatedMemories"
+        "StoreMemory SupersedeMemory UpdateMemory RestoreMemory ListEntities MemoriesAbout "
+        "RelatedMemories"
     ),
     "protocol.consolidation": "ConsolidateMemories Consolidated",
     "protocol.graph": "Entity EntityList",
@@ -281,6 +283,7 @@ __all__ = [
     "Reply",
     "Request",
     "ResourceConstraint",
+    "RestoreMemory",
     "Revoke",
     "Role",
     "ScriptedProvider",

@@ -27,6 +27,7 @@ from spade_memory.protocol.memories import (
     Reasoning,
     RecentMemories,
     RelatedMemories,
+    RestoreMemory,
     SearchMemories,
     Stored,
     StoreMemory,
@@ -298,6 +299,15 @@ class BaseMemoryCalls(Calls):
         """
         op = UpdateMemory(id=memory_id, space=space, **changes)
         return await self.request(self.base_memory_jid, op)
+
+    async def restore_memory(self, memory_id: str, *, space: str | None = None) -> Memory | None:
+        """Make a memory that was superseded (or merged) current again, when that was
+        wrong: its validity reopens, its successor stays current but no longer names it.
+        The memory's author or an admin of its space may.
+
+        Returns the memory, current again; raises ``ItemNotFound``, ``NotAuthorized``
+        (another member's memory) or ``Conflict`` (it was not superseded)."""
+        return await self.request(self.base_memory_jid, RestoreMemory(id=memory_id, space=space))
 
     async def consolidate_memories(
         self, *, space: str | None = None, dry_run: bool = True

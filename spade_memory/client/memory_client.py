@@ -165,6 +165,9 @@ class SpaceMemory:
     async def update_memory(self, memory_id: str, **changes: Any) -> Memory | None:
         return await self.client.update_memory(memory_id, space=self.name, **changes)
 
+    async def restore_memory(self, memory_id: str) -> Memory | None:
+        return await self.client.restore_memory(memory_id, space=self.name)
+
     async def delete_memory(self, memory_id: str) -> bool:
         return await self.client.delete_memory(memory_id, space=self.name)
 

@@ -673,6 +673,18 @@ UPDATABLE = (
 )  # fmt: skip
 
 
+class RestoreMemory(Op[Memory]):
+    """Make a memory that was superseded (or merged by a consolidation) current again,
+    when the supersede was wrong: its validity reopens where the supersede closed it,
+    and its successor stays current but no longer names it. Its author's, or an admin's
+    of its space."""
+
+    need = "write"
+    op: Literal["restore_memory"] = "restore_memory"
+    id: MemoryId
+    space: SpaceName | None = Field(default=None, description=_ONE_SPACE)
+
+
 class DeleteMemory(Op[Deleted]):
     """Forget a memory the sender stored (or anyone's, in a space it administers)."""
 
@@ -782,6 +794,7 @@ BaseMemoryOp = Annotated[
     | ListMemories
     | RecentMemories
     | UpdateMemory
+    | RestoreMemory
     | DeleteMemory
     | MemoryStatsOp
     | ChangesSince
@@ -803,6 +816,7 @@ WRITE_OPS: tuple[type[Op[Any]], ...] = (
     StoreMemory,
     SupersedeMemory,
     UpdateMemory,
+    RestoreMemory,
     DeleteMemory,
     ForgetMemories,
     ForgetAllMemories,

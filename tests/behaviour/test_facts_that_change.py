@@ -43,6 +43,7 @@ from spade_memory.protocol.memories import (
     MemoryList,
     MemoryStatsOp,
     RecentMemories,
+    RestoreMemory,
     SearchMemories,
     Stored,
     StoreMemory,
@@ -604,5 +605,36 @@ async def test_a_spaces_subscribers_hear_a_supersede_by_new_text(location: Locat
             [("stored", new.id), ("updated", old.id)]
         )
         assert [(link.work_id, link.memory_id) for link in linked] == [("PROJ-2", new.id)]
+    finally:
+        await store.close()
+
+
+async def test_a_wrong_supersede_is_undone_by_the_author_or_an_admin(location: Location) -> None:
+    heard: list[SpaceEvent] = []
+    store = await LongTermStore.open(location("undo.db"), listeners=Listeners(heard.extend))
+    try:
+        old = await in_space(store, BOB, StoreMemory(content="Hugo works at Initech.",
+                                                     category="fact"), "writer")  # fmt: skip
+        new = await in_space(store, BOB, StoreMemory(content="Hugo joined Hooli.",
+                                                     category="fact"), "writer")  # fmt: skip
+        assert isinstance(old, Stored) and isinstance(new, Stored) and new.supersedes == old.id
+        with pytest.raises(NotAuthorized):  # another writer's memory
+            await in_space(store, ALICE, RestoreMemory(id=old.id), "writer")
+        heard.clear()
+        restored = await in_space(store, CAROL, RestoreMemory(id=old.id), "admin")
+        assert isinstance(restored, Memory)
+        assert restored.superseded_by is None and restored.valid_to is None
+        assert sorted((e.change().kind, e.change().memory_id) for e in heard) == sorted(
+            [("updated", old.id), ("updated", new.id)]
+        )  # the space's subscribers hear both
+        now = await in_space(store, BOB, SearchMemories(query="Hugo"), "writer")
+        assert isinstance(now, MemoryList)
+        assert {m.id for m in now.memories} == {old.id, new.id}  # both current
+        newer = await in_space(store, BOB, GetMemory(id=new.id), "writer")
+        assert isinstance(newer, Memory) and newer.supersedes is None
+        with pytest.raises(Conflict, match="not superseded"):
+            await in_space(store, BOB, RestoreMemory(id=old.id), "writer")
+        history = await in_space(store, BOB, MemoryHistoryOp(id=old.id), "writer")
+        assert history.superseded_by == []  # type: ignore[union-attr]
     finally:
         await store.close()

@@ -1,6 +1,6 @@
 """Facts that change from the shell, run as a user would against `spade-memory run`: a
 store that replaces another, reads as of an earlier time, a supersede, a history with its
-chain, and consolidation with and without ``--dry-run``."""
+chain, a supersede undone, and consolidation with and without ``--dry-run``."""
 
 from __future__ import annotations
 
@@ -32,6 +32,13 @@ def test_supersede_as_of_history_and_consolidate_from_the_shell(
     assert (replaced["id"], replaced["supersedes"]) == (nice, lyon[0]["id"])
     chain = ok(shell(memory_service.port, me, "memories", "history", paris["id"]))
     assert f"replaced by: {lyon[0]['id']} → {nice}" in chain
+    # Lyon was not wrong after all: undone, it is current again beside Nice
+    back = answer(memory_service.port, me, "memories", "restore", lyon[0]["id"])
+    assert back["id"] == lyon[0]["id"] and back.get("superseded_by") is None
+    both = answer(memory_service.port, me, "memories", "search", "Zoe")["memories"]
+    assert {m["id"] for m in both} == {lyon[0]["id"], nice}
+    again = shell(memory_service.port, me, "memories", "restore", lyon[0]["id"])
+    assert again.returncode == 1 and "not superseded" in again.stderr
 
     for content in ("The coffee machine is on floor 2", "the coffee machine is on floor 2!"):
         answer(memory_service.port, me, "memories", "add", content, "--category", "pattern",

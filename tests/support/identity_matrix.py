@@ -91,6 +91,7 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "recent_memories"},
             {"op": "update_memory", "id": memory_id, "content": "overwritten by mallory"},
             {"op": "supersede_memory", "id": memory_id, "content": "replaced by mallory"},
+            {"op": "restore_memory", "id": memory_id},
             {"op": "consolidate_memories", "dry_run": False},
             {"op": "delete_memory", "id": memory_id},
             {"op": "memory_stats"},

@@ -169,6 +169,13 @@ class Team:
                 again="conflict",  # superseded already
             ),
             Attempt(
+                base,
+                {"op": "restore_memory", "id": memory_id, "space": space},
+                "admin",
+                once=True,
+                again="conflict",  # current again: nothing to restore
+            ),
+            Attempt(
                 base, {"op": "delete_memory", "id": memory_id, "space": space}, "admin", once=True
             ),
             working("get_working_memory", "reader"),

@@ -76,6 +76,7 @@ from spade_memory.protocol.memories import (
     MemoryStatsOp,
     RecentMemories,
     RelatedMemories,
+    RestoreMemory,
     SearchMemories,
     StoreMemory,
     SupersedeMemory,
@@ -183,6 +184,7 @@ class LongTermStore(AppliesOps):
         self._handlers: dict[type[Op[Any]], Handler] = {
             StoreMemory: writes.store,
             SupersedeMemory: writes.supersede,
+            RestoreMemory: writes.restore,
             GetMemory: reads.get,
             SearchMemories: reads.search,
             ListMemories: reads.list_memories,

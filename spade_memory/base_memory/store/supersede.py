@@ -162,6 +162,29 @@ async def reopen(db: Database, gone: Row, graph: bool) -> list[tuple[str, str]]:
     return [(str(memory_id), str(owner)) for memory_id, owner in rows]
 
 
+async def reinstate(db: Database, old: Row, graph: bool) -> str | None:
+    """Make ``old``, a memory replaced by another, current again: its validity reopened
+    where the replacement closed it, its links made again if the store keeps the
+    ``graph``; the replacement stays current but no longer names it. Returns the
+    replacement's id (None: it is gone)."""
+    newer = await select(db, "WHERE m.id = ?", (old.superseded_by,))
+    starts = newer[0].valid_from if newer else None
+    await db.execute(
+        "UPDATE memories SET superseded_by = NULL, retired_at = NULL, retired_reason = NULL,"
+        f" valid_to = CASE WHEN {CLOSED_BY_IT} THEN NULL ELSE valid_to END WHERE seq = ?",
+        (starts, old.seq),
+    )
+    if graph:
+        await graph_links.link(db, [(old.seq, old.space, old.content, old.context)])
+    if not newer:
+        return None
+    await db.execute(
+        "UPDATE memories SET supersedes = NULL WHERE seq = ? AND supersedes = ?",
+        (newer[0].seq, old.id),
+    )
+    return newer[0].id
+
+
 async def chain(db: Database, memory_id: str, space: str, column: str) -> list[str]:
     """The ids reached from ``memory_id`` by following ``column`` (``supersedes`` or
     ``superseded_by``) within ``space``, nearest first (at most 100)."""

@@ -24,11 +24,12 @@ from spade_memory.base_memory.store.imports import ImportMemory
 from spade_memory.base_memory.store.rows import Row, select
 from spade_memory.base_memory.store.tables import content_key, folded, text_key
 from spade_memory.base_memory.work_items import WorkLink
-from spade_memory.protocol.errors import ItemNotFound, NotAuthorized
+from spade_memory.protocol.errors import Conflict, ItemNotFound, NotAuthorized
 from spade_memory.protocol.expiry import expiry_of
 from spade_memory.protocol.memories import (
     RECORDED,
     ChangeKind,
+    RestoreMemory,
     Stored,
     StoreMemory,
     SupersedeMemory,
@@ -164,6 +165,29 @@ class Writes:
         stored = Stored(id=newer.id, category=newer.category, supersedes=old.id)
         await log.claim(db, owner, request.id, stored)
         return stored
+
+    async def restore(self, db: Database, request: Request, work: Effects) -> Record:
+        """Undo the supersede (or merge) of the memory ``RestoreMemory`` names. Returns
+        the ``Memory``, current again (a request id already applied: its first answer);
+        raises as ``changeable``, and ``Conflict`` when the memory is current already."""
+        op, owner = request.op, work.owner
+        assert isinstance(op, RestoreMemory)
+        log = self.ctx.requests
+        if earlier := await log.earlier(db, owner, request.id, RECORDED.validate_json):
+            return earlier
+        (place,) = request.places_of(owner)
+        old = await changeable(db, self.ctx.engine, op.id, place, owner)
+        if old.superseded_by is None:
+            raise Conflict(f"memory {op.id!r} was not superseded: there is nothing to restore")
+        newer = await supersede.reinstate(db, old, graph=self.ctx.graph)
+        await changed(db, request, work, "updated", old.id, old.owner, place)
+        if newer is not None:
+            (row,) = await select(db, "WHERE m.id = ?", (newer,))
+            await changed(db, request, work, "updated", row.id, row.owner, place)
+        (row,) = await select(db, "WHERE m.seq = ?", (old.seq,))
+        memory = row.memory({place.key: place.name})
+        await log.claim(db, owner, request.id, memory)
+        return memory
 
     async def import_memory(self, db: Database, request: Request, work: Effects) -> Record:
         """A memory from a spade_llm file, with its id and times. Returns ``Stored``

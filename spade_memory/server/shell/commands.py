@@ -1,6 +1,6 @@
 """The shell's commands on the ``spade-memory`` parser: ``memories`` (list, search,
-show, add, update, delete, supersede, history, consolidate, entities, about, related,
-stats, export, import, forget), ``spaces`` (list, info, create, grant, revoke, govern,
+show, add, update, delete, supersede, restore, history, consolidate, entities, about,
+related, stats, export, import, forget), ``spaces`` (list, info, create, grant, revoke, govern,
 proposals, approve, reject, rooms, bind, unbind, hear) and
 ``forget``, each with the options of the connection it logs in with."""
 
@@ -28,6 +28,7 @@ MEMORY_VERBS: dict[str, str] = {
     "update": "memories.update_verb",
     "delete": "memories.delete_verb",
     "supersede": "facts.supersede_verb",
+    "restore": "facts.restore_verb",
     "history": "facts.history_verb",
     "consolidate": "facts.consolidate_verb",
     "entities": "graph.entities_verb",
@@ -120,6 +121,9 @@ def _memory_verbs(parser: argparse.ArgumentParser) -> None:
     supersede.add_argument("--context", help="why it changed")
     supersede.add_argument("--valid-from", type=moments.moment, metavar="TIME", help="true since")
     _space(supersede)
+    _space(
+        _id(_verb(verbs, "restore", "make a superseded memory current again (a wrong supersede)"))
+    )
     _space(_id(_verb(verbs, "history", "a memory's versions and what replaced it")))
     consolidate = _verb(verbs, "consolidate", "merge the same fact stated in other words")
     consolidate.add_argument("--dry-run", action="store_true", help="only show what it would do")

@@ -1,5 +1,5 @@
-"""The ``memories`` verbs of facts that change: supersede a memory, read its history
-(versions and supersede chain), consolidate a space."""
+"""The ``memories`` verbs of facts that change: supersede a memory, undo a supersede,
+read its history (versions and supersede chain), consolidate a space."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from rich.console import Console
 
 from spade_memory.client.memory_client import MemoryClient
 from spade_memory.protocol.consolidation import ConsolidateMemories
-from spade_memory.protocol.memories import MemoryHistoryOp, SupersedeMemory
+from spade_memory.protocol.memories import MemoryHistoryOp, RestoreMemory, SupersedeMemory
 from spade_memory.server.shell.errors import ShellError
 from spade_memory.server.shell.ids import resolve
-from spade_memory.server.shell.views import print_json, print_stored
+from spade_memory.server.shell.views import memory_detail, print_json, print_stored
 
 
 async def supersede_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
@@ -28,6 +28,16 @@ async def supersede_verb(client: MemoryClient, args: argparse.Namespace, console
     stored = await client.request(client.base_memory_jid, op)
     assert stored is not None  # a timeout raises: the client is not degraded
     print_stored(console, stored, args.json, None)
+    return 0
+
+
+async def restore_verb(client: MemoryClient, args: argparse.Namespace, console: Console) -> int:
+    """Make a superseded (or merged) memory current again: its supersede was wrong."""
+    named = await resolve(client, args.id, args.space)  # a superseded one: by its full id
+    op = RestoreMemory(id=named.id, space=named.space)
+    memory = await client.request(client.base_memory_jid, op)
+    assert memory is not None  # a timeout raises: the client is not degraded
+    memory_detail(console, memory, args.json)
     return 0
 
 
