@@ -218,6 +218,17 @@ async def delete_memory(request: web.Request) -> web.StreamResponse:
     raise web.HTTPSeeOther(f"/spaces/{name}")
 
 
+@routes.post("/spaces/{space}/memories/{id}/restore")
+async def restore_memory(request: web.Request) -> web.StreamResponse:
+    """Undo the supersede of a memory: current again (the base memory agent decides
+    whether this account may: its author, or an admin of the space)."""
+    viewer = viewer_of(request)
+    await checked_form(request, viewer.csrf)
+    name, memory_id = request.match_info["space"], request.match_info["id"]
+    await viewer.memory.restore_memory(memory_id, space=None if name == PERSONAL else name)
+    raise web.HTTPSeeOther(f"/spaces/{name}/memories/{memory_id}")
+
+
 def _see_other(location: str) -> web.Response:
     """A redirect that carries cookies (an HTTP exception is raised, not returned)."""
     return web.Response(status=303, headers={"Location": location})

@@ -135,6 +135,20 @@ async def test_a_writer_edits_a_reader_is_refused_and_a_forged_token_changes_not
                 assert answer.status == 303
             _, shown = await page(writer, base + url_of)
             assert "History" in shown and "port 8443" in shown and "port 9443" in shown
+            newer = await bob.memory.supersede_memory(
+                memory_id, "Staging is on port 7443", space="web-edits"
+            )
+            _, shown = await page(writer, base + url_of)
+            assert "No longer current" in shown and "/restore" in shown
+            undo = {"csrf": csrf_of(shown)}
+            async with writer.post(base + url_of + "/restore", data=undo,
+                                   allow_redirects=False) as answer:  # fmt: skip
+                assert answer.status == 303
+            _, shown = await page(writer, base + url_of)
+            assert "No longer current" not in shown
+            both = await alice.memory.search_memories("Staging", space="web-edits")
+            assert newer is not None
+            assert {m.id for m in both} == {memory_id, newer.id}  # current, beside its successor
         async with browser() as reader:
             await log_in(reader, base, str(carol.jid.bare))
             _, shown = await page(reader, base + url_of)
@@ -144,6 +158,9 @@ async def test_a_writer_edits_a_reader_is_refused_and_a_forged_token_changes_not
                 assert answer.status == 403
                 assert "not-authorized" in await answer.text()
             async with reader.post(base + url_of + "/delete", data={"csrf": csrf_of(shown)},
+                                   allow_redirects=False) as answer:  # fmt: skip
+                assert answer.status == 403
+            async with reader.post(base + url_of + "/restore", data={"csrf": csrf_of(shown)},
                                    allow_redirects=False) as answer:  # fmt: skip
                 assert answer.status == 403
     kept = await alice.memory.get_memory(memory_id, space="web-edits")
