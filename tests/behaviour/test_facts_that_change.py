@@ -635,6 +635,7 @@ async def test_a_wrong_supersede_is_undone_by_the_author_or_an_admin(location: L
         with pytest.raises(Conflict, match="not superseded"):
             await in_space(store, BOB, RestoreMemory(id=old.id), "writer")
         history = await in_space(store, BOB, MemoryHistoryOp(id=old.id), "writer")
-        assert history.superseded_by == []  # type: ignore[union-attr]
+        assert isinstance(history, MemoryHistory) and history.superseded_by == []
+        assert [(v.version, v.changed_by) for v in history.versions][-1] == (2, CAROL)
     finally:
         await store.close()

@@ -179,7 +179,13 @@ class Writes:
         old = await changeable(db, self.ctx.engine, op.id, place, owner)
         if old.superseded_by is None:
             raise Conflict(f"memory {op.id!r} was not superseded: there is nothing to restore")
+        await history.keep_version(db, old.seq, self.ctx.limits.max_versions)
         newer = await supersede.reinstate(db, old, graph=self.ctx.graph)
+        await db.execute(  # its history shows who made it current again, and when
+            "UPDATE memories SET version = version + 1, changed_by = ?, changed_at = ?"
+            " WHERE seq = ?",
+            (owner, time.time(), old.seq),
+        )
         await changed(db, request, work, "updated", old.id, old.owner, place)
         if newer is not None:
             (row,) = await select(db, "WHERE m.id = ?", (newer,))
