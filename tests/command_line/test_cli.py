@@ -46,8 +46,8 @@ def test_schema_describes_every_request_and_reply() -> None:
     ops = set(base["request"]["discriminator"]["mapping"])
     assert ops == set(base["replies"]) == {
         "store_memory", "supersede_memory", "get_memory", "search_memories", "list_memories",
-        "recent_memories", "update_memory", "delete_memory", "memory_stats", "changes_since",
-        "forget_memories", "forget_all_memories", "memory_history", "memory_refs",
+        "recent_memories", "update_memory", "restore_memory", "delete_memory", "memory_stats",
+        "changes_since", "forget_memories", "forget_all_memories", "memory_history", "memory_refs",
         "consolidate_memories", "entities", "memories_about", "related_memories",
         "create_space", "grant", "revoke", "leave_space", "list_spaces", "space_info",
         "delete_space", "subscribe", "unsubscribe", "govern", "list_proposals",
