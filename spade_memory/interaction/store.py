@@ -509,9 +509,10 @@ async def _paged(
     Raises ``ResourceConstraint`` when not even the first row fits."""
     kept: list[tuple[Any, ...]] = []
     while True:
+        count = min(CHUNK_ROWS, budget.rows_that_could_fit(FIELDS_BYTES))
         chunk = list(
             await db.execute_fetchall(
-                f"{query} LIMIT ? OFFSET ?", (*values, CHUNK_ROWS, offset + len(kept))
+                f"{query} LIMIT ? OFFSET ?", (*values, count, offset + len(kept))
             )
         )
         for row in chunk:
@@ -521,7 +522,7 @@ async def _paged(
                     raise over_budget()
                 return kept, offset + len(kept)
             kept.append(tuple(row))
-        if len(chunk) < CHUNK_ROWS:
+        if len(chunk) < count:
             return kept, None
 
 

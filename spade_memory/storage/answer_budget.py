@@ -23,6 +23,11 @@ class AnswerBudget:
     def __init__(self, left: int) -> None:
         self.left = left
 
+    def rows_that_could_fit(self, smallest: int) -> int:
+        """The most rows of at least ``smallest`` bytes what is left could hold (at least
+        one, to find out): a batch whose budget is spent reads a row per read."""
+        return max(1, self.left // smallest)
+
     def spend(self, size: int) -> bool:
         """Take ``size`` bytes; returns False, taking nothing, when fewer are left."""
         if size > self.left:
