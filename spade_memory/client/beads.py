@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from spade_memory.client.calls import every_page
 from spade_memory.client.transport import Transport
 from spade_memory.protocol.beads import (
+    BeadsMemories,
     BeadsMemory,
     BeadsMemoryStats,
     BeadsStats,
@@ -92,16 +94,12 @@ class BeadsClient:
         that shared the session with it), oldest first, with their links.
 
         Raises ``ItemNotFound`` for a session it neither took part in nor had shared."""
-        found: list[BeadsMemory] = []
-        offset: int | None = 0
-        while offset is not None:  # every page, if the session passes one answer
+
+        async def page(offset: int) -> BeadsMemories | None:
             op = RestoreSession(session_id=session_id, offset=offset)
-            result = await self.client.request(self.jid, op)
-            if result is None:
-                return found
-            found += result.memories
-            offset = result.next_offset
-        return found
+            return await self.client.request(self.jid, op)
+
+        return await every_page(page, lambda answer: answer.memories)  # a long session: pages
 
     async def get_session_context(self, session_id: str | None = None) -> SessionContext | None:
         """A session's memories, active agents, open issues and ready work."""

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from spade_memory.client.calls import every_page
 from spade_memory.client.rooms import RoomCalls
 from spade_memory.protocol.lazy import lazy
 from spade_memory.protocol.services import INTERACTION_MEMORY as NAME
@@ -90,31 +91,24 @@ class InteractionCalls(RoomCalls):
     async def get_information(self, conversation_id: str) -> list[str]:
         """The conversation's notes, oldest first, every page of them (empty when
         degraded)."""
-        found: list[str] = []
-        offset: int | None = 0
-        while offset is not None:
+
+        async def page(offset: int) -> notes.Notes | None:
             op = notes.GetInformation(conversation_id=conversation_id, offset=offset)
-            result = await self.request(self.interaction_memory_jid, op)
-            if result is None:
-                return found
-            found += result.notes
-            offset = result.next_offset
-        return found
+            return await self.request(self.interaction_memory_jid, op)
+
+        return await every_page(page, lambda answer: answer.notes)
 
     async def get_context_summary(self, conversation_id: str) -> str | None:
         """``Previous interactions:`` with one ``- `` line per note, every page of them;
         None if none."""
-        lines: list[str] = []
-        offset: int | None = 0
-        while offset is not None:
+
+        async def page(offset: int) -> notes.ContextSummary | None:
             op = notes.GetContextSummary(conversation_id=conversation_id, offset=offset)
-            result = await self.request(self.interaction_memory_jid, op)
-            if result is None or result.summary is None:
-                break
-            page = result.summary.split("\n")
-            lines += page if not lines else page[1:]  # each page has the heading
-            offset = result.next_offset
-        return "\n".join(lines) if lines else None
+            return await self.request(self.interaction_memory_jid, op)
+
+        lines = await every_page(page, lambda answer: (answer.summary or "").splitlines())
+        kept = [line for line in lines if line != notes.SUMMARY_HEADING]  # one per page
+        return "\n".join([notes.SUMMARY_HEADING, *kept]) if kept else None
 
     async def clear_conversation(self, conversation_id: str, archive: bool = False) -> bool:
         """True if there were notes; ``archive`` writes their summary file first."""
@@ -124,35 +118,27 @@ class InteractionCalls(RoomCalls):
 
     async def get_all_conversations(self) -> list[notes.ConversationInfo]:
         """The sender's conversations, most recently noted first, every page of them."""
-        found: list[notes.ConversationInfo] = []
-        offset: int | None = 0
-        while offset is not None:
+
+        async def page(offset: int) -> notes.Conversations | None:
             op = notes.GetAllConversations(offset=offset)
-            result = await self.request(self.interaction_memory_jid, op)
-            if result is None:
-                return found
-            found += result.conversations
-            offset = result.next_offset
-        return found
+            return await self.request(self.interaction_memory_jid, op)
+
+        return await every_page(page, lambda answer: answer.conversations)
 
     async def export_conversation(self, conversation_id: str) -> notes.InteractionsFile | None:
         """One conversation in spade_llm's interaction-file format, every page of it
         (None when degraded)."""
-        agent_id: str | None = None
-        entries: list[notes.NoteEntry] = []
-        offset: int | None = 0
-        while offset is not None:
+
+        async def page(offset: int) -> notes.InteractionsFile | None:
             op = notes.ExportConversation(conversation_id=conversation_id, offset=offset)
-            page = await self.request(self.interaction_memory_jid, op)
-            if page is None:
-                break
-            agent_id = page.agent_id
-            entries += page.interactions.get(conversation_id, [])
-            offset = page.next_offset
-        if agent_id is None:
+            return await self.request(self.interaction_memory_jid, op)
+
+        pages = await every_page(page, lambda answer: [answer])
+        if not pages:
             return None
+        entries = [entry for one in pages for entry in one.interactions.get(conversation_id, [])]
         interactions = {conversation_id: entries} if entries else {}
-        return notes.InteractionsFile(agent_id=agent_id, interactions=interactions)
+        return notes.InteractionsFile(agent_id=pages[0].agent_id, interactions=interactions)
 
     async def end_conversation(
         self, conversation_id: str, summary: str | None = None, tags: Sequence[str] = (),

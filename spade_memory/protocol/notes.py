@@ -148,8 +148,12 @@ NoteOp = (
 )
 
 
+SUMMARY_HEADING = "Previous interactions:"
+"""The first line of a context summary (of each of its pages)."""
+
+
 def context_summary(notes: list[str]) -> str | None:
     """``Previous interactions:`` and one ``- `` line per note; None without notes."""
     if not notes:
         return None
-    return "\n".join(["Previous interactions:", *(f"- {note}" for note in notes)])
+    return "\n".join([SUMMARY_HEADING, *(f"- {note}" for note in notes)])
