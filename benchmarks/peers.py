@@ -105,6 +105,14 @@ async def _until_signalled(announce: bool = True) -> None:
     await stop.wait()
 
 
+async def _ready_until_go() -> None:
+    """Say ``READY``, then wait for SIGUSR1: a flooder starts when the benchmark says."""
+    go = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
+    print(READY, flush=True)
+    await go.wait()
+
+
 async def server(data_dir: str, port: str, s2s_port: str) -> None:
     """The embedded server; new accounts are not rate-limited here (the benchmarks make
     dozens at once, as an attacker with time to spare would)."""
@@ -133,10 +141,7 @@ async def flood(jid: str, port: str, count: str, how: str) -> None:
     ``FLOOD_DONE`` and the replies by condition as JSON once all came or 120 s passed."""
     agent = Flooder(jid, "flood-secret", port=int(port), memory_timeout=120, memory_attempts=1)
     await start_agent(agent)
-    go = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
-    print(READY, flush=True)
-    await go.wait()
+    await _ready_until_go()
     memory = agent.memory
     requests = []
     for n in range(int(count)):
@@ -167,10 +172,7 @@ async def flood_accounts(stem: str, port: str, accounts: str, seconds: str) -> N
     ]  # fmt: skip
     for agent in agents:
         await start_agent(agent)
-    go = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
-    print(READY, flush=True)
-    await go.wait()
+    await _ready_until_go()
     started = time.perf_counter()
     deadline = started + float(seconds)
     outcome: dict[str, float] = {}
@@ -184,7 +186,7 @@ async def flood_accounts(stem: str, port: str, accounts: str, seconds: str) -> N
             kind = "none" if reply is None else _condition(reply)
             outcome[kind] = outcome.get(kind, 0) + 1
             if reply is not None and kind != "stored":
-                await asyncio.sleep(json.loads(reply.body).get("retry_after") or 0.25)
+                await asyncio.sleep(_retry_after(reply))
 
     await asyncio.gather(
         *(keep_one_in_flight(agent.memory) for agent in agents for _ in range(IN_FLIGHT))
@@ -220,10 +222,7 @@ async def flood_costs(jid: str, port: str, kind: str, seconds: str) -> None:
     for start in range(0, len(texts), 10):  # 10 of 16,000 characters fit a request body
         stores = [StoreMemory(category="fact", content=text) for text in texts[start : start + 10]]
         await memory.batch(memory.base_memory_jid, stores)
-    go = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, go.set)
-    print(READY, flush=True)
-    await go.wait()
+    await _ready_until_go()
     started = time.perf_counter()
     deadline = started + float(seconds)
     outcome: dict[str, float] = {}
@@ -257,6 +256,7 @@ COST_BATCH = 20
 
 
 def _retry_after(reply: Message) -> float:
+    """The seconds a refusal asks to wait before sending again (a quarter without one)."""
     return float(json.loads(reply.body).get("retry_after") or 0.25)
 
 
