@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import to_json
 from slixmpp.plugins.xep_0004 import Form
 
 from spade_memory.protocol.memories import CATEGORIES, MemoryList, MemoryStats
@@ -19,6 +20,11 @@ COLUMNS = ("id", "category", "content", "confidence")
 """The columns a list of memories shows."""
 
 
+def _text(value: Any) -> str:
+    """A value as the record's JSON writes it (``true``, not Python's ``True``)."""
+    return to_json(value).decode() if isinstance(value, bool) else str(value)
+
+
 def _table(form: Form, columns: Sequence[str], records: Iterable[BaseModel]) -> None:
     """``columns`` as the form's reported fields, and a row of them per record (each
     value as the record's JSON gives it)."""
@@ -26,7 +32,7 @@ def _table(form: Form, columns: Sequence[str], records: Iterable[BaseModel]) -> 
         form.add_reported(column, label=column)
     for record in records:
         row = record.model_dump(mode="json", include=set(columns))
-        form.add_item({column: str(row[column]) for column in columns})
+        form.add_item({column: _text(row[column]) for column in columns})
 
 
 def _memories(result: Record, form: Form) -> None:
@@ -38,7 +44,7 @@ def _fields(result: Record, form: Form) -> None:
     """Each field of the result as a read-only field."""
     for name, value in result.model_dump(mode="json").items():
         if value is not None and not isinstance(value, list | dict):
-            form.add_field(var=name, ftype="text-single", label=name, value=str(value))
+            form.add_field(var=name, ftype="text-single", label=name, value=_text(value))
 
 
 def _stats(result: Record, form: Form) -> None:
