@@ -17,7 +17,7 @@ import jinja2
 from aiohttp import web
 
 from spade_memory.http.address import HttpAddress, bound_socket
-from spade_memory.web import live, metrics_page, pages
+from spade_memory.web import figures, live, metrics_page, pages
 from spade_memory.web.charts import SEARCH_TIMES, SearchTimes
 from spade_memory.web.guard import (
     ALLOWED_HOSTS,
@@ -64,6 +64,7 @@ def web_app(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        filters={"count": figures.count, "size": figures.size},
     )
     app.router.add_routes(pages.routes)
     app.router.add_routes(live.routes)

@@ -1,5 +1,6 @@
-"""The figures a space's page draws: memories stored per day and per author over the
-last two weeks, and how long this view's searches took over the last hour.
+"""The figures a space's page draws under its memories, a line each: memories stored per
+day over the last two weeks (a row of columns), who stored them (one bar cut in shares),
+and how long this view's searches took over the last hour.
 
 The counts are the base memory agent's (``memory_stats`` with ``days``): counted in its
 database, not one memory read, so a busy space costs a page no more than a quiet one.
@@ -72,17 +73,25 @@ class Bar:
     label: str
     count: int
     share: float
-    """Its length against the longest bar (0 to 1)."""
+    """Its length: against the tallest day's, or its part of all the authors' (0 to 1)."""
+    start: float = 0.0
+    """Where an author's part starts on the one bar (0 to 1; a day's is 0)."""
 
 
 @dataclass(frozen=True)
 class Charts:
     per_day: list[Bar]
     per_author: list[Bar]
-    """The authors ``memory_stats`` names (``STATS_AUTHORS``), then the others as one."""
+    """The authors ``memory_stats`` names (``STATS_AUTHORS``), then the others as one,
+    each a part of one bar."""
     searches: int
     p50_ms: float | None
     p99_ms: float | None
+
+    @property
+    def stored(self) -> int:
+        """How many of the space's live memories were stored in those days."""
+        return sum(day.count for day in self.per_day)
 
 
 def drawn(stats: MemoryStats, searches: SearchTimes) -> Charts:
@@ -90,8 +99,8 @@ def drawn(stats: MemoryStats, searches: SearchTimes) -> Charts:
     per_day = _bars(list(stats.stored_per_day.items()))
     label = "you" if stats.space == PERSONAL else None
     others = [("others", stats.stored_by_others)] if stats.stored_by_others else []
-    per_author = _bars([(label or author, count) for author, count in
-                        stats.stored_by_author.items()] + others)  # fmt: skip
+    per_author = _parts([(label or author, count) for author, count in
+                         stats.stored_by_author.items()] + others)  # fmt: skip
     count, p50, p99 = searches.percentiles()
     return Charts(
         per_day, per_author, count,
@@ -102,3 +111,13 @@ def drawn(stats: MemoryStats, searches: SearchTimes) -> Charts:
 def _bars(counts: list[tuple[str, int]]) -> list[Bar]:
     longest = max((count for _, count in counts), default=0) or 1
     return [Bar(label, count, count / longest) for label, count in counts]
+
+
+def _parts(counts: list[tuple[str, int]]) -> list[Bar]:
+    """Each count as its part of one bar, one after the other (none counted: no part)."""
+    total, start, parts = sum(count for _, count in counts), 0.0, []
+    for label, count in counts:
+        if count:
+            parts.append(Bar(label, count, count / total, start))
+            start += count / total
+    return parts

@@ -157,8 +157,13 @@ async def test_a_writer_and_a_reader_in_a_real_browser(
     assert "score" in d.find_element(By.CSS_SELECTOR, ".memory .score").text
 
     shot = os.environ.get("SPADE_MEMORY_WEB_SCREENSHOT")
-    if shot:
+    if shot:  # the whole page, its activity under the memories included
+        size = d.get_window_size()
+        tall = d.execute_script("return document.documentElement.scrollHeight")
+        d.set_window_size(size["width"], tall + size["height"] - d.execute_script(
+            "return window.innerHeight"))  # fmt: skip
         d.save_screenshot(shot)
+        d.set_window_size(size["width"], size["height"])
 
     # edit as a writer: the history shows both versions
     d.find_element(By.PARTIAL_LINK_TEXT, "The deploy window").click()
@@ -178,6 +183,17 @@ async def test_a_writer_and_a_reader_in_a_real_browser(
     # a phone-sized window: nothing wider than the screen
     d.set_window_size(390, 844)
     d.get(f"{base}/spaces/{space}")
+    assert d.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    # there the memories come first: the first one within the first screen, the
+    # filters folded, and no filter's label broken over two lines once unfolded
+    first = "return document.querySelector('#memories .memory').getBoundingClientRect().top"
+    assert d.execute_script(first) < d.execute_script("return window.innerHeight")
+    d.find_element(By.CSS_SELECTOR, "form.filters details.more summary").click()
+    heights = d.execute_script(
+        "return [...document.querySelectorAll('form.filters label')]"
+        ".map((label) => label.getBoundingClientRect().height)"
+    )
+    assert len(heights) == 6 and max(heights) < 1.5 * min(heights), heights
     assert d.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
 
     # a reader sees no form, and its POST is refused by the memory agent

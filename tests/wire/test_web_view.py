@@ -111,6 +111,31 @@ async def test_a_viewer_sees_its_spaces_and_what_they_hold(
         assert status == 404
 
 
+async def test_a_pages_figures_are_its_spaces_own_and_read_as_a_person_reads_them(
+    memory_service: MemoryServiceProcess, alice: ClientAgent
+) -> None:
+    await alice.memory.create_space("web-figures")
+    for n in range(2):
+        await alice.memory.store_memory("fact", f"Team fact {n}", space="web-figures")
+    await alice.memory.store_memory("preference", "Alice likes figures")
+    async with web_view(memory_service.port) as base, browser() as session:
+        await log_in(session, base, str(alice.jid.bare))
+        _, own = await page(session, f"{base}/spaces/personal")
+        _, team = await page(session, f"{base}/spaces/web-figures")
+    mine = await alice.memory.get_memory_stats()
+    assert mine is not None and mine.used_memories == 3 and mine.total_memories == 1
+    # the personal space holds one; the quota counts all three alice stored
+    assert "1 memory here now." in own and own.count('class="memory"') == 1
+    assert "Your quota, for what you store in every space:" in own
+    assert "3 of 1,000,000 memories," in own and f"{mine.used_bytes} B of 1 GiB." in own
+    assert "2 memories here now." in team and "This space's quota:" in team
+    assert "2 of 1,000,000 memories," in team
+    assert "1073741824" not in own + team and "1,073,741,824" not in own + team
+    # the memories before the activity, drawn a line each
+    assert team.index('id="memories"') < team.index('id="activity"')
+    assert "2 stored in the last 14 days" in team and team.count("<rect") == 14 + 1
+
+
 async def test_a_writer_edits_a_reader_is_refused_and_a_forged_token_changes_nothing(
     memory_service: MemoryServiceProcess, alice: ClientAgent, bob: ClientAgent
 ) -> None:
@@ -392,7 +417,7 @@ async def test_the_charts_count_what_the_space_holds_and_a_look_is_not_a_use(
         await log_in(viewer, base, str(alice.jid.bare))
         _, shown = await page(viewer, f"{base}/spaces/web-charts")
         label = f"Stored per author, last 14 days: {alice.jid.bare} 3, {bob.jid.bare} 1"
-        assert label in shown
+        assert label in shown and "4 stored in the last 14 days" in shown
         assert "No search from this view in the last hour" in shown
         await page(viewer, f"{base}/spaces/web-charts?q=fact")
         await page(viewer, f"{base}/spaces/web-charts/memories/{bobs}")
