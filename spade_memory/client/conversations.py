@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from spade_memory.client.session import SessionMemory
     from spade_memory.client.session_notices import SessionNotices
     from spade_memory.protocol import context, conversation_stats, notes
-    from spade_memory.protocol.working import SessionChanged
+    from spade_memory.protocol.working import SessionChanged, WorkingSessions
 else:  # their models are built at the first call that sends one
     context = lazy("spade_memory.protocol.context")
     conversation_stats = lazy("spade_memory.protocol.conversation_stats")
@@ -44,6 +44,17 @@ class InteractionCalls(RoomCalls):
         from spade_memory.client.session import SessionMemory  # its models, when first used
 
         return SessionMemory(self, self.interaction_memory_jid, session_id, space)
+
+    async def list_sessions(
+        self, *, space: str | None = None, limit: int = 25, offset: int = 0
+    ) -> WorkingSessions | None:
+        """A page of the sender's working sessions, or of a shared ``space``'s, by id:
+        each one's user, start, focus and counts, and the next page's ``next_offset``
+        (None when degraded)."""
+        from spade_memory.protocol.working import ListWorkingMemories
+
+        op = ListWorkingMemories(space=space, limit=limit, offset=offset)
+        return await self.request(self.interaction_memory_jid, op)
 
     def on_session_change(
         self, space: str, listener: Callable[[SessionChanged], None]

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from spade_memory.protocol.context import ContextEntry
     from spade_memory.protocol.space_names import Role
     from spade_memory.protocol.spaces import SpaceDetails
+    from spade_memory.protocol.working import WorkingSessions
 
 
 class MemoryClient(BaseMemoryCalls, InteractionCalls, SpaceCalls):
@@ -189,6 +190,10 @@ class SpaceMemory:
     def session(self, session_id: str) -> SessionMemory:
         """A working-memory session kept in the space, shared by its members."""
         return self.client.session(session_id, space=self.name)
+
+    async def list_sessions(self, limit: int = 25, offset: int = 0) -> WorkingSessions | None:
+        """A page of the working sessions kept in the space, by id."""
+        return await self.client.list_sessions(space=self.name, limit=limit, offset=offset)
 
     async def save_knowledge(
         self, name: str, content: str, tags: Sequence[str] = ()

@@ -41,12 +41,15 @@ from spade_memory.protocol.working import (
     CreateWorkingMemory,
     Entities,
     GetWorkingMemory,
+    ListWorkingMemories,
     MergeWorkingMemory,
     RecentEntities,
     SetClarification,
     SetFocus,
     UpdateContext,
     WorkingMemoryState,
+    WorkingSession,
+    WorkingSessions,
 )
 from spade_memory.protocol.working_memory import WorkingMemory, expiring, expiry_moment
 from spade_memory.storage import requests
@@ -139,6 +142,7 @@ class WorkingMemories:
         reads: dict[type[Op[Any]], Handler] = {
             GetWorkingMemory: self._read,
             RecentEntities: self._read,
+            ListWorkingMemories: self._list,
         }
         return {**reads, **dict.fromkeys(CHANGES, self._change)}
 
@@ -152,6 +156,28 @@ class WorkingMemories:
         if isinstance(op, RecentEntities):
             return Entities(entities=memory.recent_entities(op.limit))
         return _state(memory, place.name)
+
+    async def _list(self, db: Database, owner: str, request: Request) -> Record:
+        op = request.op
+        assert isinstance(op, ListWorkingMemories)
+        (place,) = request.places_of(owner)
+        rows = list(await db.execute_fetchall(  # the primary key's order: no sort
+            "SELECT document FROM working_memories WHERE owner = ?"
+            " ORDER BY session_id LIMIT ? OFFSET ?",
+            (place.key, op.limit + 1, op.offset),
+        ))  # fmt: skip
+        sessions = []
+        for (document,) in rows[: op.limit]:
+            memory = WorkingMemory.model_validate_json(document)
+            memory.drop_expired()
+            focus = None if memory.current_focus is None else memory.current_focus.name
+            sessions.append(WorkingSession(
+                session_id=memory.session_id, user_id=memory.user_id,
+                created_at=memory.created_at, focus=focus, entities=len(memory.entities),
+                findings=len(memory.findings),
+            ))  # fmt: skip
+        more = op.offset + op.limit if len(rows) > op.limit else None
+        return WorkingSessions(sessions=sessions, space=place.name, next_offset=more)
 
     async def _change(self, db: Database, owner: str, request: Request) -> Record:
         op: Any = request.op

@@ -9,13 +9,14 @@ exist yet create it (with ``user_id`` = the sender), reads of one answer
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
 from spade_memory.protocol.expiry import ExpiresAt, TtlSeconds
 from spade_memory.protocol.json_object import JsonObject
-from spade_memory.protocol.ops import PERSONAL, Limit, Op, Record
+from spade_memory.protocol.ops import PERSONAL, Limit, NextOffset, Op, PageOffset, Record
 from spade_memory.protocol.space_names import SpaceName
 from spade_memory.protocol.working_memory import (
     Clarification,
@@ -43,6 +44,27 @@ class WorkingMemoryState(Record):
     working_memory: WorkingMemory
     pending_clarification: Clarification | None
     space: str = PERSONAL
+
+
+class WorkingSession(Record):
+    """One session as ``list_working_memories`` lists it: what tells it apart."""
+
+    session_id: str
+    user_id: str
+    created_at: datetime
+    focus: str | None = None
+    """The name of what it focuses on now (None: nothing)."""
+    entities: int = 0
+    findings: int = 0
+    """How many entities and findings it holds now (expired ones left out)."""
+
+
+class WorkingSessions(Record):
+    """Result of ``list_working_memories``: a page of sessions, by id."""
+
+    sessions: list[WorkingSession]
+    space: str = PERSONAL
+    next_offset: NextOffset = None
 
 
 class SessionChanged(Record):
@@ -80,6 +102,21 @@ class GetWorkingMemory(Op[WorkingMemoryState]):
     reads_only: ClassVar[bool] = True
     session_id: SessionId
     space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
+
+
+SESSIONS_PER_PAGE = 50
+"""Most sessions one ``list_working_memories`` answers (each read whole to describe it)."""
+
+
+class ListWorkingMemories(Op[WorkingSessions]):
+    """The sessions of the sender, or of a shared ``space``, by id, a page at a time."""
+
+    need = "read"
+    op: Literal["list_working_memories"] = "list_working_memories"
+    reads_only: ClassVar[bool] = True
+    space: SpaceName | None = Field(default=None, description=SESSION_SPACE)
+    limit: int = Field(default=25, ge=1, le=SESSIONS_PER_PAGE)
+    offset: PageOffset = 0
 
 
 class SetFocus(Op[WorkingMemoryState]):
@@ -175,4 +212,7 @@ WorkingMemoryChange = (
     | UpdateContext
     | MergeWorkingMemory
 )
-WorkingMemoryOp = CreateWorkingMemory | GetWorkingMemory | RecentEntities | WorkingMemoryChange
+WorkingMemoryOp = (
+    CreateWorkingMemory | GetWorkingMemory | RecentEntities | ListWorkingMemories
+    | WorkingMemoryChange
+)  # fmt: skip

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
 import aiohttp_jinja2
@@ -40,6 +40,10 @@ MAX_BODY = 256 * 1024
 MAX_URL = 64 * 1024
 """The longest request line: a search too long for the memory service is its answer to
 give, not a parser's."""
+FILTERS: dict[str, Callable[..., str]] = {
+    "count": figures.count, "size": figures.size, "segment": pages.segment,
+}  # fmt: skip
+"""The templates' own filters: numbers as a person reads them, a path's segment."""
 
 
 def web_app(
@@ -64,7 +68,7 @@ def web_app(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
-        filters={"count": figures.count, "size": figures.size},
+        filters=FILTERS,
     )
     app.router.add_routes(pages.routes)
     app.router.add_routes(live.routes)

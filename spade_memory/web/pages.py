@@ -41,7 +41,15 @@ MAX_PAGE = 400
 """The last page a list shows (10,000 memories); a search shows its best ``PAGE_SIZE``."""
 CATEGORIES: tuple[str, ...] = ("fact", "pattern", "preference", "capability")
 ROLES: tuple[str, ...] = ("reader", "writer", "admin")
+SESSIONS_SHOWN = 20
+"""The working sessions a space's page lists (the first by id; others open by id)."""
 routes = web.RouteTableDef()
+
+
+def segment(value: str) -> str:
+    """``value`` as one segment of a path: its ``/`` escaped too (jinja's ``urlencode``
+    keeps it, and a session's id may hold one)."""
+    return quote(value, safe="")
 
 
 @routes.get("/login")
@@ -113,10 +121,13 @@ async def space(request: web.Request) -> web.StreamResponse:
         space=None if name == PERSONAL else name, days=charts.DAYS
     )
     assert stats is not None
+    sessions = await memory.list_sessions(
+        space=None if name == PERSONAL else name, limit=SESSIONS_SHOWN
+    )
     role = "owner" if details is None else details.role
     drawn = charts.drawn(stats, request.app[SEARCH_TIMES])
     context |= {"details": details, "stats": stats, "role": role, "roles": ROLES,
-                "charts": drawn}  # fmt: skip
+                "charts": drawn, "sessions": sessions}  # fmt: skip
     return _render(request, "space.html", context)
 
 

@@ -15,16 +15,20 @@ from spade_memory.protocol.interaction import interaction_ops
 from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.ops import parse_op
 from spade_memory.protocol.working import (
+    AddEntity,
     CreateWorkingMemory,
     GetWorkingMemory,
+    ListWorkingMemories,
     SetFocus,
     UpdateContext,
     WorkingMemoryState,
+    WorkingSessions,
 )
-from spade_memory.protocol.working_memory import Focus
+from spade_memory.protocol.working_memory import EntityRef, Focus
 from tests.support.stores import Location
 
 ALICE = "alice@localhost"
+PAST = datetime(2000, 1, 1, tzinfo=timezone.utc)
 
 
 async def test_changes_create_persist_and_apply_once(location: Location) -> None:
@@ -143,3 +147,41 @@ async def test_a_session_stops_growing_at_one_answer_and_may_always_shrink(
         assert smaller.working_memory.context["key0"] == ""
     finally:
         await store.close()
+
+
+async def test_an_owners_sessions_are_listed_by_id_a_page_at_a_time(location: Location) -> None:
+    store = await InteractionStore.open(location("listed.db"), purge_every=None)
+    try:
+        empty = await store.apply(ALICE, ListWorkingMemories())
+        assert isinstance(empty, WorkingSessions)
+        assert empty.sessions == [] and empty.next_offset is None and empty.space == "personal"
+        for name in ("s3", "s1", "s2"):
+            await store.apply(ALICE, CreateWorkingMemory(session_id=name, user_id="u-" + name))
+        focus = Focus(type="file", id="a.py", name="the parser")
+        await store.apply(ALICE, SetFocus(session_id="s2", focus=focus))
+        entity = EntityRef(type="file", id="b.py", name="b")
+        await store.apply(ALICE, AddEntity(session_id="s2", entity=entity))
+        gone = EntityRef(type="file", id="c.py", name="c")  # expired: not counted
+        await store.apply(ALICE, AddEntity(session_id="s2", entity=gone, expires_at=PAST))
+        await store.apply("bob@localhost", CreateWorkingMemory(session_id="bobs"))
+
+        first = await store.apply(ALICE, ListWorkingMemories(limit=2))
+        assert isinstance(first, WorkingSessions)
+        assert [s.session_id for s in first.sessions] == ["s1", "s2"]
+        assert first.next_offset == 2
+        s2 = first.sessions[1]
+        assert (s2.user_id, s2.focus, s2.entities, s2.findings) == ("u-s2", "the parser", 1, 0)
+        rest = await store.apply(ALICE, ListWorkingMemories(limit=2, offset=first.next_offset))
+        assert isinstance(rest, WorkingSessions)
+        assert [s.session_id for s in rest.sessions] == ["s3"] and rest.next_offset is None
+        theirs = await store.apply("bob@localhost", ListWorkingMemories())
+        assert isinstance(theirs, WorkingSessions)
+        assert [s.session_id for s in theirs.sessions] == ["bobs"]  # each owner its own
+    finally:
+        await store.close()
+
+
+def test_a_page_of_sessions_is_bounded() -> None:
+    for body in ({"limit": 51}, {"limit": 0}, {"offset": -1}):
+        with pytest.raises(BadRequest):
+            parse_op(interaction_ops, json.dumps({"op": "list_working_memories", **body}))

@@ -126,6 +126,7 @@ def attacks(alice: Alice) -> dict[str, list[dict[str, Any]]]:
             {"op": "create_working_memory", "session_id": SESSION},
             {"op": "get_working_memory", "session_id": SESSION},
             {"op": "recent_entities", "session_id": SESSION},
+            {"op": "list_working_memories"},
             {"op": "set_focus", "session_id": SESSION, "focus": focus},
             {"op": "clear_focus", "session_id": SESSION},
             {

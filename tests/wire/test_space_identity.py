@@ -180,6 +180,7 @@ class Team:
             ),
             working("get_working_memory", "reader"),
             working("recent_entities", "reader"),
+            Attempt(interaction, {"op": "list_working_memories", "space": space}, "reader"),
             working("create_working_memory", "writer"),
             working("set_focus", "writer", focus=focus),
             working("clear_focus", "writer"),

@@ -393,8 +393,19 @@ async def test_a_working_session_of_a_space(
     session = alice.memory.session("pr/7", space="web-sessions")
     await session.set_focus(Focus(type="file", id="app/db.py", name="db.py"))
     await session.add_finding(Finding(type="bug", title="<b>N+1</b> query", severity="warning"))
+    await alice.memory.session("<i>pr 8</i>", space="web-sessions").create()
     async with web_view(memory_service.port) as base, browser() as viewer:
         await log_in(viewer, base, str(bob.jid.bare))
+        _, listed = await page(viewer, f"{base}/spaces/web-sessions")
+        # the space's sessions listed by id, each a link, its focus and counts said
+        assert (
+            'href="/spaces/web-sessions/sessions/%3Ci%3Epr%208%3C%2Fi%3E">&lt;i&gt;pr 8' in listed
+        )
+        assert 'href="/spaces/web-sessions/sessions/pr%2F7">pr/7</a>' in listed
+        assert f"of {alice.jid.bare}, started" in listed and ", on db.py;" in listed
+        assert "0 entities, 1 finding" in listed and "No working session here yet" not in listed
+        _, own = await page(viewer, f"{base}/spaces/personal")
+        assert "No working session here yet" in own  # bob's own: none
         async with viewer.get(f"{base}/spaces/web-sessions/sessions?id=pr/7",
                               allow_redirects=False) as opened:  # fmt: skip
             assert opened.headers["Location"] == "/spaces/web-sessions/sessions/pr%2F7"
