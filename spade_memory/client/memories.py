@@ -47,6 +47,7 @@ class FetchedMemories(list[Memory]):
         degraded: bool = False,
         next_offset: int | None = None,
         reasoning: Reasoning | None = None,
+        entities: list[str] | None = None,
     ) -> None:
         super().__init__(memories or [])
         self.degraded = degraded
@@ -55,6 +56,9 @@ class FetchedMemories(list[Memory]):
         """The ``offset`` of the next page of a list, when there may be one."""
         self.reasoning = reasoning
         """For a search: how the answer was made (strategy, candidates, mode)."""
+        self.entities = entities or []
+        """For ``related_memories``: what the memory asked about names (each memory's
+        ``shares`` says which of them lead to it)."""
 
 
 class BaseMemoryCalls(Calls):
@@ -83,8 +87,9 @@ class BaseMemoryCalls(Calls):
         if result is None:
             return FetchedMemories(degraded=True)
         return FetchedMemories(
-            result.memories, next_offset=result.next_offset, reasoning=result.reasoning
-        )
+            result.memories, next_offset=result.next_offset, reasoning=result.reasoning,
+            entities=result.entities,
+        )  # fmt: skip
 
     async def store_memory(
         self,
@@ -225,7 +230,8 @@ class BaseMemoryCalls(Calls):
         self, memory_id: str, limit: int = 10, *, space: str | list[str] | None = None
     ) -> FetchedMemories:
         """The current memories naming what the memory ``memory_id`` names, the most
-        shared first, each with its ``score``. Raises ``ItemNotFound``."""
+        shared first, each with its ``score`` and the entities it ``shares`` with it (the
+        answer's ``entities``: all it names). Raises ``ItemNotFound``."""
         return await self._memories(RelatedMemories(id=memory_id, limit=limit, space=space))
 
     async def forget_memories(

@@ -83,6 +83,9 @@ class Memory(Record):
     """1 when stored; each update adds one (see ``memory_history``)."""
     score: float | None = Field(default=None, exclude_if=_empty)
     """For ``search_memories``: how relevant it is to the query (higher first)."""
+    shares: list[str] = Field(default_factory=list, exclude_if=_empty)
+    """For ``related_memories``: the entities it names that the memory asked about names
+    too (as that memory writes them), what leads from one to the other."""
     valid_from: datetime | None = Field(default=None, exclude_if=_empty)
     """Since when it is true in the world (None: always)."""
     valid_to: datetime | None = Field(default=None, exclude_if=_empty)
@@ -172,6 +175,9 @@ class MemoryList(Record):
     there may be one."""
     reasoning: Reasoning | None = None
     """For ``search_memories``: how the answer was made."""
+    entities: list[str] = Field(default_factory=list, exclude_if=_empty)
+    """For ``related_memories``: every entity the memory asked about names, as it writes
+    them, those that lead to no other memory too."""
 
 
 class MemoryVersion(Record):

@@ -17,9 +17,10 @@ from aiohttp import web
 
 from spade_memory.client.memories import FetchedMemories
 from spade_memory.client.memory_client import MemoryClient
-from spade_memory.protocol.memories import Category, GetMemory
+from spade_memory.protocol.errors import ItemNotFound
+from spade_memory.protocol.memories import Category, GetMemory, MemoryHistory, RelatedMemories
 from spade_memory.protocol.ops import PERSONAL
-from spade_memory.web import charts
+from spade_memory.web import charts, drawings
 from spade_memory.web.charts import SEARCH_TIMES, SearchTimes
 from spade_memory.web.guard import (
     LOGIN_COOKIE,
@@ -189,8 +190,43 @@ async def one_memory(request: web.Request) -> web.StreamResponse:
         role == "writer" and found is not None and found.author == viewer_of(request).jid
     )
     context = {"space": name, "memory": found, "history": history, "role": role,
-               "categories": CATEGORIES, "writes": writes}  # fmt: skip
+               "categories": CATEGORIES, "writes": writes,
+               "spans": await _timeline(memory, memory_id, where, history),
+               "near": await _neighbourhood(memory, memory_id, where, history)}  # fmt: skip
     return _render(request, "memory.html", context)
+
+
+async def _timeline(
+    memory: MemoryClient, memory_id: str, where: str | None, history: MemoryHistory | None
+) -> list[drawings.Span]:
+    """The values its fact took, when each was true and who stated it (none: it never
+    replaced nor was replaced)."""
+    if history is None or not (history.supersedes or history.superseded_by):
+        return []
+    read = []
+    for other in drawings.chain(history, memory_id):
+        try:
+            one = history if other == memory_id else await memory.memory_history(other, space=where)
+        except ItemNotFound:  # deleted since, or the chain runs into another space
+            one = None
+        if one is not None:
+            read.append(one)
+    return drawings.timeline(read, memory_id, datetime.now(timezone.utc))
+
+
+async def _neighbourhood(
+    memory: MemoryClient, memory_id: str, where: str | None, history: MemoryHistory | None
+) -> drawings.Neighbourhood | None:
+    """The entities it names and the memories they lead to (None for one that is not
+    current: the graph links current memories)."""
+    if history is None or history.superseded_by or history.deleted is not None:
+        return None
+    op = RelatedMemories(id=memory_id, space=where, limit=drawings.NEIGHBOURS, count_access=False)
+    try:
+        related = await memory.request(memory.base_memory_jid, op)
+    except ItemNotFound:
+        return None
+    return None if related is None else drawings.neighbourhood(related)
 
 
 @routes.get("/spaces/{space}/memories/{id}/beads")

@@ -223,6 +223,9 @@ async def test_related_memories_rank_by_what_they_share(store: LongTermStore) ->
     ids = [memory.id for memory in related.memories]
     assert ids[:2] == [both, one]
     assert related.memories[0].score > related.memories[1].score > 0
+    # what leads there: the seed's entities as it writes them, those each memory shares
+    assert related.entities == ["Brooklyn", "dance", "Gina", "Jon", "opened", "studio"]
+    assert [m.shares for m in related.memories[:2]] == [["Brooklyn", "dance", "studio"], ["Gina"]]
     superseded = await ask(store, SupersedeMemory(id=both, content="Jon sold the studio."))
     assert both not in [m.id for m in (await ask(store, RelatedMemories(id=seed))).memories]
     assert isinstance(superseded, Stored)

@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,12 +159,7 @@ async def test_a_writer_and_a_reader_in_a_real_browser(
 
     shot = os.environ.get("SPADE_MEMORY_WEB_SCREENSHOT")
     if shot:  # the whole page, its activity under the memories included
-        size = d.get_window_size()
-        tall = d.execute_script("return document.documentElement.scrollHeight")
-        d.set_window_size(size["width"], tall + size["height"] - d.execute_script(
-            "return window.innerHeight"))  # fmt: skip
-        d.save_screenshot(shot)
-        d.set_window_size(size["width"], size["height"])
+        _whole_page_shot(d, shot)
 
     # edit as a writer: the history shows both versions
     d.find_element(By.PARTIAL_LINK_TEXT, "The deploy window").click()
@@ -196,6 +192,33 @@ async def test_a_writer_and_a_reader_in_a_real_browser(
     assert len(heights) == 6 and max(heights) < 1.5 * min(heights), heights
     assert d.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
 
+    # a fact's timeline and a memory's neighbourhood, read and followed by keyboard on
+    # the phone: nothing wider than the screen, the drawing's links reached with Tab
+    train = await bob.memory.store_memory("fact", "The release train leaves Brooklyn on Friday",
+                                          space=space)  # fmt: skip
+    later = await bob.memory.supersede_memory(
+        str(train), "The release train leaves Brooklyn on Monday", space=space
+    )
+    assert later is not None
+    linked = await bob.memory.store_memory("fact", "Brooklyn has the release party", space=space)
+    d.get(f"{base}/spaces/{space}/memories/{later.id}")
+    spans = d.find_elements(By.CSS_SELECTOR, "figure.timeline li > :is(a, strong)")
+    assert [span.text for span in spans] == [
+        "The release train leaves Brooklyn on Friday",
+        "The release train leaves Brooklyn on Monday",
+    ]
+    assert d.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    if shot:  # the memory's page as a phone shows it
+        _whole_page_shot(d, shot.replace(".png", "-memory.png"))
+    for _ in range(40):  # Tab until the neighbourhood's link has the focus
+        d.switch_to.active_element.send_keys(Keys.TAB)
+        if d.execute_script("return !!document.activeElement.closest('figure.neighbourhood')"):
+            break
+    else:
+        raise AssertionError("the neighbourhood's links are not reached with the keyboard")
+    d.switch_to.active_element.send_keys(Keys.ENTER)
+    until(lambda _: d.current_url.endswith(f"/memories/{linked}"))
+
     # a reader sees no form, and its POST is refused by the memory agent
     d.delete_all_cookies()
     d.get(f"{base}/login")
@@ -209,6 +232,18 @@ async def test_a_writer_and_a_reader_in_a_real_browser(
 
     kept = await alice.memory.get_memory(str(deploy), space=space)
     assert kept is not None and kept.content == "The deploy window is Wednesday 10:00 UTC"
+
+
+def _whole_page_shot(driver: object, path: str) -> None:
+    """A screenshot of the whole page (the window made as tall as it), the window's size
+    kept."""
+    d: Any = driver
+    size = d.get_window_size()
+    tall = d.execute_script("return document.documentElement.scrollHeight")
+    d.set_window_size(size["width"], tall + size["height"] - d.execute_script(
+        "return window.innerHeight"))  # fmt: skip
+    d.save_screenshot(path)
+    d.set_window_size(size["width"], size["height"])
 
 
 def _post_from_page(driver: object, url: str, form: dict[str, str]) -> int:

@@ -490,3 +490,34 @@ async def test_a_superseded_memory_shows_as_it_was_and_links_its_successor(
         assert "No longer current" not in shown
         _, listed = await page(viewer, f"{base}/spaces/personal")
         assert "ci2.example" in listed and "ci1.example" not in listed
+
+
+async def test_a_facts_timeline_and_a_memorys_neighbourhood_are_drawn(
+    memory_service: MemoryServiceProcess, alice: ClientAgent
+) -> None:
+    values = [await alice.memory.store("fact", f"The staging port is {port}.")
+              for port in (8443, 9443, 10443)]  # fmt: skip
+    first, middle, last = (stored.id for stored in values if stored is not None)
+    assert values[2] is not None and values[2].supersedes == middle
+    seed = await alice.memory.store_memory("fact", "Jon opened a dance studio in Brooklyn.")
+    near = await alice.memory.store_memory("fact", "The studio in Brooklyn needs a new floor.")
+    async with web_view(memory_service.port) as base, browser() as viewer:
+        await log_in(viewer, base, str(alice.jid.bare))
+        _, shown = await page(viewer, f"{base}/spaces/personal/memories/{middle}")
+        drawn = shown[shown.index('id="timeline"') :]
+        # every value, oldest first; the page's own strong, the others links
+        at = [drawn.index(text) for text in ("port is 8443", "port is 9443", "port is 10443")]
+        assert at == sorted(at) and drawn.count("<li") == 3
+        assert f'href="/spaces/personal/memories/{first}">The staging port is 8443.</a>' in drawn
+        assert "<strong>The staging port is 9443.</strong>" in drawn
+        assert f'href="/spaces/personal/memories/{last}">The staging port is 10443.</a>' in drawn
+        assert drawn.count("replaced by the next") == 2 and drawn.count("until now") == 2
+        assert drawn.count('class="now"') == 1 and drawn.count('class="was"') == 2
+        assert f"stated by {alice.jid.bare}" in drawn
+        assert 'id="neighbourhood"' not in shown  # not current: the graph links current ones
+        _, lone = await page(viewer, f"{base}/spaces/personal/memories/{seed}")
+        assert 'id="timeline"' not in lone  # one value: nothing over time
+        graph = lone[lone.index('id="neighbourhood"') :]
+        assert 'aria-label="It names Brooklyn, studio,' in graph and ">Jon<" in graph
+        assert f'<a href="/spaces/personal/memories/{near}"><text' in graph
+        assert graph.count("<line") == 2  # brooklyn and studio lead to it

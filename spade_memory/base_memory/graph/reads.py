@@ -125,12 +125,13 @@ class GraphReads:
             raise ItemNotFound(f"no memory {op.id!r}")
         ((seq, space),) = rows
         numbers = await space_ids(db, [str(space)])
-        named = sorted(  # one order on either engine: scores are summed in it
-            str(key)
-            for (key,) in await db.execute_fetchall(
-                "SELECT key FROM memory_entities WHERE seq = ?", (seq,)
+        written = {  # each key as this memory writes it (a term has no name: its key)
+            str(key): str(name or key)
+            for key, name in await db.execute_fetchall(
+                "SELECT key, name FROM memory_entities WHERE seq = ?", (seq,)
             )
-        )
+        }
+        named = sorted(written)  # one order on either engine: scores are summed in it
         links = await linked(db, numbers, named)
         weights = {key: worth for key in named if (worth := links.weight(key))}
         scores = reached(links, weights, leaving={int(seq)})
@@ -143,4 +144,8 @@ class GraphReads:
         memories = self.ctx.count_access(
             found, names(request, work), scores, counted=op.count_access
         )
-        return MemoryList(memories=memories)
+        reach = {key: set(links.memories.get(key, ())) for key in weights}
+        shared = [[written[key] for key in weights if row.seq in reach[key]] for row in found]
+        memories = [m.model_copy(update={"shares": names}) for m, names in
+                    zip(memories, shared, strict=True)]  # fmt: skip
+        return MemoryList(memories=memories, entities=[written[key] for key in named])
