@@ -133,7 +133,8 @@ async def test_a_pages_figures_are_its_spaces_own_and_read_as_a_person_reads_the
     assert "1073741824" not in own + team and "1,073,741,824" not in own + team
     # the memories before the activity, drawn a line each
     assert team.index('id="memories"') < team.index('id="activity"')
-    assert "2 stored in the last 14 days" in team and team.count("<rect") == 14 + 1
+    activity = team[team.index('id="activity"') :]
+    assert "2 stored in the last 14 days" in activity and activity.count("<rect") == 14 + 1
 
 
 async def test_a_writer_edits_a_reader_is_refused_and_a_forged_token_changes_nothing(
@@ -429,6 +430,11 @@ async def test_the_charts_count_what_the_space_holds_and_a_look_is_not_a_use(
         _, shown = await page(viewer, f"{base}/spaces/web-charts")
         label = f"Stored per author, last 14 days: {alice.jid.bare} 3, {bob.jid.bare} 1"
         assert label in shown and "4 stored in the last 14 days" in shown
+        members = shown[shown.index('<ul class="members">') : shown.index("</ul>")]
+        # who wrote what, member by member, beside each one's role
+        assert f'{alice.jid.bare}</span> <span class="role">owner' in members
+        assert f'{bob.jid.bare}</span> <span class="role">writer' in members
+        assert members.count("3 stored in 14 days") == 1 and "1 stored in 14 days" in members
         assert "No search from this view in the last hour" in shown
         await page(viewer, f"{base}/spaces/web-charts?q=fact")
         await page(viewer, f"{base}/spaces/web-charts/memories/{bobs}")
