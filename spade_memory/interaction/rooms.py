@@ -67,6 +67,10 @@ SEMI_ANONYMOUS = (
     " be a nickname's word: make it non-anonymous (muc#roomconfig_whois = anyone) and"
     " bind it again"
 )
+NO_LONGER_GOVERNED = (
+    "the room says that who bound it no longer governs it: the binding ends (an owner or"
+    " admin of the room binds it again)"
+)
 NOT_GOVERNED = (
     "{room} does not say that {by} is its owner or admin, and only they may bind it: be in"
     " the room as one while you bind it (or, in a members-only room, be listed as one)"
@@ -244,7 +248,7 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
                 await self._enter(binding)
             except MemoryServiceError as error:
                 logger.warning("%s not joined: %s", room, error.text)
-                if isinstance(error, BadRequest | ItemNotFound):  # it will not get better
+                if isinstance(error, BadRequest | ItemNotFound | NotAuthorized):  # for good
                     await self.directory.rooms.unbind(room)
                     self.bound.discard(room)
 
@@ -270,6 +274,12 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
         if by is not None and not await muc.governed_by(client, room, by, joined.occupants):
             muc.leave(client, room, binding.nick, "I was asked by someone who does not govern it")
             raise NotAuthorized(NOT_GOVERNED.format(room=room, by=by))
+        if (
+            by is None
+            and await muc.governs(client, room, binding.bound_by, joined.occupants) is False
+        ):
+            muc.leave(client, room, binding.nick, NO_LONGER_GOVERNED)  # before anything is kept
+            raise NotAuthorized(f"{room}: {NO_LONGER_GOVERNED}")
         space = await self.directory.by_id(binding.space_id)
         if space is None:
             muc.leave(client, room, binding.nick)
@@ -471,6 +481,12 @@ class KeepRooms(CyclicBehaviour):  # type: ignore[misc]
     async def _occupant(self, seen: Seen) -> None:
         binding = self.present.get(seen.room)
         if binding is None:
+            return
+        who = seen.occupant
+        if who.jid == binding.bound_by and who.affiliation not in muc.GOVERNING:
+            self._leave(binding, NO_LONGER_GOVERNED)  # the room says its binder is demoted
+            self.bound.discard(seen.room)
+            await self.directory.rooms.unbind(seen.room)
             return
         space = await self._space(binding)
         if space is not None:

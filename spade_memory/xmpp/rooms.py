@@ -141,19 +141,30 @@ async def governed_by(
     client: ClientXMPP, room: str, jid: str, occupants: list[Occupant],
     timeout: float = DISCO_TIMEOUT,
 ) -> bool:  # fmt: skip
-    """Whether ``room`` says that ``jid`` (a bare JID) is its owner or admin: in the
-    presence of ``jid`` among its ``occupants``, or else in its affiliation lists, asked
-    of the room (Prosody shows them to the members of a members-only room that shows
-    real addresses, and to its admins). False when it says neither, or does not answer.
+    """Whether ``room`` says that ``jid`` (a bare JID) is its owner or admin (see
+    ``governs``); False when it says not, or does not answer."""
+    return await governs(client, room, jid, occupants, timeout) is True
+
+
+async def governs(
+    client: ClientXMPP, room: str, jid: str, occupants: list[Occupant],
+    timeout: float = DISCO_TIMEOUT,
+) -> bool | None:  # fmt: skip
+    """What ``room`` says of ``jid`` (a bare JID) governing it: in the presence of
+    ``jid`` among its ``occupants`` (its affiliation there), or else in its affiliation
+    lists, asked of the room (Prosody shows them to the members of a members-only room
+    that shows real addresses, and to its admins). True: its owner or admin; False: the
+    room says otherwise; None: it does not answer (its lists are not shown to the agent).
     """
-    if any(o.jid == jid and o.affiliation in GOVERNING and not o.left for o in occupants):
-        return True
+    for occupant in occupants:
+        if occupant.jid == jid and not occupant.left:
+            return occupant.affiliation in GOVERNING
     plugin = client.plugin["xep_0045"]
     for affiliation in GOVERNING:
         try:
             listed = await plugin.get_affiliation_list(JID(room), affiliation, timeout=timeout)
         except (IqError, IqTimeout):
-            return False  # the room shows its lists to no one the agent is
+            return None  # the room shows its lists to no one the agent is
         if any(str(JID(entry).bare) == jid for entry in listed):
             return True
     return False

@@ -204,6 +204,40 @@ async def test_only_who_the_room_says_governs_it_binds_it(people: list[ClientAge
     assert bound is not None and bound.present and bound.bound_by == jid(mallory)
 
 
+async def test_a_binding_ends_when_the_room_says_its_binder_no_longer_governs_it(
+    people: list[ClientAgent],
+) -> None:
+    """Bound by an admin of the room, then demoted by the room's owner: the room says so,
+    and the agent leaves it and unbinds it."""
+    owner, host, *_ = people
+    space = space_name("demoted")
+    await owner.memory.create_space(space)
+    room = InRoom(host, room_name("demoted"), "host")
+    await room.join()
+    await room.configure(members_only=True)
+    await room.muc.set_affiliation(JID(room.room), "member", jid=JID(MEMORY_AGENT))
+    await room.muc.set_affiliation(JID(room.room), "admin", jid=owner.jid.bare)
+    governor = InRoom(owner, room.room, "governor")
+    await governor.join()
+    bound = await owner.memory.join_room(room.room, space)
+    assert bound is not None and bound.present
+    await room.said("the review is on Thursday")
+
+    async def kept() -> bool:
+        return bool(await found(owner, room.room, "review Thursday"))
+
+    await eventually(kept, "the room recorded while its binding held")
+    await room.muc.set_affiliation(JID(room.room), "member", jid=owner.jid.bare)
+
+    async def memory_out() -> bool:
+        return "memory" not in (room.muc.get_roster(JID(room.room)) or [])
+
+    await eventually(memory_out, "the agent out once the room says its binder is demoted")
+    assert await owner.memory.list_rooms() == []
+    with pytest.raises(ItemNotFound):  # unbound, as if its admin had unbound it
+        await found(owner, room.room, "review")
+
+
 async def test_an_occupants_private_message_is_a_question_never_a_request(
     people: list[ClientAgent],
 ) -> None:
