@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from slixmpp import JID
 
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
@@ -111,3 +112,37 @@ def _rejoined(room: InRoom):  # type: ignore[no-untyped-def]
         return True
 
     return check
+
+
+async def test_a_binder_demoted_while_the_agent_was_away_ends_the_binding_at_its_rejoin(
+    restartable: tuple[prosody.ProsodyProcess, MemoryServiceProcess],
+) -> None:
+    server, service = restartable
+    owner = await start_client(unique_jid("owner"), server.port)
+    host = await start_client(unique_jid("host"), server.port)
+    try:
+        space, room = space_name("demoted"), room_name("demoted")
+        in_room = InRoom(host, room, "host")
+        await in_room.join()
+        await in_room.configure(persistent=True)  # the host made it: it owns it
+        await owner.memory.create_space(space)
+        await govern(in_room, owner)  # an admin of the room, in it: it may bind it
+        await owner.memory.join_room(room, space)
+
+        async def memory_in() -> bool:
+            return "memory" in (in_room.muc.get_roster(room) or [])
+
+        await eventually(memory_in, "the agent in the bound room")
+        service.stop()  # away, it sees no presence of what follows
+        await in_room.muc.set_affiliation(JID(room), "member", jid=owner.jid.bare)
+        await asyncio.sleep(0.5)  # the agent's own leaving has reached the room
+        service.start()  # it rejoins, and the room says its binder is a member now
+
+        async def unbound() -> bool:
+            return await owner.memory.list_rooms() == []
+
+        await eventually(unbound, "the binding ended at the rejoin")
+        assert not await memory_in()
+    finally:
+        for agent in (owner, host):
+            await stop_agent(agent)
