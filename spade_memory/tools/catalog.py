@@ -16,6 +16,7 @@ from spade_memory.protocol.memories import (
     MemoriesAbout,
     MemoryHistoryOp,
     RelatedMemories,
+    RestoreMemory,
     SearchMemories,
     StoreMemory,
     SupersedeMemory,
@@ -147,6 +148,19 @@ SUPERSEDE_MEMORY = ToolSpec(
     say=sentences.said_stored,
     replaced={"space": _ONE_SPACE},
 )
+RESTORE_MEMORY = ToolSpec(
+    name="restore_memory",
+    description=(
+        "Undo a wrong replacement, by the id of the memory that was replaced (one I stored, "
+        "or anyone's in a space I administer): it is current and found again, and the "
+        "memory that replaced it stays current but no longer names it."
+    ),
+    op=RestoreMemory,
+    parameters=("id", "space"),
+    service=BASE_MEMORY,
+    say=sentences.said_restored,
+    replaced={"space": _ONE_SPACE},
+)
 DELETE_MEMORY = ToolSpec(
     name="delete_memory",
     description=(
@@ -272,6 +286,7 @@ MORE_TOOL_SPECS: tuple[ToolSpec, ...] = (
     GET_MEMORY,
     UPDATE_MEMORY,
     SUPERSEDE_MEMORY,
+    RESTORE_MEMORY,
     DELETE_MEMORY,
     MEMORY_HISTORY,
     MEMORIES_ABOUT,

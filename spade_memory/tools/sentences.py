@@ -124,6 +124,10 @@ def said_updated(_op: Op[Memory], memory: Memory) -> str:
     return _said_one(f"Updated memory {memory.id}", memory)
 
 
+def said_restored(_op: Op[Memory], memory: Memory) -> str:
+    return _said_one(f"Memory {memory.id} is current again", memory)
+
+
 def _said_one(head: str, memory: Memory) -> str:
     details = [f"confidence {memory.confidence:g}", f"version {memory.version}"]
     if memory.tags:

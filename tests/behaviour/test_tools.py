@@ -164,9 +164,9 @@ def test_extended_tools_reach_the_rest_of_a_memory() -> None:
     names = [tool.name for tool in memory_tools(extended=True)]
     assert names == [spec.name for spec in EVERY_TOOL_SPEC]
     assert names[4:] == [
-        "get_memory", "update_memory", "supersede_memory", "delete_memory", "memory_history",
-        "memories_about", "related_memories", "list_spaces", "space_info", "get_working_memory",
-        "set_focus", "add_finding",
+        "get_memory", "update_memory", "supersede_memory", "restore_memory", "delete_memory",
+        "memory_history", "memories_about", "related_memories", "list_spaces", "space_info",
+        "get_working_memory", "set_focus", "add_finding",
     ]  # fmt: skip
     base_only = [tool.name for tool in memory_tools(interaction_memory=False, extended=True)]
     assert "set_focus" not in base_only and "update_memory" in base_only

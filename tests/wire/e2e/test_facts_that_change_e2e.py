@@ -91,6 +91,13 @@ def _resolve_the_conflict(prompt: Prompt) -> dict[str, str]:
     return {"id": older.group(1), "by": stored.group(1)}
 
 
+def _undo_the_supersede(prompt: Prompt) -> dict[str, str]:
+    """What a model would call once told the supersede was wrong: the older memory
+    restored, by the id the (last) supersede's sentence named."""
+    said = "\n".join(str(m["content"]) for m in prompt if m["role"] == "tool")
+    return {"id": re.findall(r"now replaces memory (\S+),", said)[-1]}
+
+
 async def test_an_llm_agent_supersedes_through_its_tools(service: MemoryServiceProcess) -> None:
     provider = ScriptedProvider(
         [
@@ -101,6 +108,8 @@ async def test_an_llm_agent_supersedes_through_its_tools(service: MemoryServiceP
             ToolCall("store_memory", {"category": "fact", "content": "They live in Paris."}),
             ToolCall("store_memory", {"category": "fact", "content": "They live in Rome."}),
             ToolCall("supersede_memory", _resolve_the_conflict),
+            ToolCall("search_memories", {"query": "live"}),
+            ToolCall("restore_memory", _undo_the_supersede),
             ToolCall("search_memories", {"query": "live"}),
             Reply("Done."),
         ]
@@ -116,7 +125,7 @@ async def test_an_llm_agent_supersedes_through_its_tools(service: MemoryServiceP
         said = await user.ask(str(assistant.jid.bare), "Remember where things are.", "c-1")
         assert said == "Done."
         results = [str(m["content"]) for m in provider.prompts[-1] if m["role"] == "tool"]
-        first, second, now, then, _paris, rome, replaced, live = results
+        first, second, now, then, _paris, rome, replaced, live, restored, both = results
         old_id = re.search(r"id ([0-9a-f-]{36})", first).group(1)  # type: ignore[union-attr]
         assert f"It replaces memory {old_id}, which is no longer current." in second
         assert "port 9443" in now and "port 8443" not in now
@@ -125,6 +134,8 @@ async def test_an_llm_agent_supersedes_through_its_tools(service: MemoryServiceP
         assert re.fullmatch(r"Memory \S+ now replaces memory \S+, which is no longer current\.",
                             replaced)  # fmt: skip
         assert "Rome" in live and "Paris" not in live
+        assert re.match(r"Memory \S+ is current again \(", restored) and "Paris" in restored
+        assert "Rome" in both and "Paris" in both  # the wrong supersede undone
     finally:
         await stop_agent(user)
         await stop_agent(assistant)
