@@ -251,7 +251,7 @@ def test_check_says_ready_or_what_is_wrong(memory_service: MemoryServiceProcess)
     assert ready.returncode == 0, ready.stderr
     assert ready.stdout == (
         f"ready: logged in as {jid}; base-memory@localhost and interaction-memory@localhost"
-        " answer; 16 tools\n"
+        " answer; 17 tools\n"
     )
     closed = check(free_port(), jid)
     assert closed.returncode == 1
@@ -319,7 +319,7 @@ async def test_no_memory_service_is_a_clear_tool_error() -> None:
     each call says what is wrong and what to do."""
     port = free_port()
     async with over_stdio(port, unique_jid("mcp"), PASSWORD) as mcp:
-        assert len((await mcp.list_tools()).tools) == 16
+        assert len((await mcp.list_tools()).tools) == 17
         result = await call(mcp, "search_memories", query="anything")
     assert result.is_error and result.structured_content is not None
     assert result.structured_content["condition"] == "service-unavailable"
