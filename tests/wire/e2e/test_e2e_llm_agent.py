@@ -326,7 +326,7 @@ async def test_extended_tools_correct_what_the_model_found(
     )
     assistant = await start_assistant(jid, provider, memory_service.port, extended_tools=True)
     try:
-        assert len(assistant.tools) == 16
+        assert len(assistant.tools) == 17
         history = await user.ask(jid, "Staging moved from 8443 to 9443.", "c-ext")
         (memory,) = await assistant.memory.search_memories("staging port")
     finally:
