@@ -81,23 +81,29 @@ class Node:
 
 @dataclass(frozen=True)
 class Edge:
+    """A line from an entity to a memory that names it too."""
+
     x1: float
     y1: float
     x2: float
     y2: float
 
 
+WIDTH = 480
+"""The drawing's width in its own units (it shrinks to a narrower screen)."""
+ROW = 24
+ENTITY_X, LINE_FROM, LINE_TO, MEMORY_X = 6.0, 150.0, 236.0, 244.0
+
+
 @dataclass(frozen=True)
 class Neighbourhood:
+    """The entities in one column, the memories in the other, the lines between."""
+
     entities: list[Node]
     memories: list[Node]
     edges: list[Edge]
     height: int
-
-
-WIDTH = 480
-ROW = 24
-ENTITY_X, LINE_FROM, LINE_TO, MEMORY_X = 6.0, 150.0, 236.0, 244.0
+    width: int = WIDTH
 
 
 def neighbourhood(related: MemoryList) -> Neighbourhood | None:
