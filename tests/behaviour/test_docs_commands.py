@@ -147,7 +147,7 @@ def test_the_check_finds_a_wrong_command_verb_and_option(tmp_path: Path) -> None
     assert sorted(" ".join(words) for words in command_lines(page)) == [
         "mcp", "memories stats --jd you@localhost", "run --prot 1", "serve"
     ]  # fmt: skip
-    assert list(problems(["run", "--port", "5222", "--web", "8470"])) == []
+    assert list(problems(["run", "--port", "47010", "--web", "47011"])) == []
     assert list(problems(["memories", "stats", "--jid", "you@localhost"])) == []
     assert list(problems(["serve"])) == ["'serve' is no command of 'spade-memory'"]
     assert list(problems(["memories", "serch", "x"])) == [
