@@ -7,6 +7,7 @@ would prepare a name before sending it, an attacker's client does not.
 
 from __future__ import annotations
 
+import base64
 import sqlite3
 import uuid
 from pathlib import Path
@@ -113,6 +114,34 @@ def test_login_as_another_identity_is_refused(memory_service: MemoryServiceProce
     client = RawXMPP(memory_service.port)
     try:
         assert client.authenticate(mallory, "mallory-password", authzid=f"{mallory}@localhost")
+    finally:
+        client.close()
+
+
+def test_an_unknown_account_is_refused_as_a_wrong_password_is_and_logs_no_error(
+    memory_service: MemoryServiceProcess,
+) -> None:
+    """Every new account's first login meets an account that does not exist yet (the shell
+    logs in, then registers): refused as a wrong password is, with nothing that says who
+    exists, and no ERROR in the service's log (pyjabber logged one each time)."""
+    name = f"newcomer{_suffix()}"
+    unknown = _answer_to_login(memory_service.port, name, "its-password")
+    login(memory_service.port, name, "its-password").close()  # registered now
+    wrong = _answer_to_login(memory_service.port, name, "another-password")
+    assert "<failure" in unknown and unknown == wrong
+    login(memory_service.port, name, "its-password").close()  # and served
+    assert not [line for line in memory_service.output if "Exception during auth" in line]
+
+
+def _answer_to_login(port: int, username: str, password: str) -> str:
+    """The server's answer to a SASL PLAIN login on a new connection."""
+    client = RawXMPP(port)
+    try:
+        token = base64.b64encode(f"\0{username}\0{password}".encode()).decode()
+        client.send(
+            f"<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{token}</auth>"
+        )
+        return client.until(r"<(?:\w+:)?(success|failure)\b[^>]*?(/>|>.*?</(?:\w+:)?\1>)")
     finally:
         client.close()
 

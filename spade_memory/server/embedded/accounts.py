@@ -32,6 +32,7 @@ from pyjabber import AppConfig
 from pyjabber.db.database import DB
 from pyjabber.db.model import Model
 from pyjabber.features.SASL.SASL import SASL
+from pyjabber.stanzas.error import StanzaError as SE
 from pyjabber.stream.negotiators.StreamNegotiator import StreamNegotiator
 from sqlalchemy import select, text
 
@@ -108,6 +109,15 @@ class CheckedSASL(SASL):  # type: ignore[misc]
                 logger.info("login refused: %s", why)
                 self._transport.write(_SASL_FAILURE.format(text=_escape(why)).encode())
                 return None
+            if not await account_exists(_plain_account(element.text or "")):
+                # pyjabber answers as to a wrong password, then reads the missing row and
+                # logs an ERROR (with a second failure) for what is every new account's
+                # first login (the shell logs in, then registers): the same answer here,
+                # once, and no ERROR; no text either, or the answer would tell who exists
+                logger.info("login refused: no such account")
+                self._transport.write(SE.not_authorized_sasl())
+                self._connection_manager.close(self._peer)
+                return None
         return await super().handle_auth(element)
 
 
@@ -135,6 +145,11 @@ class CheckedStreamNegotiator(StreamNegotiator):  # type: ignore[misc]
         if self._sasl is None:  # type: ignore[has-type]
             self._sasl = CheckedSASL(self._transport, self._parser, self._peer)
         await super()._handle_ssl(element)
+
+
+def _plain_account(token: str) -> str:
+    """The account a SASL PLAIN message names (one ``_plain_refusal`` let through)."""
+    return base64.b64decode(token, validate=True).decode().split("\0")[1]
 
 
 def _plain_refusal(token: str) -> str | None:
