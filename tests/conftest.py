@@ -277,11 +277,13 @@ def vector_location(request: pytest.FixtureRequest, tmp_path: Path) -> Location:
 
 @pytest.fixture(scope="session")
 def prosody_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[prosody.ProsodyProcess]:
-    """Debian's Prosody with the repository's configuration, for the whole run."""
+    """Debian's Prosody with the repository's configuration, for the whole run, reading
+    clients at ``prosody.SUITE_RATE``."""
     if not prosody.installed():
         pytest.skip(prosody.MISSING)
     server = prosody.ProsodyProcess(
-        tmp_path_factory.mktemp("prosody"), prosody.memory_agent_accounts("memory-agents-secret")
+        tmp_path_factory.mktemp("prosody"),
+        {**prosody.memory_agent_accounts(prosody.MEMORY_PASSWORD), **prosody.SUITE_RATE},
     )
     server.start(timeout=STARTED_WITHIN)
     yield server
@@ -297,7 +299,7 @@ def prosody_memory_service(
         tmp_path_factory.mktemp("memory-service-prosody"),
         "--external-server",
         port=prosody_server.port,
-        env={PASSWORD_ENV: "memory-agents-secret"},
+        env={PASSWORD_ENV: prosody.MEMORY_PASSWORD},
     )
     process.start(timeout=STARTED_WITHIN)
     yield process

@@ -41,9 +41,9 @@ class InRoom:
         if stanza["type"] == "chat" and str(stanza["from"].bare) == self.room:
             self.private.put_nowait(stanza)
 
-    async def join(self) -> None:
+    async def join(self, timeout: float = 20) -> None:
         await self.muc.join_muc_wait(
-            JID(self.room), self.nick, maxstanzas=0, timeout=20,
+            JID(self.room), self.nick, maxstanzas=0, timeout=timeout,
             presence_options={"pfrom": self.agent.client.boundjid},
         )  # fmt: skip
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
 from spade_memory.xmpp.reconnect import reconnector_of
@@ -26,18 +25,8 @@ def restartable(tmp_path: Path) -> Iterator[tuple[prosody.ProsodyProcess, Memory
     """A Prosody of its own (other tests share theirs) and the memory agents on it."""
     if not prosody.installed():
         pytest.skip(prosody.MISSING)
-    server = prosody.ProsodyProcess(
-        tmp_path / "prosody", prosody.memory_agent_accounts("memory-agents-secret")
-    )
-    server.start()
-    service = MemoryServiceProcess(
-        tmp_path / "memory", "--external-server", port=server.port,
-        env={PASSWORD_ENV: "memory-agents-secret"},
-    )  # fmt: skip
-    service.start()
-    yield server, service
-    service.stop()
-    server.stop()
+    with prosody.serving(tmp_path) as started:
+        yield started
 
 
 def reconnected(service: MemoryServiceProcess, after: int) -> set[str]:

@@ -19,7 +19,7 @@ import pytest
 from spade_memory.client.failover import BASE_POOL_ENV, INTERACTION_POOL_ENV
 from spade_memory.server.runtime import PASSWORD_ENV
 from spade_memory.testing import MemoryServiceProcess, PostgresServer
-from tests.support.prosody import ProsodyProcess
+from tests.support.prosody import MEMORY_PASSWORD, ProsodyProcess
 
 SECOND_BASE = "base-memory-2@localhost"
 SECOND_INTERACTION = "interaction-memory-2@localhost"
@@ -123,7 +123,7 @@ def prosody_memory_service(
         yield request.getfixturevalue("prosody_memory_service")
         return
     prosody: ProsodyProcess = request.getfixturevalue("prosody_server")
-    password = "memory-agents-secret"  # the accounts prosody_server made
+    password = MEMORY_PASSWORD  # the accounts prosody_server made
     for jid in (SECOND_BASE, SECOND_INTERACTION):
         prosody.register(jid, password)
     service = new_service(
