@@ -27,6 +27,9 @@ class Limits:
     max_sender_ops: int = 32
     """Most ops of one sender being served at the same time (a batch counts its ops; a
     request over it is served alone): its other requests wait while others' are served."""
+    sender_answer_rate: int = 1 << 20
+    """Bytes a second of answers one sender is served, on average (a second's worth at
+    once; 0: no limit): past it, its requests wait while others' are served."""
     max_waiting: int = 1_024
     """Most requests waiting for a turn, all senders together; more are refused at once."""
     max_memories_per_owner: int = 1_000_000

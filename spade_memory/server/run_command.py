@@ -93,6 +93,9 @@ def add_arguments(run: argparse.ArgumentParser, name: str = "run") -> None:
          "most requests served at once, all senders together; more wait, senders in turn"),
         ("--max-sender-ops", Limits.max_sender_ops,
          "most ops of one sender served at once, a batch counting its ops; more wait"),
+        ("--sender-answer-rate", Limits.sender_answer_rate,
+         "bytes a second of answers one sender is served, on average; past it, it waits"
+         " while others are served (0: no limit)"),
         ("--max-waiting", Limits.max_waiting,
          "most requests waiting their turn, all senders together"),
     ):  # fmt: skip
@@ -196,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
             max_in_progress=args.max_in_progress,
             max_waiting=args.max_waiting,
             max_sender_ops=args.max_sender_ops,
+            sender_answer_rate=args.sender_answer_rate,
             max_memories_per_owner=args.max_memories_per_owner,
             max_bytes_per_owner=args.max_bytes_per_owner,
             max_memories_per_space=args.max_memories_per_space,

@@ -13,7 +13,8 @@ Requests are served concurrently (the stores keep each transaction whole),
 at most ``Limits.max_in_progress`` at once whoever sent them; the others wait
 in a ``FairQueue`` that takes senders in turn, so one sender's backlog never
 sits in front of everyone else's, and a sender whose ops being served reach
-``Limits.max_sender_ops`` (a batch counts its ops) waits while others are served. A
+``Limits.max_sender_ops`` (a batch counts its ops) waits while others are served, as
+does one answered more bytes lately than ``Limits.sender_answer_rate`` a second. A
 sender may have at most
 ``Limits.max_in_flight`` requests waiting or served, and all senders together
 at most ``Limits.max_waiting`` waiting: more are answered ``Busy``
@@ -75,7 +76,7 @@ from spade_memory.protocol.ops import (
     parse_op,
 )
 from spade_memory.protocol.xml_chars import uncarriable_in
-from spade_memory.serving.fairness import FairQueue
+from spade_memory.serving.fairness import AnswerRate, FairQueue
 from spade_memory.serving.plugin import Behaviours, MemoryService
 from spade_memory.serving.remote import check_remote
 from spade_memory.storage.answers import RecentAnswers
@@ -108,6 +109,11 @@ class ServeRequests(WakesWhenKilled):
         """Ops being served, per sender's bare JID (a batch counts its ops)."""
         self.working = 0
         """Requests being served."""
+        self.answer_rate = AnswerRate(service.limits.sender_answer_rate)
+        """Bytes answered per sender lately: one over its rate waits its turn."""
+        self._wake: asyncio.TimerHandle | None = None
+        """When a sender passed over for its answers' bytes may be served again."""
+        self._draining = False
         self._refusals: deque[Message] = deque()
         """``Busy`` replies not sent yet (they go after the served requests)."""
         self._serving: dict[tuple[str, str], list[Message]] = {}
@@ -189,18 +195,36 @@ class ServeRequests(WakesWhenKilled):
         limits = self.service.limits
 
         def may_start(sender: str, waiting: Waiting) -> bool:
+            if not self._draining and self.answer_rate.wait(sender) > 0:
+                return False
             serving = self.ops_served[sender]
             return serving == 0 or serving + waiting.ops <= limits.max_sender_ops
 
         while self.working < limits.max_in_progress:
             taken = self.waiting.take(may_start)
             if taken is None:
+                self._wake_after_the_answers_drain()
                 return
             self.working += 1
             self.ops_served[taken.sender] += taken.ops
             task = asyncio.create_task(self._serve_and_reply(taken))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _wake_after_the_answers_drain(self) -> None:
+        """Serve again when the first sender passed over for its answers' bytes may be
+        served (one passed over for its ops is served when one of them ends)."""
+        waits = [
+            wait for sender in self.waiting.senders() if (wait := self.answer_rate.wait(sender))
+        ]
+        if self._wake is not None or not waits:
+            return
+
+        def wake() -> None:
+            self._wake = None
+            self._start_waiting()
+
+        self._wake = asyncio.get_running_loop().call_later(min(waits), wake)
 
     async def _serve_and_reply(self, waiting: Waiting) -> None:
         request, sender, key, ops = waiting
@@ -221,6 +245,7 @@ class ServeRequests(WakesWhenKilled):
                 self.answered.keep(sender, request.thread, outcome, len(replies[0].body))
             for reply in replies:
                 await self.reply(reply)
+            self.answer_rate.charge(sender, sum(len(reply.body or "") for reply in replies))
         finally:
             self.working -= 1
             self.in_flight[sender] -= 1
@@ -247,6 +272,11 @@ class ServeRequests(WakesWhenKilled):
     async def drain(self, timeout: float = 10.0) -> None:
         """Let the requests being served, and those waiting their turn, finish (before
         the stores close), for at most ``timeout`` seconds."""
+        self._draining = True  # the last requests are served whatever they cost
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        self._start_waiting()
         deadline = asyncio.get_running_loop().time() + timeout
         while self._tasks and (left := deadline - asyncio.get_running_loop().time()) > 0:
             await asyncio.wait(set(self._tasks), timeout=left)

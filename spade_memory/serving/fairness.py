@@ -13,13 +13,17 @@ never turned away.
 
 A sender is also passed over while what it has being served is at its share
 (``may_start``): a batch of twenty reads weighs twenty, so one sender's batches
-cannot hold every slot the others need.
+cannot hold every slot the others need. And a sender that was lately answered more
+bytes than its rate allows (``AnswerRate``) waits until its answers drain, whoever
+else waits: the cost of an answer is mostly its bytes (read, encoded, escaped and sent
+through the XMPP server), so no account's large reads can take the agent's core.
 """
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -56,6 +60,10 @@ class FairQueue(Generic[T]):
             del self._queues[sender]
         return item
 
+    def senders(self) -> Iterator[str]:
+        """The senders with items waiting, in turn."""
+        return iter(self._queues)
+
     def count(self, sender: str) -> int:
         """How many items of ``sender`` wait."""
         queue = self._queues.get(sender)
@@ -81,3 +89,41 @@ class FairQueue(Generic[T]):
 
     def __len__(self) -> int:
         return self._count
+
+
+class AnswerRate:
+    """Bytes answered per sender, drained at ``per_second`` (0: no limit). A sender owing
+    more than one second's worth waits (``wait``) until it owes no more than that: its
+    answers average ``per_second`` at most, with a second's worth at once."""
+
+    FORGET_AFTER = 4096
+    """Senders remembered before those that owe nothing are forgotten."""
+
+    def __init__(self, per_second: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_second = per_second
+        self._clock = clock
+        self._owed: dict[str, tuple[float, float]] = {}
+        """Bytes owed per sender, and when that was counted."""
+
+    def owed(self, sender: str) -> float:
+        """The bytes ``sender`` owes now (what it was answered, less what has drained)."""
+        entry = self._owed.get(sender)
+        if entry is None:
+            return 0.0
+        owed, at = entry
+        return max(0.0, owed - (self._clock() - at) * self.per_second)
+
+    def charge(self, sender: str, size: int) -> None:
+        """Count an answer of ``size`` bytes to ``sender``."""
+        if self.per_second <= 0:
+            return
+        if len(self._owed) >= self.FORGET_AFTER:
+            self._owed = {who: entry for who, entry in self._owed.items() if self.owed(who)}
+        self._owed[sender] = (self.owed(sender) + size, self._clock())
+
+    def wait(self, sender: str) -> float:
+        """Seconds until ``sender`` may be served again: 0 when it owes a second's worth or
+        less."""
+        if self.per_second <= 0:
+            return 0.0
+        return max(0.0, self.owed(sender) / self.per_second - 1.0)

@@ -13,7 +13,7 @@ import pytest
 from spade_memory.protocol.limits import Limits
 from spade_memory.protocol.memories import SearchMemories, base_memory_ops
 from spade_memory.serving.agent import OutOfService, ServeRequests
-from spade_memory.serving.fairness import FairQueue
+from spade_memory.serving.fairness import AnswerRate, FairQueue
 from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp import wire
 from spade_memory.xmpp.lifecycle import stop_agent
@@ -77,6 +77,56 @@ async def test_one_senders_batches_are_served_a_share_of_ops_at_a_time() -> None
         }  # fmt: skip
         assert serving.waiting.count("flooder@localhost") == 2
     finally:
+        for task in serving._tasks:
+            task.cancel()
+        await asyncio.gather(*serving._tasks, return_exceptions=True)
+
+
+def test_a_senders_answers_drain_at_its_rate_with_a_seconds_worth_at_once() -> None:
+    now = [0.0]
+    rate = AnswerRate(1000, clock=lambda: now[0])
+    rate.charge("reader", 900)
+    assert rate.wait("reader") == 0  # under a second's worth: served at once
+    rate.charge("reader", 2100)
+    assert rate.owed("reader") == 3000 and rate.wait("reader") == 2.0
+    now[0] = 1.5
+    assert rate.owed("reader") == 1500 and rate.wait("reader") == 0.5
+    now[0] = 2.0
+    assert rate.wait("reader") == 0 and rate.wait("someone else") == 0
+    unlimited = AnswerRate(0)
+    unlimited.charge("reader", 10**12)
+    assert unlimited.wait("reader") == 0
+
+
+async def test_a_sender_answered_past_its_rate_waits_while_others_are_served() -> None:
+    """The large-read flood of issue 75: a sender answered three seconds' worth lately
+    waits (its request is not refused) while a bystander's is served at once, and is
+    served when what it owes has drained to a second's worth, woken by a timer."""
+    serving = ServeRequests(
+        OutOfService("base-memory", base_memory_ops, Limits(sender_answer_rate=1000), "not served"),
+        "localhost",
+    )
+    now = [0.0]
+    serving.answer_rate = AnswerRate(1000, clock=lambda: now[0])
+    serving.answer_rate.charge("reader@localhost", 3000)
+    await serving._admit(_request("reader", 0))
+    await serving._admit(_request("bystander", 0))
+    serving._start_waiting()  # the tasks are made, not run: what is being served
+    try:
+        assert dict(serving.ops_served) == {"bystander@localhost": 1} and not serving._refusals
+        assert serving.waiting.count("reader@localhost") == 1
+        assert serving._wake is not None  # after the 2 s it owes past a second's worth
+        assert 1.5 < serving._wake.when() - asyncio.get_running_loop().time() <= 2.0
+        now[0] = 2.0
+        timer = serving._wake
+        timer._run()  # the timer's own call, without waiting two seconds for it
+        timer.cancel()
+        assert serving._wake is None
+        assert dict(serving.ops_served) == {"bystander@localhost": 1, "reader@localhost": 1}
+        assert len(serving.waiting) == 0
+    finally:
+        if serving._wake is not None:
+            serving._wake.cancel()
         for task in serving._tasks:
             task.cancel()
         await asyncio.gather(*serving._tasks, return_exceptions=True)
