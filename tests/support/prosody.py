@@ -41,15 +41,11 @@ def installed() -> bool:
 
 
 @contextmanager
-def serving(
-    folder: Path, env: dict[str, str] | None = None
-) -> Iterator[tuple[ProsodyProcess, MemoryServiceProcess]]:
-    """A Prosody of its own in ``folder`` (the repository's configuration, and ``env``)
+def serving(folder: Path) -> Iterator[tuple[ProsodyProcess, MemoryServiceProcess]]:
+    """A Prosody of its own in ``folder`` (the repository's configuration as shipped)
     with the memory agents on it, for a test that restarts them or needs the shipped
     settings; both stopped at the end. Yields (the server, the memory service)."""
-    server = ProsodyProcess(
-        folder / "prosody", {**memory_agent_accounts(MEMORY_PASSWORD), **(env or {})}
-    )
+    server = ProsodyProcess(folder / "prosody", memory_agent_accounts(MEMORY_PASSWORD))
     server.start()
     try:
         service = MemoryServiceProcess(

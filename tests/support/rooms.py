@@ -104,3 +104,14 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
     while not await check():
         assert time.monotonic() < deadline, f"not within {SAID_WITHIN:g} s: {what}"
         await asyncio.sleep(0.2)
+
+
+async def members_only_room(host: ClientAgent, name: str, admin: ClientAgent, agent: str) -> InRoom:
+    """A members-only room that ``host`` makes, owns and stays in, with the memory
+    ``agent`` (a bare JID) a member and ``admin`` an admin who is not in it."""
+    room = InRoom(host, room_name(name), "host")
+    await room.join()
+    await room.configure(members_only=True)
+    await room.muc.set_affiliation(JID(room.room), "member", jid=JID(agent))
+    await room.muc.set_affiliation(JID(room.room), "admin", jid=admin.jid.bare)
+    return room

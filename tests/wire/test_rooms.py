@@ -18,7 +18,14 @@ from spade_memory.testing import MemoryServiceProcess
 from spade_memory.xmpp.lifecycle import stop_agent
 from tests.support.command_line import shell as run_shell
 from tests.support.harness import ClientAgent, jid, start_client, unique_jid
-from tests.support.rooms import SAID_WITHIN, InRoom, eventually, govern, room_name
+from tests.support.rooms import (
+    SAID_WITHIN,
+    InRoom,
+    eventually,
+    govern,
+    members_only_room,
+    room_name,
+)
 from tests.support.spaces import space_name
 
 MEMORY_AGENT = "interaction-memory@localhost"
@@ -163,11 +170,7 @@ async def test_only_who_the_room_says_governs_it_binds_it(people: list[ClientAge
     space, theirs = space_name("secret"), space_name("theirs")
     await owner.memory.create_space(space)
     await mallory.memory.create_space(theirs)
-    secret = InRoom(host, room_name("secret"), "host")
-    await secret.join()
-    await secret.configure(members_only=True)
-    await secret.muc.set_affiliation(JID(secret.room), "member", jid=JID(MEMORY_AGENT))
-    await secret.muc.set_affiliation(JID(secret.room), "admin", jid=owner.jid.bare)
+    secret = await members_only_room(host, "secret", owner, MEMORY_AGENT)
     bound = await owner.memory.join_room(secret.room, space)  # listed as its admin, away
     assert bound is not None and bound.present
     await secret.said("the launch code is 4711")
@@ -212,11 +215,7 @@ async def test_a_binding_ends_when_the_room_says_its_binder_no_longer_governs_it
     owner, host, *_ = people
     space = space_name("demoted")
     await owner.memory.create_space(space)
-    room = InRoom(host, room_name("demoted"), "host")
-    await room.join()
-    await room.configure(members_only=True)
-    await room.muc.set_affiliation(JID(room.room), "member", jid=JID(MEMORY_AGENT))
-    await room.muc.set_affiliation(JID(room.room), "admin", jid=owner.jid.bare)
+    room = await members_only_room(host, "demoted", owner, MEMORY_AGENT)
     governor = InRoom(owner, room.room, "governor")
     await governor.join()
     bound = await owner.memory.join_room(room.room, space)
