@@ -214,10 +214,12 @@ class ServeRequests(WakesWhenKilled):
     def _wake_after_the_answers_drain(self) -> None:
         """Serve again when the first sender passed over for its answers' bytes may be
         served (one passed over for its ops is served when one of them ends)."""
+        if self._wake is not None:
+            return
         waits = [
             wait for sender in self.waiting.senders() if (wait := self.answer_rate.wait(sender))
         ]
-        if self._wake is not None or not waits:
+        if not waits:
             return
 
         def wake() -> None:

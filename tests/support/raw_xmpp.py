@@ -99,12 +99,16 @@ class RawXMPP:
 
     def authenticate(self, username: str, password: str, authzid: str = "") -> bool:
         """SASL PLAIN with exactly these strings; True on ``<success>``."""
+        return "success" in self.login_answer(username, password, authzid).split(">")[0]
+
+    def login_answer(self, username: str, password: str, authzid: str = "") -> str:
+        """SASL PLAIN with exactly these strings; the server's ``<success>`` or
+        ``<failure>``, as it wrote it."""
         token = base64.b64encode(f"{authzid}\0{username}\0{password}".encode()).decode()
         self.send(
             f"<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{token}</auth>"
         )
-        answer = self.until(r"<(?:\w+:)?(success|failure)\b[^>]*?(/>|>.*?</(?:\w+:)?\1>)")
-        return "success" in answer.split(">")[0]
+        return self.until(r"<(?:\w+:)?(success|failure)\b[^>]*?(/>|>.*?</(?:\w+:)?\1>)")
 
     def bind(self, presence: str = "<presence/>") -> str:
         """Open the authenticated stream, bind a resource, send ``presence`` (available);

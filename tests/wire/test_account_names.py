@@ -7,7 +7,6 @@ would prepare a name before sending it, an attacker's client does not.
 
 from __future__ import annotations
 
-import base64
 import sqlite3
 import uuid
 from pathlib import Path
@@ -137,11 +136,7 @@ def _answer_to_login(port: int, username: str, password: str) -> str:
     """The server's answer to a SASL PLAIN login on a new connection."""
     client = RawXMPP(port)
     try:
-        token = base64.b64encode(f"\0{username}\0{password}".encode()).decode()
-        client.send(
-            f"<auth xmlns='urn:ietf:params:xml:ns:xmpp-sasl' mechanism='PLAIN'>{token}</auth>"
-        )
-        return client.until(r"<(?:\w+:)?(success|failure)\b[^>]*?(/>|>.*?</(?:\w+:)?\1>)")
+        return client.login_answer(username, password)
     finally:
         client.close()
 

@@ -38,7 +38,7 @@ HOME, GRANTED, OTHER = "127.0.0.3", "127.0.0.4", "127.0.0.5"
 """The memory's server, a server whose agents are granted, and one whose are not."""
 S2S_PORT = 5269
 """Where Prosody connects to a server whose domain is an address."""
-MEMORY_PASSWORD = "memory-agents-secret"
+MEMORY_PASSWORD = prosody.MEMORY_PASSWORD
 FORGE = "urn:spade-memory:test:forge"
 PLUGINS = FIXTURES / "prosody"
 STARTED_WITHIN = 120.0

@@ -104,12 +104,12 @@ class CheckedSASL(SASL):  # type: ignore[misc]
 
     async def handle_auth(self, element: ET.Element) -> Any:
         if element.attrib.get("mechanism", "PLAIN") == "PLAIN":
-            why = _plain_refusal(element.text or "")
+            account, why = _plain_login(element.text or "")
             if why is not None:
                 logger.info("login refused: %s", why)
                 self._transport.write(_SASL_FAILURE.format(text=_escape(why)).encode())
                 return None
-            if not await account_exists(_plain_account(element.text or "")):
+            if not await account_exists(account):
                 # pyjabber answers as to a wrong password, then reads the missing row and
                 # logs an ERROR (with a second failure) for what is every new account's
                 # first login (the shell logs in, then registers): the same answer here,
@@ -147,23 +147,19 @@ class CheckedStreamNegotiator(StreamNegotiator):  # type: ignore[misc]
         await super()._handle_ssl(element)
 
 
-def _plain_account(token: str) -> str:
-    """The account a SASL PLAIN message names (one ``_plain_refusal`` let through)."""
-    return base64.b64decode(token, validate=True).decode().split("\0")[1]
-
-
-def _plain_refusal(token: str) -> str | None:
-    """Why a SASL PLAIN message is refused before its password is checked, or None."""
+def _plain_login(token: str) -> tuple[str, str | None]:
+    """The account a SASL PLAIN message names, and why the message is refused before its
+    password is checked (None: it is not)."""
     try:
         authzid, authcid, _ = base64.b64decode(token, validate=True).decode().split("\0")
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        return "a SASL PLAIN message must be authzid NUL authcid NUL password, in base64"
+        return "", "a SASL PLAIN message must be authzid NUL authcid NUL password, in base64"
     why = name_refusal(authcid)
     if why is not None:
-        return f"{authcid!a}: {why}"
+        return authcid, f"{authcid!a}: {why}"
     if authzid and authzid != f"{authcid}@{AppConfig.app_config.host}":
-        return f"{authcid} may not act as {authzid!a}"
-    return None
+        return authcid, f"{authcid} may not act as {authzid!a}"
+    return authcid, None
 
 
 async def note_made(username: str) -> None:
