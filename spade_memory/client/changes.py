@@ -129,7 +129,12 @@ class SpaceChanges:
         cursor), whichever agent told the last one."""
         waiting = asyncio.ensure_future(self.queue.get())
         resync = asyncio.ensure_future(self.resync.wait())
-        done, _ = await asyncio.wait({waiting, resync}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({waiting, resync}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the follower ends: so do its two waits
+            waiting.cancel()
+            resync.cancel()
+            raise
         resync.cancel()
         if waiting in done:
             _, change = waiting.result()

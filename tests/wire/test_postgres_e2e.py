@@ -189,7 +189,7 @@ async def test_two_interaction_agents_share_notes_and_working_memories(
                 assert await reader.memory.get_information("c1") == [f"note {n}" for n in range(6)]
                 state = await reader.memory.session("s1").get()
                 assert state is not None and len(state.working_memory.entities) == 6
-            await readers[0].stop()
+            await stop_agent(readers[0])
             agents[0].kill()  # SIGKILL: no goodbye, no flush
             for n in range(6, 10):
                 assert await pooled.memory.add_information("c1", f"note {n}") is not None
