@@ -85,7 +85,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     left = _ended_or_left(_running() - before - _kept)
     if nextitem is None or nextitem.module is not getattr(item, "module", None):
         gc.collect()  # lost exceptions are told as their tasks are collected
-        gc.freeze()  # what is left is older than the next module's tasks: not looked at again
+        if nextitem is not None:
+            gc.freeze()  # what is left is older than the next module's tasks: not looked at again
+        else:
+            gc.unfreeze()  # what runs after the tests (hypothesis's import) sees the whole heap
     problems = [f"still running after the test: {task!r}"[:500] for task in left]
     problems += _lost
     del _lost[:]
