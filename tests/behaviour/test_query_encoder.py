@@ -18,8 +18,6 @@ from spade_memory.base_memory.retrieval.ranking import Ranking
 from spade_memory.base_memory.store.long_term import LongTermStore
 from spade_memory.protocol.memories import MemoryList, SearchMemories, Stored, StoreMemory
 
-pytestmark = pytest.mark.long  # the table distilled on every core: half a minute here
-
 ALICE = "alice@localhost"
 MEMORIES = [
     "The family dog is called Rex and loves the beach",
@@ -36,6 +34,8 @@ QUESTIONS = {  # question → the memory it is about
 }
 
 
+@pytest.mark.slow  # the table distilled on both cores: half a minute of both here
+@pytest.mark.long
 def test_the_table_is_made_once_and_its_queries_find_what_the_models_find(
     tmp_path: Path, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
