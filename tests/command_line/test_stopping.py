@@ -16,6 +16,8 @@ import pytest
 from benchmarks.wire import peer_process
 from spade_memory.server.runtime import EXIT_AT_ONCE, PASSWORD_ENV
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_ports
+from spade_memory.xmpp.lifecycle import stop_agent
+from tests.support.harness import start_client, unique_jid
 
 HANGING_CLOSE = """
 import asyncio, sys
@@ -49,6 +51,28 @@ def test_a_step_that_hangs_is_abandoned_and_the_rest_of_the_stop_runs(tmp_path: 
     # WAL file when the last connection closes); the hung store's is still there
     assert not (data_dir / "base-memory.db-wal").exists()
     assert (data_dir / "interaction-memory.db-wal").exists()
+
+
+async def test_a_service_that_consolidated_stops_at_once_and_exits_0(tmp_path: Path) -> None:
+    """The thread where consolidation compares memories ends with its store: an idle
+    one used to keep the process alive two seconds past "stopped.", named, exit 1."""
+    service = MemoryServiceProcess(tmp_path / "data")
+    service.start()
+    assert service.process is not None
+    client = await start_client(unique_jid("tidy"), service.port)
+    try:
+        for text in ("the cat is called Tom", "The cat is called Tom."):
+            await client.memory.store_memory("fact", text)
+        planned = await client.memory.consolidate_memories(dry_run=True)
+        assert planned is not None and planned.compared == 2
+    finally:
+        await stop_agent(client)
+        service.process.send_signal(signal.SIGINT)
+        status = service.process.wait(timeout=120)
+        output = "".join(service.output)
+        service.stop()
+    assert status == 0, output
+    assert "still running after the stop" not in output
 
 
 @pytest.fixture

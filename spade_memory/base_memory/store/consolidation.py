@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from spade_memory.base_memory.facts.duplicates import Candidate, Merge, Stopped, merges
@@ -36,8 +36,12 @@ from spade_memory.storage.statements import MOST_VALUES, parts, placeholders
 
 MOST_COMPARED = 10_000
 """Current memories of a space one pass compares (the newest)."""
-_PLANNER = ThreadPoolExecutor(1, "consolidation", initializer=lowest_priority)
-"""Where passes compare memories: one thread, at the lowest CPU priority."""
+
+
+def planner() -> ThreadPoolExecutor:
+    """Where a store's passes compare memories: one thread, at the lowest CPU priority.
+    The store shuts it down as it closes (an idle thread would keep the process alive)."""
+    return ThreadPoolExecutor(1, "consolidation", initializer=lowest_priority)
 
 
 @dataclass(frozen=True)
@@ -54,9 +58,11 @@ def _allowed(place: Place) -> None:
         raise NotAuthorized(f"consolidating {place.name!r} takes an admin of it")
 
 
-async def plan(tx: Transacting, request: Request, owner: str, stop: threading.Event) -> Plan | None:
+async def plan(
+    tx: Transacting, request: Request, owner: str, stop: threading.Event, comparing: Executor
+) -> Plan | None:
     """The merges ``request`` (a ``ConsolidateMemories``) would make, read outside any
-    write transaction and compared in a thread of the lowest CPU priority (None: the
+    write transaction and compared on ``comparing`` (the store's ``planner``) (None: the
     sender may not consolidate there; its op says so).
 
     Raises ``ServiceUnavailable`` when ``stop`` is set (the store is closing) before the
@@ -79,7 +85,9 @@ async def plan(tx: Transacting, request: Request, owner: str, stop: threading.Ev
     ]  # fmt: skip
     loop = asyncio.get_running_loop()
     try:
-        found = await loop.run_in_executor(_PLANNER, merges, candidates, stop)
+        if stop.is_set():  # set before ``comparing`` is shut down, which takes no more work
+            raise Stopped
+        found = await loop.run_in_executor(comparing, merges, candidates, stop)
     except Stopped:
         raise ServiceUnavailable("the memory service is stopping; ask again") from None
     return Plan(len(candidates), found)

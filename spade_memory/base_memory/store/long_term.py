@@ -173,6 +173,7 @@ class LongTermStore(AppliesOps):
         """The senders with a ``consolidate_memories`` under way (``MOST_CONSOLIDATING``)."""
         self._stopping = threading.Event()
         """Set when the store starts closing: no pass starts, and one comparing stops."""
+        self._planner = consolidation.planner()
         self._merging = False
         """Whether the background is inside a consolidation's transaction (close waits)."""
         self._purge_task: asyncio.Task[None] | None = None
@@ -283,6 +284,7 @@ class LongTermStore(AppliesOps):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._consolidating
             self._consolidating = None
+        await asyncio.to_thread(self._planner.shutdown)  # a comparing under way stops
         if self._purge_task is not None:
             self._purge_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -333,7 +335,7 @@ class LongTermStore(AppliesOps):
         for request in requests:
             if isinstance(request.op, ConsolidateMemories):
                 work.plans[id(request)] = await consolidation.plan(
-                    self._tx, request, owner, self._stopping
+                    self._tx, request, owner, self._stopping, self._planner
                 )
         if self.engine.single_writer and len(requests) > 1:
             work.ledger = Ledger(self._ctx.requests)
