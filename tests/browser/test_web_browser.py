@@ -1,8 +1,8 @@
 """The web view in a real headless Chromium (Debian's ``chromium`` and ``chromium-driver``,
 driven by selenium; nothing downloads a browser): log in, open a space, search, watch
 a memory stored by an agent in another OS process appear without a reload, edit as a
-writer, be refused as a reader, a forged token, escaped content, a phone-sized window
-and the keyboard alone. The view is served by this process, the memory agents run in
+writer, be refused as a reader, a forged token, escaped content, a phone-sized window,
+the keyboard alone, and the figures a page states against the store's. The view is served by this process, the memory agents run in
 another (``spade-memory run``), the view in a third (``spade-memory web``) and the
 storing agent in a fourth (``spade-memory memories add``); this process drives the
 browser.
@@ -24,7 +24,9 @@ from typing import Any
 
 import pytest
 
+from spade_memory.protocol.memories import MemoryStats
 from spade_memory.testing import ChildProcess, MemoryServiceProcess, free_port
+from spade_memory.web.figures import count, size
 from spade_memory.xmpp.lifecycle import stop_agent
 from tests.support.harness import ClientAgent, start_client, unique_jid
 from tests.support.web_clients import PASSWORD
@@ -192,6 +194,14 @@ async def test_a_writer_and_a_reader_in_a_real_browser(
     assert len(heights) == 6 and max(heights) < 1.5 * min(heights), heights
     assert d.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
 
+    # the figures are the store's, as a person reads them: the space's count and quota
+    # as the base memory agent reports them, and as many memories listed as it says;
+    # the personal page counts the personal space alone (not the account's every space)
+    _shows_the_stores_figures(d, await bob.memory.get_memory_stats(space=space), 3)
+    await bob.memory.store_memory("preference", "Bob reads the release notes first")
+    d.get(f"{base}/spaces/personal")
+    _shows_the_stores_figures(d, await bob.memory.get_memory_stats(), 1)
+
     # a fact's timeline and a memory's neighbourhood, read and followed by keyboard on
     # the phone: nothing wider than the screen, the drawing's links reached with Tab
     train = await bob.memory.store_memory("fact", "The release train leaves Brooklyn on Friday",
@@ -232,6 +242,24 @@ async def test_a_writer_and_a_reader_in_a_real_browser(
 
     kept = await alice.memory.get_memory(str(deploy), space=space)
     assert kept is not None and kept.content == "The deploy window is Wednesday 10:00 UTC"
+
+
+def _shows_the_stores_figures(driver: object, stats: MemoryStats | None, held: int) -> None:
+    """The open space page says it holds ``held`` memories, as ``stats`` (the store's)
+    does, lists that many, and states the quota's figures ``stats`` gives."""
+    from selenium.webdriver.common.by import By
+
+    d: Any = driver
+    assert stats is not None and stats.total_memories == held
+    said = d.find_element(By.XPATH, "//p[contains(., 'here now')]").text
+    assert f" {count(held)} {'memory' if held == 1 else 'memories'} here now" in said, said
+    assert len(d.find_elements(By.CSS_SELECTOR, "#memories .memory")) == held
+    quota = d.find_element(By.CSS_SELECTOR, "p.quota").text
+    memories = count(stats.used_memories) + (
+        f" of {count(stats.max_memories)}" if stats.max_memories else ""
+    )
+    size_used = size(stats.used_bytes) + (f" of {size(stats.max_bytes)}" if stats.max_bytes else "")
+    assert f"{memories} memories, {size_used}." in quota, quota
 
 
 def _whole_page_shot(driver: object, path: str) -> None:
