@@ -2,10 +2,10 @@
 driven by selenium; nothing downloads a browser): log in, open a space, search, watch
 a memory stored by an agent in another OS process appear without a reload, edit as a
 writer, be refused as a reader, a forged token, escaped content, a phone-sized window,
-the keyboard alone, and the figures a page states against the store's. The view is served by this process, the memory agents run in
-another (``spade-memory run``), the view in a third (``spade-memory web``) and the
-storing agent in a fourth (``spade-memory memories add``); this process drives the
-browser.
+the keyboard alone, and the figures a page states against the store's. The memory
+agents run in another OS process (``spade-memory run``), the view in a third
+(``spade-memory web``) and the storing agent in a fourth (``spade-memory memories
+add``); this process drives the browser.
 
 ``SPADE_MEMORY_WEB_SCREENSHOT=FILE`` keeps the screenshot the test takes (the
 documentation's).
