@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from spade_memory.base_memory.facts.duplicates import Candidate, Merge, Stopped, merges
 from spade_memory.base_memory.graph import links as graph_links
-from spade_memory.base_memory.retrieval.threads import lowest_priority
+from spade_memory.base_memory.retrieval.threads import give_back_freed_memory, lowest_priority
 from spade_memory.base_memory.store import journal, sizes
 from spade_memory.base_memory.store.context import StoreContext
 from spade_memory.base_memory.store.effects import Effects
@@ -87,10 +87,19 @@ async def plan(
     try:
         if stop.is_set():  # set before ``comparing`` is shut down, which takes no more work
             raise Stopped
-        found = await loop.run_in_executor(comparing, merges, candidates, stop)
+        found = await loop.run_in_executor(comparing, _compared, candidates, stop)
     except Stopped:
         raise ServiceUnavailable("the memory service is stopping; ask again") from None
     return Plan(len(candidates), found)
+
+
+def _compared(candidates: list[Candidate], stop: threading.Event) -> list[Merge]:
+    """``merges`` of ``candidates``, then the memory its comparing freed handed back to
+    the system (a flood of consolidations left the agent a quarter larger)."""
+    try:
+        return merges(candidates, stop)
+    finally:
+        give_back_freed_memory()
 
 
 class Consolidation:
