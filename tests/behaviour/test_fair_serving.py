@@ -52,9 +52,7 @@ async def test_one_senders_batches_are_served_a_share_of_ops_at_a_time() -> None
     once: the flooder's second batch would pass ``max_sender_ops`` (32), so it waits and
     the bystander is served beside the first; a batch larger than the share is served
     alone rather than never."""
-    serving = ServeRequests(
-        OutOfService("base-memory", base_memory_ops, Limits(), "not served"), "localhost"
-    )
+    serving = _serving(Limits())
     reads = [{"op": "recent_memories"}] * 20
     for n in range(3):
         batch = _request("flooder", n)
@@ -72,9 +70,7 @@ async def test_one_senders_batches_are_served_a_share_of_ops_at_a_time() -> None
         }  # fmt: skip
         assert serving.waiting.count("flooder@localhost") == 2
     finally:
-        for task in serving._tasks:
-            task.cancel()
-        await asyncio.gather(*serving._tasks, return_exceptions=True)
+        await _end_tasks(serving)
 
 
 def test_a_senders_answers_drain_at_its_rate_with_a_seconds_worth_at_once() -> None:
@@ -97,10 +93,7 @@ async def test_a_sender_answered_past_its_rate_waits_while_others_are_served() -
     """The large-read flood of issue 75: a sender answered three seconds' worth lately
     waits (its request is not refused) while a bystander's is served at once, and is
     served when what it owes has drained to a second's worth, woken by a timer."""
-    serving = ServeRequests(
-        OutOfService("base-memory", base_memory_ops, Limits(sender_answer_rate=1000), "not served"),
-        "localhost",
-    )
+    serving = _serving(Limits(sender_answer_rate=1000))
     now = [0.0]
     serving.answer_rate = AnswerRate(1000, clock=lambda: now[0])
     serving.answer_rate.charge("reader@localhost", 3000)
@@ -122,24 +115,13 @@ async def test_a_sender_answered_past_its_rate_waits_while_others_are_served() -
     finally:
         if serving._wake is not None:
             serving._wake.cancel()
-        for task in serving._tasks:
-            task.cancel()
-        await asyncio.gather(*serving._tasks, return_exceptions=True)
-
-
-def _request(sender: str, n: int) -> wire.Message:
-    request = wire.request_message("memory@localhost", SearchMemories(query="q"), f"{sender}-{n}")
-    request.sender = f"{sender}@localhost/r"
-    return request
+        await _end_tasks(serving)
 
 
 async def test_a_full_room_makes_room_for_a_sender_under_its_share() -> None:
     """Many accounts fill the waiting room; a newcomer with fewer waiting than the
     longest still gets in, and the longest gives up its newest (refused, retry_after)."""
-    limits = Limits(max_waiting=8, max_in_flight=32)
-    serving = ServeRequests(
-        OutOfService("base-memory", base_memory_ops, limits, "not served"), "localhost"
-    )
+    serving = _serving(Limits(max_waiting=8, max_in_flight=32))
     for n in range(4):  # not started: what is admitted waits
         for flooder in ("f1", "f2"):
             await serving._admit(_request(flooder, n))
@@ -165,3 +147,23 @@ async def test_a_full_room_makes_room_for_a_sender_under_its_share() -> None:
     await serving._admit(_request("bystander", 2))  # 2 against 3: no fairer, refused
     assert serving._refusals[-1].to == "bystander@localhost/r"
     assert serving.waiting.count("bystander@localhost") == 2
+
+
+def _serving(limits: Limits) -> ServeRequests:
+    """The base memory's serving behaviour under ``limits``, not started."""
+    return ServeRequests(
+        OutOfService("base-memory", base_memory_ops, limits, "not served"), "localhost"
+    )
+
+
+def _request(sender: str, n: int) -> wire.Message:
+    request = wire.request_message("memory@localhost", SearchMemories(query="q"), f"{sender}-{n}")
+    request.sender = f"{sender}@localhost/r"
+    return request
+
+
+async def _end_tasks(serving: ServeRequests) -> None:
+    """Cancel the serving tasks ``_start_waiting`` made (never run) and await them."""
+    for task in serving._tasks:
+        task.cancel()
+    await asyncio.gather(*serving._tasks, return_exceptions=True)

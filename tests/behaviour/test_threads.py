@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import platform
 import sys
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -18,17 +18,11 @@ from spade_memory.base_memory.retrieval import threads
 )
 def test_glibcs_trim_is_found_and_called_from_a_thread_of_its_own() -> None:
     assert threads._malloc_trim() is not None  # else the handing back silently does nothing
-    failures: list[BaseException] = []
+    with ThreadPoolExecutor(1) as thread:  # its exception, if any, is raised here
 
-    def compare_then_give_back() -> None:
-        try:
+        def compare_then_give_back() -> None:
             garbage = [str(n) * 8 for n in range(200_000)]  # freed in this thread's arena
             del garbage
             threads.give_back_freed_memory()
-        except BaseException as failure:  # told to the test below
-            failures.append(failure)
 
-    worker = threading.Thread(target=compare_then_give_back)
-    worker.start()
-    worker.join()
-    assert failures == []
+        thread.submit(compare_then_give_back).result()
